@@ -1,0 +1,27 @@
+# Two entry points: `make demo` (set up, then the default scenario) and `make test` (set up, then the tests).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup demo test lint clean
+
+setup: $(VENV)/.installed
+
+# torch first, pinned to the CPU build on this machine's disk; the project's range (>=2.1) then installs nothing more.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[all]'
+	touch $@
+
+demo: setup
+	$(BIN)/collsim cost --op allreduce --ranks 8 --size 1KiB:1GiB:8 --alpha 2us --bandwidth 25GB/s
+
+lint: setup
+	$(BIN)/ruff check .
+
+test: setup lint
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

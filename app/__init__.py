@@ -1,0 +1,1 @@
+"""The faces of collsim: the `collsim` command line and the Streamlit app."""

@@ -1,0 +1,5 @@
+"""One module per `collsim` subcommand, each with `add_parser(subparsers)` and `run(args) -> int`."""
+
+from . import algorithms, check, cost
+
+COMMANDS = [algorithms, cost, check]

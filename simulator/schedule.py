@@ -1,0 +1,256 @@
+"""The schedule IR: which rank sends which pieces of which buffer to whom, and what each waits for.
+
+A schedule is a DAG of transfers. Each transfer moves one or more pieces (buffer, offset,
+count in elements) from a sender to a receiver, who either copies them into place or reduces
+them into what is there. A transfer with sender == receiver is a local copy or reduction.
+
+Algorithms write transfers in program order through `ScheduleBuilder`, which infers the
+dependencies from the data (read-after-write, write-after-read, write-after-write), the way
+MSCCLang does; `validate` checks any schedule, however it was made.
+
+Buffers per rank: 'in' (the input), 'out' (the full-size output, which starts as the in-place
+view of the input, as nccl-tests' in-place mode lays it out) and 'scratch'.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from .collective import Collective
+from .errors import CollsimError
+
+BUFFERS = ("in", "out", "scratch")
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """A run of `count` elements read at (src_buf, src_off) on the sender, written at (dst_buf, dst_off) on the receiver."""
+
+    src_buf: str
+    src_off: int
+    dst_buf: str
+    dst_off: int
+    count: int
+
+
+def region(buf: str, off: int, count: int) -> Piece:
+    """A piece that lands at the same place it was read from."""
+    return Piece(buf, int(off), buf, int(off), int(count))
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """One message: src sends `pieces` to dst, who copies or reduces them, after the transfers in `deps` end."""
+
+    id: int
+    src: int
+    dst: int
+    pieces: tuple[Piece, ...]
+    reduce: bool
+    deps: tuple[int, ...]
+    step: int = 0
+
+    @property
+    def count(self) -> int:
+        """Elements carried."""
+        return sum(p.count for p in self.pieces)
+
+    @property
+    def local(self) -> bool:
+        """True for a copy or reduction inside one rank (no network)."""
+        return self.src == self.dst
+
+
+@dataclass
+class Schedule:
+    """An algorithm's plan for one collective: transfers forming a DAG, plus per-rank scratch size."""
+
+    collective: Collective
+    algorithm: str
+    transfers: list[Transfer]
+    params: dict = field(default_factory=dict)
+    scratch_count: int = 0
+
+    def __len__(self) -> int:
+        return len(self.transfers)
+
+    def nbytes(self, transfer: Transfer) -> int:
+        """Bytes a transfer carries."""
+        return transfer.count * self.collective.elem_size
+
+    @cached_property
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Columns for fast consumers: src, dst, bytes, reduce, step, and deps as CSR (dep_ptr, dep_idx)."""
+        ts = self.transfers
+        deps = [t.deps for t in ts]
+        ptr = np.zeros(len(ts) + 1, dtype=np.int64)
+        ptr[1:] = np.cumsum([len(d) for d in deps])
+        return {
+            "src": np.fromiter((t.src for t in ts), np.int64, len(ts)),
+            "dst": np.fromiter((t.dst for t in ts), np.int64, len(ts)),
+            "bytes": np.fromiter((t.count for t in ts), np.int64, len(ts)) * self.collective.elem_size,
+            "reduce": np.fromiter((t.reduce for t in ts), bool, len(ts)),
+            "step": np.fromiter((t.step for t in ts), np.int64, len(ts)),
+            "dep_ptr": ptr,
+            "dep_idx": np.fromiter((d for ds in deps for d in ds), np.int64, int(ptr[-1])),
+        }
+
+    def network_transfers(self) -> list[Transfer]:
+        """Transfers that cross between ranks."""
+        return [t for t in self.transfers if not t.local]
+
+    def sends_per_rank(self) -> np.ndarray:
+        """Messages each rank sends over the network."""
+        a = self.arrays
+        remote = a["src"] != a["dst"]
+        return np.bincount(a["src"][remote], minlength=self.collective.ranks)
+
+    def bytes_sent_per_rank(self) -> np.ndarray:
+        """Bytes each rank sends over the network."""
+        a = self.arrays
+        remote = a["src"] != a["dst"]
+        return np.bincount(a["src"][remote], weights=a["bytes"][remote], minlength=self.collective.ranks).astype(np.int64)
+
+    def bytes_received_per_rank(self) -> np.ndarray:
+        """Bytes each rank receives over the network."""
+        a = self.arrays
+        remote = a["src"] != a["dst"]
+        return np.bincount(a["dst"][remote], weights=a["bytes"][remote], minlength=self.collective.ranks).astype(np.int64)
+
+    @property
+    def num_steps(self) -> int:
+        """Display steps (rounds) the schedule spans."""
+        return 1 + max((t.step for t in self.transfers), default=-1)
+
+    def buffer_size(self, rank: int, buf: str) -> int:
+        """Elements in one rank's buffer."""
+        if buf == "in":
+            return self.collective.in_count[rank]
+        if buf == "out":
+            return self.collective.out_count
+        if buf == "scratch":
+            return self.scratch_count
+        raise CollsimError(f"buffer: unknown buffer {buf!r}; expected one of {', '.join(BUFFERS)}")
+
+    def topological_order(self) -> list[int]:
+        """Transfer ids in an order that respects every dependency (raises on a cycle)."""
+        from .validate import topological_order
+
+        return topological_order(self)
+
+    def validate(self) -> Schedule:
+        """Raise CollsimError if the schedule is ill formed; return self otherwise."""
+        from .validate import validate
+
+        validate(self)
+        return self
+
+
+class _RegionState:
+    """Per (rank, buffer): intervals with the transfers a reader or a writer must wait for."""
+
+    __slots__ = ("starts", "writers", "base", "readers")
+
+    def __init__(self, size: int):
+        self.starts = [0, size]
+        self.writers: list[tuple[int, ...]] = [(), ()]
+        self.base: list[tuple[int, ...]] = [(), ()]
+        self.readers: list[list[int]] = [[], []]
+
+    def _split(self, at: int) -> int:
+        i = bisect.bisect_left(self.starts, at)
+        if i < len(self.starts) and self.starts[i] == at:
+            return i
+        if i >= len(self.starts):  # grows past the declared size (scratch used before declared)
+            self.starts.append(at)
+            self.writers.append(())
+            self.base.append(())
+            self.readers.append([])
+            return len(self.starts) - 1
+        self.starts.insert(i, at)
+        self.writers.insert(i, self.writers[i - 1])
+        self.base.insert(i, self.base[i - 1])
+        self.readers.insert(i, list(self.readers[i - 1]))
+        return i
+
+    def span(self, lo: int, hi: int) -> range:
+        i0 = self._split(lo)
+        i1 = self._split(hi)
+        return range(i0, i1)
+
+
+class ScheduleBuilder:
+    """Collects transfers in program order and infers their dependencies from the data they touch."""
+
+    def __init__(self, collective: Collective, algorithm: str, params: dict | None = None):
+        self.collective = collective
+        self.algorithm = algorithm
+        self.params = dict(params or {})
+        self.scratch_count = 0
+        self._transfers: list[Transfer] = []
+        self._state: dict[tuple[int, str], _RegionState] = {}
+
+    def _region(self, rank: int, buf: str) -> _RegionState:
+        key = (rank, buf)
+        state = self._state.get(key)
+        if state is None:
+            state = self._state[key] = _RegionState(0)
+        return state
+
+    def use_scratch(self, count: int) -> None:
+        """Declare that every rank needs at least `count` scratch elements."""
+        self.scratch_count = max(self.scratch_count, int(count))
+
+    def send(self, src: int, dst: int, pieces: Piece | Iterable[Piece], reduce: bool = False, step: int = 0) -> int:
+        """Add a transfer (pieces moved from src to dst, reduced at dst if `reduce`); return its id."""
+        if isinstance(pieces, Piece):
+            pieces = (pieces,)
+        pieces = tuple(pieces)
+        tid = len(self._transfers)
+        deps: set[int] = set()
+        for p in pieces:
+            if p.count <= 0:
+                continue
+            for i in (src_state := self._region(src, p.src_buf)).span(p.src_off, p.src_off + p.count):
+                deps.update(src_state.writers[i])
+                src_state.readers[i].append(tid)
+        for p in pieces:
+            if p.count <= 0:
+                continue
+            dst_state = self._region(dst, p.dst_buf)
+            for i in dst_state.span(p.dst_off, p.dst_off + p.count):
+                readers = [r for r in dst_state.readers[i] if r != tid]
+                deps.update(readers)
+                if reduce:
+                    deps.update(dst_state.base[i])
+                    dst_state.writers[i] = dst_state.writers[i] + (tid,)
+                else:
+                    deps.update(dst_state.writers[i])
+                    dst_state.writers[i] = (tid,)
+                    dst_state.base[i] = (tid,)
+                    dst_state.readers[i] = []
+        deps.discard(tid)
+        self._transfers.append(Transfer(tid, int(src), int(dst), pieces, bool(reduce), tuple(sorted(deps)), int(step)))
+        return tid
+
+    def copy(self, src: int, dst: int, buf: str, off: int, count: int, step: int = 0) -> int:
+        """Send one region to the same place on dst, which copies it."""
+        return self.send(src, dst, region(buf, off, count), False, step)
+
+    def reduce(self, src: int, dst: int, buf: str, off: int, count: int, step: int = 0) -> int:
+        """Send one region to the same place on dst, which reduces it into its own."""
+        return self.send(src, dst, region(buf, off, count), True, step)
+
+    def build(self) -> Schedule:
+        """The finished schedule."""
+        return Schedule(self.collective, self.algorithm, self._transfers, self.params, self.scratch_count)
+
+
+def segments(offsets: Sequence[int], lo: int, hi: int) -> tuple[int, int]:
+    """(offset, count) of blocks lo..hi-1 given block start offsets."""
+    return int(offsets[lo]), int(offsets[hi] - offsets[lo])
