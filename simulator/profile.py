@@ -74,7 +74,10 @@ def load_profile(path: str | Path) -> LinkProfile:
     """Read a profile file written by collsim (or by hand), with errors naming the file and the field."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        text = path.read_text()
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise CollsimError(f"profile: {path} line {exc.lineno}: not valid JSON: {exc.msg}") from None
     except OSError as exc:
         raise CollsimError(f"profile: cannot read {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
@@ -82,10 +85,11 @@ def load_profile(path: str | Path) -> LinkProfile:
     if not isinstance(data, dict) or "alpha_s" not in data or "bandwidth_Bps" not in data:
         raise CollsimError(f"profile: {path} needs the fields alpha_s and bandwidth_Bps")
     try:
-        segments = tuple(Segment(**s) for s in data.get("segments") or ())
+        segments = tuple(Segment(int(s["min_bytes"]), None if s.get("max_bytes") is None else int(s["max_bytes"]),
+                                 float(s["alpha_s"]), float(s["bandwidth_Bps"])) for s in data.get("segments") or ())
         return LinkProfile(float(data["alpha_s"]), float(data["bandwidth_Bps"]), float(data.get("gamma_s_per_byte", 0.0)),
                            str(data.get("source", "")), segments, dict(data.get("meta") or {}))
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, KeyError) as exc:
         raise CollsimError(f"profile: {path}: {exc}") from None
 
 
