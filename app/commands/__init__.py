@@ -1,5 +1,5 @@
 """One module per `collsim` subcommand, each with `add_parser(subparsers)` and `run(args) -> int`."""
 
-from . import algorithms, app, check, cost, draw
+from . import algorithms, app, check, cost, draw, msccl
 
-COMMANDS = [algorithms, cost, check, draw, app]
+COMMANDS = [algorithms, cost, check, draw, app, msccl]

@@ -1,380 +1,85 @@
-"""MSCCL algorithm XML (<algo>/<gpu>/<tb>/<step>): read it into a checked model, import it as a collsim
-Schedule, and write any collsim Schedule back out in the same format.
+"""MSCCL algorithm XML in and out: read a file into a collsim Schedule, check it, simulate it, export any Schedule.
 
-The format is the one MSCCL's executor parses (Azure/msccl-executor-nccl, src/misc/msccl/msccl_parser.cc)
-and msccl-tools writes. A buffer is cut into `nchunksperloop` equal chunks; a step moves `cnt` chunks
-starting at a chunk offset. Each threadblock (tb) has at most one send peer and one receive peer on one
-channel and runs its steps in order; the n-th send of gpu A's tb (send=B, chan=c) meets the n-th receive
-of gpu B's tb (recv=A, chan=c). A step with depid/deps also waits until threadblock `depid` on the same
-gpu has finished a step with hasdep=1 at or after index `deps` (nop steps only carry such waits).
-Which fields each step type uses (the rest are informational):
+    imp = load_msccl("allreduce.xml")             # MscclImport: .schedule, .placement, .chunk_elems, ...
+    report = check_msccl(imp)                     # semantics check plus MSCCL's own output coverage
+    xml = export_msccl(schedule).xml              # and load_msccl() of that file gives the same transfers
 
-    s     send src                         r     receive into dst
-    rcs   receive into dst, send dst       rrs   receive, reduce with src, send (nothing stored)
-    rrc   dst = src (+) received           rrcs  dst = src (+) received, send dst
-    cpy   dst = src (local)                re    dst = dst (+) src (local)
-    nop   no data; waits only
+The format, the step types and how buffers and chunks map onto collsim are described in
+simulator/formats/msccl_xml.py, msccl_import.py, msccl_export.py and docs/msccl.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from xml.parsers import expat
 
-from ..collective import OPS, REDOPS, normalize_op
 from ..errors import CollsimError
-
-STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
-SENDS = frozenset({"s", "rcs", "rrs", "rrcs"})
-RECEIVES = frozenset({"r", "rcs", "rrs", "rrc", "rrcs"})
-LOCAL = frozenset({"cpy", "re", "nop"})
-USES_SRC = frozenset({"s", "rrs", "rrc", "rrcs", "cpy", "re"})
-USES_DST = frozenset({"r", "rcs", "rrc", "rrcs", "cpy", "re"})
-BUFFER_NAMES = {"i": "input", "o": "output", "s": "scratch"}
-PROTOCOLS = ("Simple", "LL", "LL128")
-MSCCL_OPS = {"allreduce": "allreduce", "allgather": "allgather", "reduce_scatter": "reducescatter",
-             "reducescatter": "reducescatter", "alltoall": "alltoall", "broadcast": "broadcast", "reduce": "reduce",
-             "gather": "gather", "scatter": "scatter"}
-# Ops whose nchunksperloop counts one rank's block, not the whole buffer (the executor's sizeMultiplier is 1).
-PER_RANK_BASE = ("gather", "scatter")
+from ..schedule import Schedule
+from ..semantics import check
+from .msccl_export import MscclExport, export_msccl
+from .msccl_import import PLACEMENTS, MscclImport, collective_for, default_size, import_msccl
+from .msccl_xml import STEP_TYPES, MscclAlgo, parse_msccl, read_msccl
 
 
 @dataclass(frozen=True)
-class Step:
-    """One <step>: what a threadblock does at position `index` (chunk offsets and counts)."""
+class MscclCheck:
+    """Outcome of checking one imported placement."""
 
-    index: int
-    type: str
-    srcbuf: str
-    srcoff: int
-    dstbuf: str
-    dstoff: int
-    cnt: int
-    depid: int
-    deps: int
-    hasdep: bool
-    line: int
-
-    @property
-    def sends(self) -> bool:
-        """True when the step sends to the threadblock's send peer."""
-        return self.type in SENDS
-
-    @property
-    def receives(self) -> bool:
-        """True when the step receives from the threadblock's receive peer."""
-        return self.type in RECEIVES
+    placement: str
+    ok: bool
+    message: str
 
 
-@dataclass
-class ThreadBlock:
-    """One <tb>: a send peer, a receive peer (-1 for none), a channel and steps run in order."""
-
-    id: int
-    send: int
-    recv: int
-    chan: int
-    line: int
-    steps: list[Step] = field(default_factory=list)
+def load_msccl(path: str | Path, size: int | None = None, dtype: str = "float32", placement: str | None = None) -> MscclImport:
+    """Read an MSCCL XML file and lower it to a Schedule."""
+    return import_msccl(read_msccl(path), size, dtype, placement)
 
 
-@dataclass
-class Gpu:
-    """One <gpu>: its buffer sizes in chunks and its threadblocks by id."""
-
-    id: int
-    i_chunks: int
-    o_chunks: int
-    s_chunks: int
-    line: int
-    tbs: list[ThreadBlock] = field(default_factory=list)
+def check_msccl(imp: MscclImport, seed: int = 0) -> MscclCheck:
+    """The semantics check of the imported schedule, failing too where MSCCL itself never writes part of the result."""
+    if imp.unwritten:
+        return MscclCheck(imp.placement, False, f"{imp.placement}: " + "; ".join(imp.unwritten[:3]))
+    result = check(imp.schedule, seed=seed)
+    return MscclCheck(imp.placement, result.ok, f"{imp.placement}: {result.message}")
 
 
-@dataclass
-class MscclAlgo:
-    """A parsed and structurally checked MSCCL algorithm."""
+def transfer_difference(a: Schedule, b: Schedule) -> str | None:
+    """None when two schedules move the same pieces between the same ranks (copy or reduce), else what differs."""
+    def bag(s: Schedule) -> Counter:
+        return Counter((t.src, t.dst, t.reduce, pc) for t in s.transfers for pc in t.pieces if pc.count)
 
-    name: str
-    op: str
-    coll: str
-    proto: str
-    nchannels: int
-    nchunksperloop: int
-    ngpus: int
-    inplace: bool
-    outofplace: bool
-    min_bytes: int
-    max_bytes: int
-    redop: str
-    root: int
-    gpus: list[Gpu]
-    source: str = "<xml>"
-
-    def where(self, line: int) -> str:
-        """'file:line' for messages."""
-        return f"{self.source}:{line}"
-
-    def expected_chunks(self, buf: str) -> int:
-        """Chunks an input ('i') or output ('o') buffer holds for this collective."""
-        n, p = self.nchunksperloop, self.ngpus
-        if buf == "i":
-            return {"allgather": n // p, "scatter": n * p}.get(self.op, n)
-        return {"reduce_scatter": n // p, "gather": n * p}.get(self.op, n)
-
-    @property
-    def placements(self) -> list[str]:
-        """The placements the file declares it supports ('in-place', 'out-of-place')."""
-        return [name for name, ok in (("out-of-place", self.outofplace), ("in-place", self.inplace)) if ok]
-
-    def step_count(self) -> int:
-        """Steps in the whole file."""
-        return sum(len(tb.steps) for g in self.gpus for tb in g.tbs)
+    left, right = bag(a), bag(b)
+    if left == right:
+        return None
+    only_a, only_b = left - right, right - left
+    first = next(iter(only_a or only_b))
+    side = "only in the first" if only_a else "only in the second"
+    return (f"{sum(only_a.values())} pieces only in the first, {sum(only_b.values())} only in the second; e.g. "
+            f"{first[0]}->{first[1]} {'reduce' if first[2] else 'copy'} {first[3]} is {side}")
 
 
-# ----------------------------------------------------------------------------------------------------------
-# XML reading with line numbers
+def roundtrip(schedule: Schedule, exported: MscclExport) -> MscclImport:
+    """Import what was exported (same size and dtype) and raise if it does not move the same pieces."""
+    coll = schedule.collective
+    imp = import_msccl(parse_msccl(exported.xml, "exported"), coll.nbytes, coll.dtype, exported.placement)
+    diff = transfer_difference(schedule, imp.schedule)
+    if diff:
+        raise CollsimError(f"export: importing the exported file does not give back {schedule.algorithm}'s transfers: {diff}")
+    return imp
 
 
-@dataclass
-class _Element:
-    tag: str
-    attrs: dict[str, str]
-    line: int
-    children: list[_Element] = field(default_factory=list)
-
-
-def _parse_tree(text: str | bytes, source: str) -> _Element:
-    """Elements with the line each starts on; a syntax error names its line and column."""
-    parser = expat.ParserCreate()
-    stack: list[_Element] = []
-    roots: list[_Element] = []
-
-    def start(tag: str, attrs: dict[str, str]) -> None:
-        element = _Element(tag, dict(attrs), parser.CurrentLineNumber)
-        (stack[-1].children if stack else roots).append(element)
-        stack.append(element)
-
-    def end(tag: str) -> None:
-        stack.pop()
-
-    parser.StartElementHandler = start
-    parser.EndElementHandler = end
+def simulate_schedule(schedule: Schedule, topology: str):
+    """Run a schedule on the event engine (a Trace); a clear error when the engine is not part of this build."""
     try:
-        parser.Parse(text, True)
-    except expat.ExpatError as exc:
-        raise CollsimError(f"msccl: {source}:{exc.lineno}: not well-formed XML ({expat.ErrorString(exc.code)}, "
-                           f"column {exc.offset + 1}); expected an MSCCL <algo> file") from None
-    if not roots:
-        raise CollsimError(f"msccl: {source}: no XML elements; expected an MSCCL <algo> file")
-    return roots[0]
+        from ..engine import simulate
+        from ..topology import parse_topology
+    except ImportError:
+        raise CollsimError("simulate: the event engine (simulator/engine.py and simulator/topology/) is not available in "
+                           "this build; expected it from the engine branch. Leave out --simulate, or use --check") from None
+    return simulate(schedule, parse_topology(topology))
 
 
-class _Attrs:
-    """Typed access to one element's attributes, with errors that name the file, line and attribute."""
-
-    def __init__(self, element: _Element, source: str):
-        self.e = element
-        self.where = f"{source}:{element.line}"
-
-    def _raw(self, name: str, default: str | None) -> str:
-        value = self.e.attrs.get(name)
-        if value is None:
-            if default is None:
-                raise CollsimError(f"msccl: {self.where}: <{self.e.tag}> has no {name!r} attribute; it is required")
-            return default
-        return value.strip()
-
-    def int(self, name: str, default: int | None = None, minimum: int | None = None) -> int:
-        raw = self._raw(name, None if default is None else str(default))
-        try:
-            value = int(raw)
-        except ValueError:
-            raise CollsimError(f"msccl: {self.where}: <{self.e.tag}> {name}={raw!r} is not an integer") from None
-        if minimum is not None and value < minimum:
-            raise CollsimError(f"msccl: {self.where}: <{self.e.tag}> {name}={value} is too small; expected >= {minimum}")
-        return value
-
-    def str(self, name: str, default: str | None = None) -> str:
-        return self._raw(name, default)
-
-    def choice(self, name: str, choices, default: str | None = None) -> str:
-        value = self._raw(name, default)
-        if value not in choices:
-            raise CollsimError(f"msccl: {self.where}: <{self.e.tag}> {name}={value!r} is not accepted; "
-                               f"expected one of {', '.join(choices)}")
-        return value
-
-    def flag(self, name: str, default: int | None = None) -> bool:
-        value = self.int(name, default)
-        if value not in (0, 1):
-            raise CollsimError(f"msccl: {self.where}: <{self.e.tag}> {name}={value} is not a flag; expected 0 or 1")
-        return bool(value)
-
-
-def parse_msccl(text: str | bytes, source: str = "<xml>") -> MscclAlgo:
-    """An MscclAlgo from XML text; any problem is a CollsimError naming the file and line."""
-    root = _parse_tree(text, source)
-    if root.tag != "algo":
-        raise CollsimError(f"msccl: {source}:{root.line}: the top element is <{root.tag}>; expected <algo>")
-    a = _Attrs(root, source)
-    coll = a.str("coll")
-    key = coll.strip().lower()
-    if key not in MSCCL_OPS:
-        raise CollsimError(f"msccl: {a.where}: <algo> coll={coll!r} is not a collective collsim imports; "
-                           f"expected one of {', '.join(MSCCL_OPS)}")
-    op = normalize_op(key)
-    ngpus = a.int("ngpus", minimum=1)
-    nchunks = a.int("nchunksperloop", minimum=1)
-    inplace = a.flag("inplace", 0)
-    outofplace = a.flag("outofplace", 0 if inplace else 1)
-    if not inplace and not outofplace:
-        raise CollsimError(f"msccl: {a.where}: <algo> says inplace=0 and outofplace=0; expected at least one placement")
-    if op not in PER_RANK_BASE and op in ("allgather", "reduce_scatter", "alltoall") and nchunks % ngpus:
-        raise CollsimError(f"msccl: {a.where}: wrong chunk count: nchunksperloop={nchunks} does not divide among "
-                           f"ngpus={ngpus} for {coll}; expected a multiple of {ngpus}")
-    redop = a.choice("redop", REDOPS, "sum")
-    root_rank = a.int("root", 0, minimum=0)
-    if root_rank >= ngpus:
-        raise CollsimError(f"msccl: {a.where}: <algo> root={root_rank} is not a gpu of {ngpus}; expected 0..{ngpus - 1}")
-    algo = MscclAlgo(name=a.str("name", "msccl"), op=op, coll=coll, proto=a.choice("proto", PROTOCOLS, "Simple"),
-                     nchannels=a.int("nchannels", 1, minimum=1), nchunksperloop=nchunks, ngpus=ngpus, inplace=inplace,
-                     outofplace=outofplace, min_bytes=a.int("minBytes", 0, minimum=0), max_bytes=a.int("maxBytes", 0, minimum=0),
-                     redop=redop, root=root_rank, gpus=[], source=source)
-    gpus: dict[int, Gpu] = {}
-    for child in root.children:
-        if child.tag != "gpu":
-            raise CollsimError(f"msccl: {source}:{child.line}: unexpected <{child.tag}> inside <algo>; expected <gpu>")
-        gpu = _parse_gpu(child, algo)
-        if gpu.id in gpus:
-            raise CollsimError(f"msccl: {source}:{child.line}: gpu id={gpu.id} appears twice (first on line {gpus[gpu.id].line})")
-        gpus[gpu.id] = gpu
-    missing = [g for g in range(ngpus) if g not in gpus]
-    if missing:
-        raise CollsimError(f"msccl: {a.where}: ngpus={ngpus} but there is no <gpu> with id {missing[0]}; expected ids 0..{ngpus - 1}")
-    algo.gpus = [gpus[g] for g in range(ngpus)]
-    for gpu in algo.gpus:
-        _check_gpu(gpu, algo)
-    return algo
-
-
-def _parse_gpu(element: _Element, algo: MscclAlgo) -> Gpu:
-    a = _Attrs(element, algo.source)
-    gid = a.int("id", minimum=0)
-    if gid >= algo.ngpus:
-        raise CollsimError(f"msccl: {a.where}: gpu id={gid} is not below ngpus={algo.ngpus}; expected 0..{algo.ngpus - 1}")
-    gpu = Gpu(gid, a.int("i_chunks", 0, minimum=0), a.int("o_chunks", 0, minimum=0), a.int("s_chunks", 0, minimum=0),
-              element.line)
-    for buf, declared in (("i", gpu.i_chunks), ("o", gpu.o_chunks)):
-        want = algo.expected_chunks(buf)
-        if declared not in (0, want):
-            raise CollsimError(
-                f"msccl: {a.where}: wrong chunk count: gpu {gid} declares {buf}_chunks={declared}, but the "
-                f"{BUFFER_NAMES[buf]} of a {algo.coll} on {algo.ngpus} gpus with nchunksperloop={algo.nchunksperloop} "
-                f"holds {want} chunks; expected {want} (or 0 if unused)")
-    tbs: dict[int, ThreadBlock] = {}
-    for child in element.children:
-        if child.tag != "tb":
-            raise CollsimError(f"msccl: {algo.source}:{child.line}: unexpected <{child.tag}> inside <gpu>; expected <tb>")
-        t = _Attrs(child, algo.source)
-        tb = ThreadBlock(t.int("id", minimum=0), t.int("send", -1, minimum=-1), t.int("recv", -1, minimum=-1),
-                         t.int("chan", 0, minimum=0), child.line)
-        if tb.id in tbs:
-            raise CollsimError(f"msccl: {t.where}: gpu {gid} has two threadblocks with id={tb.id} (first on line {tbs[tb.id].line})")
-        for role, peer in (("send", tb.send), ("recv", tb.recv)):
-            if peer == gid or peer >= algo.ngpus:
-                raise CollsimError(f"msccl: {t.where}: tb {tb.id} on gpu {gid} has {role}={peer}; expected -1 (none) "
-                                   f"or another gpu in 0..{algo.ngpus - 1}")
-        for index, st in enumerate(child.children):
-            if st.tag != "step":
-                raise CollsimError(f"msccl: {algo.source}:{st.line}: unexpected <{st.tag}> inside <tb>; expected <step>")
-            tb.steps.append(_parse_step(st, index, tb, gpu, algo))
-        tbs[tb.id] = tb
-    for i in range(len(tbs)):
-        if i not in tbs:
-            raise CollsimError(f"msccl: {a.where}: gpu {gid} has threadblocks up to id {max(tbs)} but none with id {i}; "
-                               f"expected ids 0..{len(tbs) - 1} with none missing")
-    gpu.tbs = [tbs[i] for i in range(len(tbs))]
-    return gpu
-
-
-def _parse_step(element: _Element, index: int, tb: ThreadBlock, gpu: Gpu, algo: MscclAlgo) -> Step:
-    a = _Attrs(element, algo.source)
-    kind = a.choice("type", STEP_TYPES)
-    s = a.int("s", index)
-    if s != index:
-        raise CollsimError(f"msccl: {a.where}: step s={s} is the step at position {index} of tb {tb.id} on gpu {gpu.id}; "
-                           f"expected s={index} (steps are numbered in order from 0)")
-    cnt = a.int("cnt", 0 if kind == "nop" else None, minimum=0 if kind == "nop" else 1)
-    srcbuf = a.choice("srcbuf", tuple(BUFFER_NAMES), "i" if kind not in USES_SRC else None)
-    dstbuf = a.choice("dstbuf", tuple(BUFFER_NAMES), "o" if kind not in USES_DST else None)
-    step = Step(index, kind, srcbuf, a.int("srcoff", 0 if kind not in USES_SRC else None, minimum=-1), dstbuf,
-                a.int("dstoff", 0 if kind not in USES_DST else None, minimum=-1), cnt, a.int("depid", -1, minimum=-1),
-                a.int("deps", -1, minimum=-1), a.flag("hasdep", 0), element.line)
-    if step.sends and tb.send < 0:
-        raise CollsimError(f"msccl: {a.where}: a {kind!r} step sends, but tb {tb.id} on gpu {gpu.id} has no send peer (send=-1)")
-    if step.receives and tb.recv < 0:
-        raise CollsimError(f"msccl: {a.where}: a {kind!r} step receives, but tb {tb.id} on gpu {gpu.id} has no receive peer (recv=-1)")
-    declared = {"i": gpu.i_chunks, "o": gpu.o_chunks, "s": gpu.s_chunks}
-    for role, used, buf, off in (("src", USES_SRC, srcbuf, step.srcoff), ("dst", USES_DST, dstbuf, step.dstoff)):
-        if kind not in used:
-            continue
-        if off < 0 or off + cnt > declared[buf]:
-            raise CollsimError(
-                f"msccl: {a.where}: wrong chunk count: {role}buf={buf} {role}off={off} cnt={cnt} reaches chunk {off + cnt - 1}, "
-                f"but gpu {gpu.id} declares {buf}_chunks={declared[buf]}; expected chunks 0..{declared[buf] - 1}")
-    return step
-
-
-def _check_gpu(gpu: Gpu, algo: MscclAlgo) -> None:
-    """Dependencies point at steps that exist; no two threadblocks share a connection."""
-    seen: dict[tuple[str, int, int], ThreadBlock] = {}
-    for tb in gpu.tbs:
-        for role, peer in (("send", tb.send), ("recv", tb.recv)):
-            if peer < 0:
-                continue
-            key = (role, peer, tb.chan)
-            if key in seen:
-                raise CollsimError(
-                    f"msccl: {algo.where(tb.line)}: tb {tb.id} and tb {seen[key].id} on gpu {gpu.id} both {role} "
-                    f"{'to' if role == 'send' else 'from'} gpu {peer} on channel {tb.chan}; expected one threadblock per "
-                    f"peer and channel")
-            seen[key] = tb
-        for step in tb.steps:
-            if step.depid < 0:
-                continue
-            where = algo.where(step.line)
-            if step.depid >= len(gpu.tbs):
-                raise CollsimError(f"msccl: {where}: step depends on tb {step.depid}, which does not exist on gpu {gpu.id} "
-                                   f"(it has tbs 0..{len(gpu.tbs) - 1})")
-            target = gpu.tbs[step.depid]
-            if not 0 <= step.deps < len(target.steps):
-                raise CollsimError(f"msccl: {where}: step depends on step {step.deps} of tb {step.depid} on gpu {gpu.id}, "
-                                   f"which does not exist (that tb has steps 0..{len(target.steps) - 1})")
-            if step.depid == tb.id and step.deps >= step.index:
-                raise CollsimError(f"msccl: {where}: step {step.index} of tb {tb.id} depends on its own step {step.deps}, "
-                                   f"which comes at or after it; it would wait forever")
-            if signal_step(target, step.deps) is None:
-                raise CollsimError(f"msccl: {where}: step depends on step {step.deps} of tb {step.depid} on gpu {gpu.id}, "
-                                   f"but no step there from {step.deps} on has hasdep=1, so the executor never signals it")
-
-
-def signal_step(tb: ThreadBlock, deps: int) -> int | None:
-    """The step whose completion releases a wait on step `deps` of `tb`: the first data step at or after it with hasdep=1."""
-    for step in tb.steps[deps:]:
-        if step.hasdep and step.type != "nop":
-            return step.index
-    return None
-
-
-def read_msccl(path: str | Path) -> MscclAlgo:
-    """Parse an MSCCL XML file."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise CollsimError(f"msccl: cannot read {str(path)!r}: {exc.strerror or exc}") from None
-    return parse_msccl(data, path.name)
-
-
-__all__ = ["OPS", "MscclAlgo", "Gpu", "ThreadBlock", "Step", "parse_msccl", "read_msccl", "signal_step"]
+__all__ = ["PLACEMENTS", "STEP_TYPES", "MscclAlgo", "MscclCheck", "MscclExport", "MscclImport", "check_msccl",
+           "collective_for", "default_size", "export_msccl", "import_msccl", "load_msccl", "parse_msccl", "read_msccl",
+           "roundtrip", "simulate_schedule", "transfer_difference"]

@@ -25,7 +25,7 @@ from xml.sax.saxutils import quoteattr
 from ..errors import CollsimError
 from ..schedule import Schedule
 from ..validate import initially_defined
-from .msccl import MSCCL_OPS, PER_RANK_BASE, PROTOCOLS
+from .msccl_xml import MSCCL_OPS, PER_RANK_BASE, PROTOCOLS
 
 # MSCCL executor limits (msccl_struct.h); files beyond them still import into collsim.
 MAX_STEPS_PER_TB = 64

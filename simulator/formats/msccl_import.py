@@ -24,7 +24,7 @@ from ..collective import Collective
 from ..errors import CollsimError
 from ..schedule import Piece, Schedule, ScheduleBuilder
 from ..validate import initially_defined
-from .msccl import PER_RANK_BASE, MscclAlgo, Step, signal_step
+from .msccl_xml import PER_RANK_BASE, MscclAlgo, Step, signal_step
 
 PLACEMENTS = ("in-place", "out-of-place")
 Key = tuple[int, int, int]  # (gpu, tb, step index)
