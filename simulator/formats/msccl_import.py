@@ -60,10 +60,13 @@ class _Op:
     channel: int
 
 
+DEFAULT_SIZE_CAP = 1 << 20
+
+
 def default_size(algo: MscclAlgo, dtype_size: int) -> int:
-    """The smallest byte size at or above the file's minBytes that splits into whole chunks (at least one element each)."""
+    """The smallest byte size that splits into whole chunks and reaches the file's minBytes (capped at 1 MiB)."""
     unit = chunk_unit(algo) * dtype_size
-    want = max(algo.min_bytes, unit)
+    want = max(min(algo.min_bytes, DEFAULT_SIZE_CAP), unit)
     return -(-want // unit) * unit
 
 

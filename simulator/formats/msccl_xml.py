@@ -37,6 +37,8 @@ MSCCL_OPS = {"allreduce": "allreduce", "allgather": "allgather", "reduce_scatter
              "gather": "gather", "scatter": "scatter"}
 # Ops whose nchunksperloop counts one rank's block, not the whole buffer (the executor's sizeMultiplier is 1).
 PER_RANK_BASE = ("gather", "scatter")
+# MSCCL keeps chunk offsets in 16-bit integers; collsim accepts up to this many chunks per buffer.
+MAX_CHUNKS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -225,6 +227,9 @@ def parse_msccl(text: str | bytes, source: str = "<xml>") -> MscclAlgo:
     op = normalize_op(key)
     ngpus = a.int("ngpus", minimum=1)
     nchunks = a.int("nchunksperloop", minimum=1)
+    if nchunks > MAX_CHUNKS:
+        raise CollsimError(f"msccl: {a.where}: <algo> nchunksperloop={nchunks} is more than collsim reads; expected at most "
+                           f"{MAX_CHUNKS} (MSCCL keeps chunk offsets in 16 bits)")
     inplace = a.flag("inplace", 0)
     outofplace = a.flag("outofplace", 0 if inplace else 1)
     if not inplace and not outofplace:
@@ -264,6 +269,9 @@ def _parse_gpu(element: _Element, algo: MscclAlgo) -> Gpu:
         raise CollsimError(f"msccl: {a.where}: gpu id={gid} is not below ngpus={algo.ngpus}; expected 0..{algo.ngpus - 1}")
     gpu = Gpu(gid, a.int("i_chunks", 0, minimum=0), a.int("o_chunks", 0, minimum=0), a.int("s_chunks", 0, minimum=0),
               element.line)
+    if gpu.s_chunks > MAX_CHUNKS:
+        raise CollsimError(f"msccl: {a.where}: gpu {gid} s_chunks={gpu.s_chunks} is more than collsim reads; expected at most "
+                           f"{MAX_CHUNKS} (MSCCL keeps chunk offsets in 16 bits)")
     for buf, declared in (("i", gpu.i_chunks), ("o", gpu.o_chunks)):
         want = algo.expected_chunks(buf)
         if declared not in (0, want):
