@@ -25,8 +25,8 @@ from simulator.formats.msccl import (
     roundtrip,
     transfer_difference,
 )
-from simulator.schedule import Piece
-from simulator.semantics import execute, make_inputs
+from simulator.schedule import Piece, ScheduleBuilder
+from simulator.semantics import check, execute, make_inputs
 
 FILES = ["ncv4_ag_hier_4_Simple.xml", "ncv4_ar_hier_12_Simple.xml", "ndv4_a2a2ll.xml", "ndv4_ag-1k-512k.xml"]
 
@@ -321,6 +321,7 @@ def test_export_import_round_trip(op, name, p):
     coll = Collective(op, p, 4 * 24 * p * p, "float32", root=1 % p)
     schedule = build_schedule(coll, name)
     exported = export_msccl(schedule)
+    assert exported.dropped_deps == 0 and not exported.warnings
     imp = roundtrip(schedule, exported)  # raises if the pieces differ
     assert transfer_difference(schedule, imp.schedule) is None
     assert check_msccl(imp).ok
@@ -340,6 +341,46 @@ def test_export_import_round_trip(op, name, p):
     assert root.attrib["coll"] in ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "gather", "scatter")
     for step in root.iter("step"):
         assert set(step.attrib) == {"s", "type", "srcbuf", "srcoff", "dstbuf", "dstoff", "cnt", "depid", "deps", "hasdep"}
+
+
+def _direct(op: str, p: int, root: int, src_buf: str):
+    """A hand-written one-round schedule: the root (or every rank) sends each block straight to where it belongs."""
+    coll = Collective(op, p, 4 * 6 * p * p, "float32", root=root)
+    b = ScheduleBuilder(coll, f"direct-{src_buf}")
+    offs, n = coll.block_offsets, coll.count
+    for r in range(p):
+        blk = int(offs[r + 1] - offs[r])
+        if r == root and op != "alltoall":
+            continue
+        if op == "broadcast":
+            b.send(root, r, Piece(src_buf, 0, "out", 0, n))
+        elif op == "reduce":
+            b.send(r, root, Piece(src_buf, 0, "out", 0, n), reduce=True)
+        elif op == "gather":
+            b.send(r, root, Piece(src_buf, 0 if src_buf == "in" else int(offs[r]), "out", int(offs[r]), blk))
+        elif op == "scatter":
+            b.send(root, r, Piece(src_buf, int(offs[r]), "out", int(offs[r]), blk))
+        else:
+            for d in range(p):
+                b.send(r, d, Piece("in", coll.pair_offset(r, d, "in"), "out", coll.pair_offset(d, r, "out"), coll.pair_count(r, d)))
+    return b.build()
+
+
+@pytest.mark.parametrize("op", ["broadcast", "reduce", "gather", "scatter", "alltoall"])
+@pytest.mark.parametrize("src_buf", ["in", "out"])
+def test_rooted_and_alltoall_export(op, src_buf):
+    schedule = _direct(op, 4, 1, src_buf)
+    assert check(schedule).ok
+    exported = export_msccl(schedule)
+    assert exported.placement == ("out-of-place" if src_buf == "in" or op == "alltoall" else "in-place")
+    root = ET.fromstring(exported.xml)
+    if op in ("gather", "scatter"):
+        assert root.attrib["nchunksperloop"] == "1"  # MSCCL counts one rank's block for these
+    if op != "alltoall":
+        assert root.attrib["root"] == "1"
+    assert check_msccl(roundtrip(schedule, exported)).ok
+    with pytest.raises(CollsimError, match="placement"):
+        export_msccl(schedule, placement="in-place" if src_buf == "in" or op == "alltoall" else "nowhere")
 
 
 def test_ring_export_with_chunks_keeps_parallelism():
