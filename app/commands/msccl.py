@@ -37,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                "          collsim import-msccl allgather.xml --size 1MiB --simulate --topology switch:8")
     p.add_argument("file", metavar="FILE", help="MSCCL XML file")
     p.add_argument("--size", metavar="SIZE", help=f"{SIZE_HELP}; must cut into the file's chunks (default: the smallest such "
-                                                  f"size at or above the file's minBytes). {SIZE_MEANING}")
+                                                  f"size at or above the file's minBytes, up to 1MiB). {SIZE_MEANING}")
     p.add_argument("--dtype", default="float32", help=f"element type: {', '.join(DTYPES)} (default float32)")
     p.add_argument("--placement", choices=PLACEMENT_CHOICES, default="auto",
                    help="in-place or out-of-place (default auto: out-of-place if the file allows it; --check checks every "
