@@ -26,7 +26,7 @@ from simulator.formats.msccl import (
     transfer_difference,
 )
 from simulator.schedule import Piece, ScheduleBuilder
-from simulator.semantics import check, execute, make_inputs
+from simulator.semantics import check, execute, expected_outputs, make_inputs
 
 FILES = ["ncv4_ag_hier_4_Simple.xml", "ncv4_ar_hier_12_Simple.xml", "ndv4_a2a2ll.xml", "ndv4_ag-1k-512k.xml"]
 
@@ -98,6 +98,105 @@ def test_out_of_place_output_must_be_written(shared_data):
 
 
 # ---------------------------------------------------------------------------------------------------------
+# A second, direct interpreter of MSCCL: buffers and FIFOs, steps run as the executor describes them
+
+
+def _reference_run(algo, coll, inputs, placement):
+    """Each gpu's output buffer in collsim's 'out' coordinates after running the XML with unbounded FIFOs."""
+    p, n, c = algo.ngpus, coll.count, None
+    base = n // p if algo.op in ("gather", "scatter") else n
+    c = base // algo.nchunksperloop
+    block = n // p
+    bufs = []
+    for r in range(p):
+        full = np.full(n, np.nan)
+        if placement == "in-place":
+            full[:] = np.nan
+            if algo.op in ("allgather", "gather"):
+                full[r * block:(r + 1) * block] = inputs[r]
+                b = {"o": full, "i": full[r * block:(r + 1) * block]}
+            else:
+                full[:] = inputs[r] if (algo.op not in ("broadcast", "scatter") or r == coll.root) else np.nan
+                b = {"i": full, "o": full[r * block:(r + 1) * block] if algo.op in ("reduce_scatter", "scatter") else full}
+        else:
+            b = {"i": np.array(inputs[r], dtype=float),
+                 "o": np.full(block if algo.op in ("reduce_scatter", "scatter") else n, np.nan)}
+        b["s"] = np.full(max(g.s_chunks for g in algo.gpus) * c + 1, np.nan)
+        bufs.append(b)
+    fifo = {}
+    pos = [[0] * len(g.tbs) for g in algo.gpus]
+    signalled = [[-1] * len(g.tbs) for g in algo.gpus]
+
+    def view(r, buf, off, cnt):
+        return bufs[r][buf][off * c:(off + cnt) * c]
+
+    progress = True
+    while progress:
+        progress = False
+        for g, gpu in enumerate(algo.gpus):
+            for t, tb in enumerate(gpu.tbs):
+                while pos[g][t] < len(tb.steps):
+                    st = tb.steps[pos[g][t]]
+                    if st.depid >= 0 and signalled[g][st.depid] < st.deps:
+                        break
+                    src, dst = view(g, st.srcbuf, st.srcoff, st.cnt), view(g, st.dstbuf, st.dstoff, st.cnt)
+                    if st.type in ("r", "rcs", "rrs", "rrc", "rrcs"):
+                        q = fifo.setdefault((tb.recv, g, tb.chan), [])
+                        if not q:
+                            break
+                        data = q.pop(0)
+                        if st.type in ("r", "rcs"):
+                            dst[:] = data
+                        elif st.type == "rrs":
+                            data = data + src
+                        else:
+                            dst[:] = src + data
+                        out = data if st.type == "rrs" else dst.copy()
+                        if st.type in ("rcs", "rrs", "rrcs"):
+                            fifo.setdefault((g, tb.send, tb.chan), []).append(out)
+                    elif st.type == "s":
+                        fifo.setdefault((g, tb.send, tb.chan), []).append(src.copy())
+                    elif st.type == "cpy":
+                        dst[:] = src
+                    elif st.type == "re":
+                        dst[:] = dst + src
+                    if st.hasdep:
+                        signalled[g][t] = st.index
+                    pos[g][t] += 1
+                    progress = True
+    assert all(pos[g][t] == len(tb.steps) for g, gpu in enumerate(algo.gpus) for t, tb in enumerate(gpu.tbs))
+    outs = []
+    for r in range(p):
+        out = np.full(n, np.nan)
+        o = bufs[r]["o"]
+        shift = r * block if algo.op in ("reduce_scatter", "scatter") else 0
+        out[shift:shift + len(o)] = o
+        outs.append(out)
+    return outs
+
+
+def _same_as_reference(imp, seed=0):
+    """The imported schedule and the direct interpreter leave the same values where the collective defines a result."""
+    coll = imp.schedule.collective
+    inputs = make_inputs(coll, seed)
+    ref = _reference_run(imp.algo, coll, [x.astype(float) for x in inputs], imp.placement)
+    state = execute(imp.schedule, inputs)
+    for rank, parts in expected_outputs(coll, inputs).items():
+        for off, want in parts:
+            got_ref = ref[rank][off:off + len(want)]
+            got = state[rank]["out"][off:off + len(want)].astype(float)
+            assert np.array_equal(got_ref, want.astype(float)), f"reference interpreter: rank {rank} wrong"
+            assert np.array_equal(got, got_ref), f"collsim import differs from the reference on rank {rank}"
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_shared_files_match_a_direct_interpreter(shared_data, name):
+    algo = parse_msccl((shared_data / "msccl" / name).read_text(), name)
+    for placement in algo.placements:
+        _same_as_reference(import_msccl(algo, placement=placement))
+
+
+# ---------------------------------------------------------------------------------------------------------
 # Small hand-written programs: each step type
 
 TINY_AG = ('<algo name="tiny" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" coll="allgather" '
@@ -156,7 +255,9 @@ def test_tiny_allgather_passes():
 
 
 def test_rrs_rrcs_rcs_chain_allreduce():
-    assert check_msccl(import_msccl(parse_msccl(_chain_allreduce("rrs")), size=12)).ok
+    imp = import_msccl(parse_msccl(_chain_allreduce("rrs")), size=12)
+    assert check_msccl(imp).ok
+    _same_as_reference(imp)
     # rcs in the middle forwards without adding gpu 1's data: the sum misses it
     assert not check_msccl(import_msccl(parse_msccl(_chain_allreduce("rcs")), size=12)).ok
 
@@ -187,6 +288,7 @@ def test_cpy_re_and_scratch():
     ])
     imp = import_msccl(parse_msccl(text), size=8)
     assert check_msccl(imp).ok
+    _same_as_reference(imp)
     kinds = sorted((t.src, t.dst, t.reduce) for t in imp.schedule.transfers)
     assert kinds == [(0, 0, False), (0, 1, False), (1, 0, False), (1, 1, True)]
 
@@ -216,8 +318,10 @@ def test_both_placements_and_both_spellings():
         algo = parse_msccl(base.replace('coll="reduce_scatter"', f'coll="{spelling}"'))
         assert algo.op == "reduce_scatter" and algo.placements == ["out-of-place", "in-place"]
         for placement in algo.placements:
-            result = check_msccl(import_msccl(algo, size=16, placement=placement))
+            imp = import_msccl(algo, size=16, placement=placement)
+            result = check_msccl(imp)
             assert result.ok, result.message
+            _same_as_reference(imp)
 
 
 def test_buffered_sends_and_snapshot():
@@ -230,6 +334,7 @@ def test_buffered_sends_and_snapshot():
     imp = import_msccl(parse_msccl(text), size=8)
     assert imp.buffered_sends >= 1 and imp.snapshots >= 1
     assert check_msccl(imp).ok
+    _same_as_reference(imp)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -325,6 +430,7 @@ def test_export_import_round_trip(op, name, p):
     imp = roundtrip(schedule, exported)  # raises if the pieces differ
     assert transfer_difference(schedule, imp.schedule) is None
     assert check_msccl(imp).ok
+    _same_as_reference(imp)  # the exported file itself computes the collective, run as MSCCL would
     # nothing the original orders is left unordered after the round trip
     keys = [(t.src, t.dst, t.reduce, t.pieces) for t in imp.schedule.transfers]
     where = {k: i for i, k in enumerate(keys)}
@@ -378,7 +484,9 @@ def test_rooted_and_alltoall_export(op, src_buf):
         assert root.attrib["nchunksperloop"] == "1"  # MSCCL counts one rank's block for these
     if op != "alltoall":
         assert root.attrib["root"] == "1"
-    assert check_msccl(roundtrip(schedule, exported)).ok
+    imp = roundtrip(schedule, exported)
+    assert check_msccl(imp).ok
+    _same_as_reference(imp)
     with pytest.raises(CollsimError, match="placement"):
         export_msccl(schedule, placement="in-place" if src_buf == "in" or op == "alltoall" else "nowhere")
 
