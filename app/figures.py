@@ -28,12 +28,13 @@ def cost_figure(op: str, ranks: int, sizes: list[int], model: LinkModel, metric:
     factor = busbw_factor(op, ranks)
     fig = go.Figure()
     labels = [format_size(s) for s in sizes]
-    series = dict(data["times"], **{"lower bound": data["bound"]})
+    bound_label = "lower bound" if metric == "time" else "bound (best possible)"
+    series = dict(data["times"], **{bound_label: data["bound"]})
     for name, times in series.items():
         y = times * 1e6 if metric == "time" else np.divide(sizes_arr * factor, times, out=np.zeros_like(times),
                                                            where=times > 0) / 1e9
         fig.add_trace(go.Scatter(x=sizes, y=y, name=name, mode="lines+markers", text=labels,
-                                 line=dict(dash="dot", color="gray") if name == "lower bound" else None,
+                                 line=dict(dash="dot", color="gray") if name == bound_label else None,
                                  hovertemplate="%{text}: %{y:.3g}<extra>" + name + "</extra>"))
     ytitle = "time (us), lower is better" if metric == "time" else "bus bandwidth (GB/s), higher is better"
     fig.update_layout(title=f"{op}, {ranks} ranks: {'time' if metric == 'time' else 'bus bandwidth'} by message size",

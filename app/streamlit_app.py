@@ -38,8 +38,9 @@ with step_tab:
     algo = cols[1].selectbox("algorithm", names_for(op), key="step-algo")
     ranks = cols[2].slider("ranks", 1, MAX_RANKS, 4, key="step-ranks")
     elements = cols[3].slider("elements per buffer", 1, 64, 2 * ranks, key="step-elements")
-    params = {p.name: st.number_input(p.help, value=p.default or 1, min_value=p.minimum, key=f"step-{p.name}")
-              for p in get(op, algo).params if p.default is not None}
+    tunables = [p for p in get(op, algo).params if p.default is not None]
+    params = {p.name: col.number_input(f"{p.name}: {p.help}", value=p.default, min_value=p.minimum, key=f"step-{p.name}")
+              for p, col in zip(tunables, st.columns(max(len(tunables), 1)))}
     try:
         schedule = build_schedule(collective_for_picture(op, ranks, elements), algo, **params)
         st.caption(f"{schedule.num_steps} steps, {len(schedule.network_transfers())} messages")
