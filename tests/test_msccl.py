@@ -412,6 +412,17 @@ def _cases():
                 yield pytest.param(spec.op, spec.name, p, id=f"{spec.op}-{spec.name}-p{p}")
 
 
+def _identities(schedule) -> list[tuple]:
+    """Per transfer: (src, dst, reduce, pieces, how many equal transfers come before it) - ids are in dependency order."""
+    seen: dict[tuple, int] = {}
+    out = []
+    for t in schedule.transfers:
+        key = (t.src, t.dst, t.reduce, t.pieces)
+        out.append(key + (seen.get(key, 0),))
+        seen[key] = seen.get(key, 0) + 1
+    return out
+
+
 def _closure(schedule) -> list[int]:
     """Ancestor bitsets per transfer."""
     anc = [0] * len(schedule.transfers)
@@ -431,15 +442,14 @@ def test_export_import_round_trip(op, name, p):
     assert transfer_difference(schedule, imp.schedule) is None
     assert check_msccl(imp).ok
     _same_as_reference(imp)  # the exported file itself computes the collective, run as MSCCL would
-    # nothing the original orders is left unordered after the round trip
-    keys = [(t.src, t.dst, t.reduce, t.pieces) for t in imp.schedule.transfers]
-    where = {k: i for i, k in enumerate(keys)}
+    # nothing the original orders is left unordered after the round trip (equal transfers matched in order)
+    orig, back = _identities(schedule), _identities(imp.schedule)
+    where = {ident: i for i, ident in enumerate(back)}
     anc = _closure(imp.schedule)
     for t in schedule.transfers:
-        me = where[(t.src, t.dst, t.reduce, t.pieces)]
+        me = where[orig[t.id]]
         for d in t.deps:
-            dep = schedule.transfers[d]
-            assert (anc[me] >> where[(dep.src, dep.dst, dep.reduce, dep.pieces)]) & 1
+            assert (anc[me] >> where[orig[d]]) & 1
     # the file is what MSCCL's executor parses: every attribute it reads is there, coll spelled its way
     root = ET.fromstring(exported.xml)
     assert {"name", "proto", "nchannels", "nchunksperloop", "ngpus", "coll", "inplace", "outofplace", "minBytes",
@@ -489,6 +499,27 @@ def test_rooted_and_alltoall_export(op, src_buf):
     _same_as_reference(imp)
     with pytest.raises(CollsimError, match="placement"):
         export_msccl(schedule, placement="in-place" if src_buf == "in" or op == "alltoall" else "nowhere")
+
+
+def test_multi_piece_transfers_come_back_whole():
+    """A message of two separate regions is two step pairs in MSCCL; the importer puts them back in one transfer."""
+    coll = Collective("allgather", 4, 4 * 8, "float32")  # blocks of 2 elements
+    b = ScheduleBuilder(coll, "two-pieces")
+    for r in range(4):  # every rank sends its block to the next rank, in two one-element pieces in reverse order
+        nxt = (r + 1) % 4
+        b.send(r, nxt, [Piece("out", 2 * r + 1, "out", 2 * r + 1, 1), Piece("out", 2 * r, "out", 2 * r, 1)])
+    for hop in (1, 2):  # then each rank forwards what it received
+        for r in range(4):
+            src_rank = (r - hop) % 4
+            b.send(r, (r + 1) % 4, [Piece("out", 2 * src_rank, "out", 2 * src_rank, 2)])
+    schedule = b.build()
+    assert check(schedule).ok
+    exported = export_msccl(schedule)
+    imp = roundtrip(schedule, exported)
+    assert len(imp.schedule.transfers) == len(schedule.transfers) == 12
+    assert imp.merged_steps == 4
+    assert check_msccl(imp).ok
+    _same_as_reference(imp)
 
 
 def test_ring_export_with_chunks_keeps_parallelism():

@@ -45,9 +45,14 @@ def check_msccl(imp: MscclImport, seed: int = 0) -> MscclCheck:
 
 
 def transfer_difference(a: Schedule, b: Schedule) -> str | None:
-    """None when two schedules move the same pieces between the same ranks (copy or reduce), else what differs."""
+    """None when two schedules hold the same transfers (src, dst, copy or reduce, pieces; empty pieces ignored), else what differs."""
     def bag(s: Schedule) -> Counter:
-        return Counter((t.src, t.dst, t.reduce, pc) for t in s.transfers for pc in t.pieces if pc.count)
+        out: Counter = Counter()
+        for t in s.transfers:
+            pieces = tuple(pc for pc in t.pieces if pc.count)
+            if pieces:
+                out[(t.src, t.dst, t.reduce, pieces)] += 1
+        return out
 
     left, right = bag(a), bag(b)
     if left == right:
@@ -55,12 +60,12 @@ def transfer_difference(a: Schedule, b: Schedule) -> str | None:
     only_a, only_b = left - right, right - left
     first = next(iter(only_a or only_b))
     side = "only in the first" if only_a else "only in the second"
-    return (f"{sum(only_a.values())} pieces only in the first, {sum(only_b.values())} only in the second; e.g. "
-            f"{first[0]}->{first[1]} {'reduce' if first[2] else 'copy'} {first[3]} is {side}")
+    return (f"{sum(only_a.values())} transfers only in the first, {sum(only_b.values())} only in the second; e.g. "
+            f"{first[0]}->{first[1]} {'reduce' if first[2] else 'copy'} of {len(first[3])} pieces from {first[3][0]} is {side}")
 
 
 def roundtrip(schedule: Schedule, exported: MscclExport) -> MscclImport:
-    """Import what was exported (same size and dtype) and raise if it does not move the same pieces."""
+    """Import what was exported (same size and dtype) and raise unless it gives back the same transfers."""
     coll = schedule.collective
     imp = import_msccl(parse_msccl(exported.xml, "exported"), coll.nbytes, coll.dtype, exported.placement)
     diff = transfer_difference(schedule, imp.schedule)

@@ -42,6 +42,7 @@ class MscclImport:
     folded_copies: int = 0
     snapshots: int = 0
     buffered_sends: int = 0
+    merged_steps: int = 0
     unwritten: list[str] = field(default_factory=list)
 
     @property
@@ -54,7 +55,7 @@ class MscclImport:
 class _Op:
     src: int
     dst: int
-    piece: Piece
+    pieces: list[Piece]
     reduce: bool
     ctrl: set[int]
     channel: int
@@ -121,7 +122,7 @@ class _Lowering:
         self.temps: dict[Key, int] = {}
         self.issued: dict[Key, tuple[int, set[int], tuple[str, int, int]]] = {}
         self.slot_waits: dict[int, set[int]] = {}
-        self.folded = self.snapshots = self.buffered = 0
+        self.folded = self.snapshots = self.buffered = self.merged = 0
         sched = Schedule(coll, "msccl", [], {}, self.scratch_base)
         self.defined: dict[tuple[int, str], np.ndarray] = {}
         self.pristine: dict[int, np.ndarray] = {}
@@ -233,12 +234,16 @@ class _Lowering:
             self._arr(self.defined, (dst, "out"), False, bool)[doff:doff + cnt] = True
             return None
         idx = len(self.ops)
-        self.ops.append(_Op(src, dst, Piece(sbuf, soff, dbuf, doff, cnt), reduce, set(ctrl), self.chan(key)))
-        self._arr(self.defined, (dst, dbuf), False, bool)[doff:doff + cnt] = True
-        self._arr(self.last_write, (dst, dbuf), -1, np.int64)[doff:doff + cnt] = idx
-        if dbuf == "out":
-            self.pristine[dst][doff:doff + cnt] = False
+        self.ops.append(_Op(src, dst, [Piece(sbuf, soff, dbuf, doff, cnt)], reduce, set(ctrl), self.chan(key)))
+        self._written(dst, d_region, idx)
         return idx
+
+    def _written(self, rank: int, region: tuple[str, int, int], idx: int) -> None:
+        buf, off, cnt = region
+        self._arr(self.defined, (rank, buf), False, bool)[off:off + cnt] = True
+        self._arr(self.last_write, (rank, buf), -1, np.int64)[off:off + cnt] = idx
+        if buf == "out":
+            self.pristine[rank][off:off + cnt] = False
 
     def _view_source(self, rank: int, out_off: int) -> int:
         """Where in 'in' collsim's initial 'out' element comes from."""
@@ -344,17 +349,53 @@ class _Lowering:
             send_waits = self.ready_to_send(skey)
             if send_waits is None:
                 return False
-            tid = self.receive(key, skey, send_waits)
-            self.finish(skey, (self.step_ops.get(skey, set()) | {tid}))
+            self.rendezvous(skey, key, send_waits)
             return True
         # the send part
         rkey = self.send_to[key]
         if self.ready_to_receive(rkey) is None:
             return False
-        send_waits = self.ready_to_send(key)
-        tid = self.receive(rkey, key, send_waits)
-        self.finish(key, self.step_ops.get(key, set()) | {tid})
+        self.rendezvous(key, rkey, self.ready_to_send(key))
         return True
+
+    def rendezvous(self, skey: Key, rkey: Key, send_waits: set[int]) -> None:
+        """Both sides are ready: one transfer, which also carries the plain send/receive pairs right behind it."""
+        tid = self.receive(rkey, skey, send_waits)
+        self.finish(skey, self.step_ops.get(skey, set()) | {tid})
+        while (pair := self._next_pair(skey, rkey, tid)) is not None:
+            skey, rkey = pair
+            st = self.step(rkey)
+            source, target = self.send_region(skey), self.loc(rkey[0], st.dstbuf, st.dstoff, st.cnt)
+            self._require_defined(skey[0], source, skey, "sends")
+            if st.type == "rrc":
+                self._require_defined(rkey[0], target, rkey, "reduces into")
+            self.ops[tid].pieces.append(Piece(source[0], source[1], target[0], target[1], target[2]))
+            self._written(rkey[0], target, tid)
+            self.finish(skey, {tid})
+            self.step_ops[rkey] = {tid}
+            self.recv_done.add(rkey)
+            self.finish(rkey, {tid})
+            self.merged += 1
+
+    def _next_pair(self, skey: Key, rkey: Key, tid: int) -> tuple[Key, Key] | None:
+        """The next send/receive pair when it can ride in the same message: plain 's' into 'r' (or in-place 'rrc')
+        on both threadblocks' very next steps, nothing waiting for the steps in between, no waits of their own,
+        and no overlap with what the message already writes."""
+        s0, r0 = self.step(skey), self.step(rkey)
+        if s0.type != "s" or r0.type not in ("r", "rrc") or s0.hasdep or r0.hasdep:
+            return None
+        nxt_s, nxt_r = (skey[0], skey[1], skey[2] + 1), (rkey[0], rkey[1], rkey[2] + 1)
+        if self.send_to.get(nxt_s) != nxt_r:
+            return None
+        s1, r1 = self.step(nxt_s), self.step(nxt_r)
+        if s1.type != "s" or r1.type != r0.type or s1.depid >= 0 or r1.depid >= 0:
+            return None
+        if r0.type == "rrc" and any((r.srcbuf, r.srcoff) != (r.dstbuf, r.dstoff) for r in (r0, r1)):
+            return None
+        buf, off, cnt = self.loc(nxt_r[0], r1.dstbuf, r1.dstoff, r1.cnt)
+        if any(pc.dst_buf == buf and pc.dst_off < off + cnt and off < pc.dst_off + pc.count for pc in self.ops[tid].pieces):
+            return None
+        return nxt_s, nxt_r
 
     def _take_issued(self, skey: Key) -> tuple[set[int], tuple[str, int, int]]:
         """The waits and source of a buffered send, snapshotting its data if the sender wrote over it since."""
@@ -363,7 +404,7 @@ class _Lowering:
         writes = self._arr(self.last_write, (skey[0], buf), -1, np.int64)[off:off + cnt]
         if cnt and writes.max() > slot:
             copy = self.temp(skey[0], cnt)
-            self.ops[slot] = _Op(skey[0], skey[0], Piece(buf, off, copy[0], copy[1], cnt), False, set(waits), self.chan(skey))
+            self.ops[slot] = _Op(skey[0], skey[0], [Piece(buf, off, copy[0], copy[1], cnt)], False, set(waits), self.chan(skey))
             self.snapshots += 1
             self._arr(self.defined, (skey[0], "scratch"), False, bool)[copy[1]:copy[1] + cnt] = True
             return {slot}, copy
@@ -396,7 +437,7 @@ class _Lowering:
         if self.inplace and self.algo.op == "alltoall":
             for r in range(self.p):  # in-place alltoall: the input lives in the output buffer from the start
                 n = self.coll.count
-                self.ops.append(_Op(r, r, Piece("in", 0, "out", 0, n), False, set(), 0))
+                self.ops.append(_Op(r, r, [Piece("in", 0, "out", 0, n)], False, set(), 0))
                 self.defined[(r, "out")][:] = True
                 self._arr(self.last_write, (r, "out"), -1, np.int64)[:] = len(self.ops) - 1
         total = sum(len(tb.steps) for g in gpus for tb in g.tbs)
@@ -441,7 +482,7 @@ class _Lowering:
         for idx, op in enumerate(self.ops):
             if op is None:
                 continue
-            ids[idx] = b.send(op.src, op.dst, op.piece, op.reduce)
+            ids[idx] = b.send(op.src, op.dst, op.pieces, op.reduce)
             channels.append(op.channel)
         sched = b.build()
         transfers = []
@@ -460,7 +501,8 @@ class _Lowering:
         sched.transfers = transfers
         sched.params = {"format": "msccl", "name": self.algo.name, "proto": self.algo.proto, "placement": self.placement,
                         "nchunksperloop": self.algo.nchunksperloop, "nchannels": self.algo.nchannels, "chunk_elems": self.c}
-        result = MscclImport(self.algo, sched, self.placement, self.c, channels, self.folded, self.snapshots, self.buffered)
+        result = MscclImport(self.algo, sched, self.placement, self.c, channels, self.folded, self.snapshots, self.buffered,
+                             self.merged)
         result.unwritten = self._unwritten()
         return result
 
