@@ -23,6 +23,7 @@ import numpy as np
 from ..collective import Collective
 from ..errors import CollsimError
 from ..schedule import Piece, Schedule, ScheduleBuilder
+from ..semantics import expected_outputs, make_inputs
 from ..validate import initially_defined
 from .msccl_xml import PER_RANK_BASE, MscclAlgo, Step, signal_step
 
@@ -119,7 +120,7 @@ class _Lowering:
         self.pos = [[0] * len(g.tbs) for g in algo.gpus]
         self.recv_done: set[Key] = set()
         self.step_ops: dict[Key, set[int]] = {}
-        self.temps: dict[Key, int] = {}
+        self.temps: dict[Key, tuple[str, int, int]] = {}
         self.issued: dict[Key, tuple[int, set[int], tuple[str, int, int]]] = {}
         self.slot_waits: dict[int, set[int]] = {}
         self.folded = self.snapshots = self.buffered = self.merged = 0
@@ -517,8 +518,6 @@ class _Lowering:
 
     def _unwritten(self) -> list[str]:
         """Result regions that MSCCL's own run never defines (collsim's pre-filled output would hide them)."""
-        from ..semantics import expected_outputs, make_inputs
-
         problems = []
         for rank, parts in expected_outputs(self.coll, make_inputs(self.coll)).items():
             arr = self.defined[(rank, "out")]
