@@ -626,3 +626,5 @@ def test_cli_export_writes_a_file_that_imports(tmp_path, capsys):
     assert main(["import-msccl", str(out), "--check"]) == 0
     assert main(["export-msccl", "--op", "allgather", "--algo", "nope", "--ranks", "4"]) == 2
     assert "unknown algorithm" in capsys.readouterr().err
+    assert main(["export-msccl", "--op", "allgather", "--algo", "ring", "--ranks", "4", "-o", str(tmp_path / "no" / "x.xml")]) == 2
+    assert capsys.readouterr().err.startswith("collsim: error: output: cannot write")

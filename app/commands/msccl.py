@@ -138,7 +138,10 @@ def run_export(args: argparse.Namespace) -> int:
     exported = export_msccl(schedule, args.placement, args.proto, args.name)
     roundtrip(schedule, exported)
     if args.output:
-        atomic_write(args.output, exported.xml)
+        try:
+            atomic_write(args.output, exported.xml)
+        except OSError as exc:
+            raise CollsimError(f"output: cannot write {args.output!r}: {exc.strerror or exc}; expected a writable file path") from None
     summary = {"op": coll.op, "algorithm": args.algo, "ranks": coll.ranks, "bytes": coll.nbytes, "dtype": coll.dtype,
                "placement": exported.placement, "nchunksperloop": exported.nchunksperloop,
                "chunk_bytes": exported.chunk_elems * coll.elem_size, "threadblocks": exported.threadblocks,
