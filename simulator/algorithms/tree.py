@@ -106,7 +106,7 @@ def dtree_parents(p: int) -> tuple[list[int], list[int]]:
     return first, second
 
 
-def _depths(parent: list[int]) -> list[int]:
+def tree_depths(parent: list[int]) -> list[int]:
     """Depth of every node of a tree given by parents."""
     depth = [-1] * len(parent)
 
@@ -131,7 +131,7 @@ def allreduce_double_binary_tree(coll: Collective, chunks: int = 1) -> Schedule:
     trees = dtree_parents(p)
     orders = []
     for parent in trees:
-        depth = _depths(parent)
+        depth = tree_depths(parent)
         if max(depth) >= p:
             raise CollsimError(f"double_binary_tree: tree for p={p} is malformed")
         nodes = sorted((r for r in range(p) if parent[r] >= 0), key=lambda r: depth[r])
