@@ -119,16 +119,34 @@ def lower_bound(op: str, p: int, sizes, model: LinkModel) -> np.ndarray:
 
 
 # ---- ring family (Patarasuk & Yuan 2009; Thakur et al. 2005) ---------------------------------
-# With k chunks per block and gamma = 0 the port is never idle: 2(p-1) k messages of n/(pk).
-# For k = 1 this is the published 2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma.
+# Published (k = 1): allreduce 2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma; reduce-scatter
+# (p-1) alpha + (p-1)/p n (beta + gamma); allgather (p-1) alpha + (p-1)/p n beta. With k = 1 each
+# step's send waits for the previous step's reduction, so the terms add up exactly.
+# Pipelined (derived): blocks cut into k chunks, a = alpha + n/(pk) beta per chunk message and
+# g = n/(pk) gamma per chunk reduction. For k >= 2 a chunk is reduced while the next travels, so
+# the slower of the two sets the pace: the port (a) or the reducer (g) is never idle.
+# reduce-scatter: (p-1) k max(a, g) + min(a, g) (exact in every case tested). Allreduce: 2(p-1) k a
+# if g <= a (exact in every case tested); if g > a the allgather can only start as the last
+# reductions finish: max((p-1) k g + p a, (p-1) k (a + g) - (k-1) g + a), an estimate (exact for
+# p >= 3 in the cases tested, within 25% everywhere in tests/test_cost.py).
 
 def _ring_exact(p: int, model: LinkModel, chunks: int = 1) -> bool:
     return chunks == 1 or model.gamma == 0
 
 
+def _ring_chunk(p, n, m, chunks):
+    """(a, g): one chunk message and one chunk reduction."""
+    piece = n / (p * chunks)
+    return m.alpha + piece * m.beta, piece * m.gamma
+
+
 @closed_form("allreduce", "ring", _ring_exact)
 def _allreduce_ring(p, n, m, chunks=1):
-    return 2 * (p - 1) * (chunks * m.alpha + n / p * m.beta) + (p - 1) * n / p * m.gamma / chunks
+    a, g = _ring_chunk(p, n, m, chunks)
+    if chunks == 1:
+        return 2 * (p - 1) * a + (p - 1) * g
+    slow_reducer = np.maximum((p - 1) * chunks * g + p * a, (p - 1) * chunks * (a + g) - (chunks - 1) * g + a)
+    return np.where(g <= a, 2 * (p - 1) * chunks * a, slow_reducer)
 
 
 @closed_form("allgather", "ring")
@@ -136,9 +154,12 @@ def _allgather_ring(p, n, m, chunks=1):
     return (p - 1) * (chunks * m.alpha + n / p * m.beta)
 
 
-@closed_form("reduce_scatter", "ring", _ring_exact)
+@closed_form("reduce_scatter", "ring")
 def _reduce_scatter_ring(p, n, m, chunks=1):
-    return (p - 1) * (chunks * m.alpha + n / p * m.beta) + (p - 1) * n / p * m.gamma / chunks
+    a, g = _ring_chunk(p, n, m, chunks)
+    if chunks == 1:
+        return (p - 1) * (a + g)
+    return (p - 1) * chunks * np.maximum(a, g) + np.minimum(a, g)
 
 
 # ---- helpers for the MPICH pre/post step ---------------------------------------------------------
