@@ -136,6 +136,7 @@ def allreduce_double_binary_tree(coll: Collective, chunks: int = 1) -> Schedule:
             raise CollsimError(f"double_binary_tree: tree for p={p} is malformed")
         nodes = sorted((r for r in range(p) if parent[r] >= 0), key=lambda r: depth[r])
         orders.append((parent, nodes, depth))
+    height = max(max(depth) for _, _, depth in orders)
     half = (coll.count + 1) // 2
     pieces = [chunked((0, half), chunks), chunked((half, coll.count - half), chunks)]
     for c in range(chunks):
@@ -143,10 +144,10 @@ def allreduce_double_binary_tree(coll: Collective, chunks: int = 1) -> Schedule:
             if c < len(chunk):
                 off, count = chunk[c]
                 for r in reversed(nodes):  # leaves first: reduce up
-                    b.reduce(r, parent[r], "out", off, count, step=c + (p - depth[r]))
+                    b.reduce(r, parent[r], "out", off, count, step=c + height - depth[r])
         for (parent, nodes, depth), chunk in zip(orders, pieces):
             if c < len(chunk):
                 off, count = chunk[c]
                 for r in nodes:  # root's children first: broadcast down
-                    b.copy(parent[r], r, "out", off, count, step=c + p + depth[r])
+                    b.copy(parent[r], r, "out", off, count, step=c + height + depth[r] - 1)
     return b.build()
