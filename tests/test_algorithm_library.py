@@ -67,6 +67,7 @@ def test_hierarchical_group_default_and_errors():
     assert [default_group(p) for p in (1, 2, 7, 8, 12, 16, 24, 11, 18)] == [1, 2, 7, 8, 6, 8, 8, 1, 6]
     s = build_schedule(Collective("allreduce", 12, 1200, "int8"), "hierarchical")
     assert (s.sends_per_rank() == 2 * (6 - 1) + 2 * (2 - 1)).all()  # groups of 6, 2 groups
+    assert s.params == {"group": 6}
     with pytest.raises(CollsimError, match=r"group: 5 .* does not divide 12 ranks; expected one of 1, 2, 3, 4, 6, 12"):
         build_schedule(Collective("allreduce", 12, 1200, "int8"), "hierarchical", group=5)
     with pytest.raises(CollsimError, match="group"):
