@@ -501,6 +501,12 @@ def test_rooted_and_alltoall_export(op, src_buf):
         export_msccl(schedule, placement="in-place" if src_buf == "in" or op == "alltoall" else "nowhere")
 
 
+def test_uneven_blocks_do_not_export():
+    schedule = build_schedule(Collective("allgather", 4, 4 * 31, "float32"), "ring")
+    with pytest.raises(CollsimError, match="split evenly over 4 ranks"):
+        export_msccl(schedule)
+
+
 def test_multi_piece_transfers_come_back_whole():
     """A message of two separate regions is two step pairs in MSCCL; the importer puts them back in one transfer."""
     coll = Collective("allgather", 4, 4 * 8, "float32")  # blocks of 2 elements

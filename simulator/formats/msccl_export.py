@@ -34,6 +34,7 @@ MAX_COUNT = 72
 MAX_OFFSET = 32767
 BLOCK_OUTPUT = ("reduce_scatter", "scatter")  # ops whose MSCCL output holds one rank's block
 BLOCK_INPUT = ("allgather", "gather")  # ops whose MSCCL input holds one rank's block
+PER_RANK_OPS = ("allgather", "reduce_scatter", "alltoall", "gather", "scatter")  # buffers of ranks x equal blocks
 
 
 @dataclass
@@ -234,9 +235,9 @@ def export_msccl(schedule: Schedule, placement: str = "auto", proto: str = "Simp
     if placement == "in-place" and coll.op == "alltoall":
         raise CollsimError("placement: collsim's alltoall output starts empty, so it exports out-of-place only; "
                            "expected placement out-of-place (or auto)")
-    if coll.op in PER_RANK_BASE and coll.count % coll.ranks:
-        raise CollsimError(f"size: a {coll.op} of {coll.count} elements does not split evenly over {coll.ranks} ranks, "
-                           f"which MSCCL's per-rank chunks need; expected a multiple of {coll.ranks * coll.elem_size} bytes")
+    if coll.op in PER_RANK_OPS and coll.count % coll.ranks:
+        raise CollsimError(f"size: {coll.op} of {coll.count} elements does not split evenly over {coll.ranks} ranks, "
+                           f"which MSCCL's equal per-rank blocks need; expected a multiple of {coll.ranks * coll.elem_size} bytes")
     w = _Writer(schedule, placement)
     w.run()
     return MscclExport(_xml(w, placement, proto, name or schedule.algorithm), placement, _nchunks(w), w.c,
