@@ -14,7 +14,7 @@ view of the input, as nccl-tests' in-place mode lays it out) and 'scratch'.
 
 from __future__ import annotations
 
-import bisect
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -163,10 +163,11 @@ class _RegionState:
         self.readers: list[list[int]] = [[], []]
 
     def _split(self, at: int) -> int:
-        i = bisect.bisect_left(self.starts, at)
-        if i < len(self.starts) and self.starts[i] == at:
+        starts = self.starts
+        i = bisect_left(starts, at)
+        if i < len(starts) and starts[i] == at:
             return i
-        if i >= len(self.starts):  # grows past the declared size (scratch used before declared)
+        if i >= len(starts):  # grows past the declared size (scratch used before declared)
             self.starts.append(at)
             self.writers.append(())
             self.base.append(())
@@ -179,8 +180,13 @@ class _RegionState:
         return i
 
     def span(self, lo: int, hi: int) -> range:
-        i0 = self._split(lo)
-        i1 = self._split(hi)
+        starts = self.starts
+        i0 = bisect_left(starts, lo)
+        if i0 == len(starts) or starts[i0] != lo:
+            i0 = self._split(lo)
+        i1 = bisect_left(starts, hi, i0)
+        if i1 == len(starts) or starts[i1] != hi:
+            i1 = self._split(hi)
         return range(i0, i1)
 
 
@@ -208,34 +214,44 @@ class ScheduleBuilder:
 
     def send(self, src: int, dst: int, pieces: Piece | Iterable[Piece], reduce: bool = False, step: int = 0) -> int:
         """Add a transfer (pieces moved from src to dst, reduced at dst if `reduce`); return its id."""
-        if isinstance(pieces, Piece):
-            pieces = (pieces,)
-        pieces = tuple(pieces)
-        tid = len(self._transfers)
+        pieces = (pieces,) if isinstance(pieces, Piece) else tuple(pieces)
+        transfers = self._transfers
+        tid = len(transfers)
         deps: set[int] = set()
+        state = self._state
         for p in pieces:
             if p.count <= 0:
                 continue
-            for i in (src_state := self._region(src, p.src_buf)).span(p.src_off, p.src_off + p.count):
-                deps.update(src_state.writers[i])
-                src_state.readers[i].append(tid)
+            st = state.get((src, p.src_buf)) or self._region(src, p.src_buf)
+            writers, readers = st.writers, st.readers
+            for i in st.span(p.src_off, p.src_off + p.count):
+                w = writers[i]
+                if w:
+                    deps.update(w)
+                readers[i].append(tid)
         for p in pieces:
             if p.count <= 0:
                 continue
-            dst_state = self._region(dst, p.dst_buf)
-            for i in dst_state.span(p.dst_off, p.dst_off + p.count):
-                readers = [r for r in dst_state.readers[i] if r != tid]
-                deps.update(readers)
+            st = state.get((dst, p.dst_buf)) or self._region(dst, p.dst_buf)
+            writers, readers, base = st.writers, st.readers, st.base
+            for i in st.span(p.dst_off, p.dst_off + p.count):
+                rs = readers[i]
+                if rs:
+                    deps.update(rs)
                 if reduce:
-                    deps.update(dst_state.base[i])
-                    dst_state.writers[i] = dst_state.writers[i] + (tid,)
+                    b = base[i]
+                    if b:
+                        deps.update(b)
+                    writers[i] = writers[i] + (tid,)
                 else:
-                    deps.update(dst_state.writers[i])
-                    dst_state.writers[i] = (tid,)
-                    dst_state.base[i] = (tid,)
-                    dst_state.readers[i] = []
+                    w = writers[i]
+                    if w:
+                        deps.update(w)
+                    writers[i] = base[i] = (tid,)
+                    readers[i] = []
         deps.discard(tid)
-        self._transfers.append(Transfer(tid, int(src), int(dst), pieces, bool(reduce), tuple(sorted(deps)), int(step)))
+        transfers.append(Transfer(tid, int(src), int(dst), pieces, bool(reduce),
+                                  tuple(sorted(deps)) if len(deps) > 1 else tuple(deps), int(step)))
         return tid
 
     def copy(self, src: int, dst: int, buf: str, off: int, count: int, step: int = 0) -> int:
