@@ -110,14 +110,16 @@ def engine_options(args: argparse.Namespace, topology: Topology, ranks: int, gam
               for r, v in _pairs(args.straggler, "straggler", "RANK:DELAY such as 3:20us")}
     slow = {}
     for r, v in _pairs(args.slow, "slow", "RANK:FACTOR such as 5:2.5"):
+        rank = _rank(r, "slow", ranks)
         try:
-            slow[_rank(r, "slow", ranks)] = float(v)
+            slow[rank] = float(v)
         except ValueError:
             raise CollsimError(f"slow: {v!r} is not a factor; expected a number > 0 such as 2.5") from None
     background = {}
     for name, v in _pairs(args.congestion, "congestion", "LINK:SHARE such as 0:0.5 or gpu0->switch:0.5"):
+        lid = _link(name, topology)
         try:
-            background[_link(name, topology)] = float(v)
+            background[lid] = float(v)
         except ValueError:
             raise CollsimError(f"congestion: {v!r} is not a share; expected a number in [0, 1)") from None
     if args.ports < 0:
