@@ -6,8 +6,20 @@ import pytest
 import yaml
 
 from simulator.errors import CollsimError
-from simulator.topology import (PRESETS, build_preset, cluster, fat_tree, ideal, load_topology, parse_topology, ring,
-                                switch, topology_from_dict, topology_to_dict, torus)
+from simulator.topology import (
+    PRESETS,
+    build_preset,
+    cluster,
+    fat_tree,
+    ideal,
+    load_topology,
+    parse_topology,
+    ring,
+    switch,
+    topology_from_dict,
+    topology_to_dict,
+    torus,
+)
 
 SMALL = ["switch:5", "ring:6", "ring:5,uni", "ring:2", "torus:4x4", "torus:3x4", "torus:2x2x3", "torus:4x4x4",
          "fat_tree:hosts=12,leaf=4,oversub=2", "cluster:nodes=3,gpus=4", "cluster:nodes=2,gpus=4,intra=mesh",
