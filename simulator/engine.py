@@ -302,20 +302,36 @@ class _Run:
             flow_rate[t] = 0.0
             flow_last[t] = env._now
             flow_ver[t] = 0
+            alone = True
             for link in links:
-                link_flows.setdefault(link, set()).add(t)
-            reshare(links)
+                flows = link_flows.get(link)
+                if flows is None:
+                    flows = link_flows[link] = set()
+                flows.add(t)
+                if len(flows) > 1:
+                    alone = False
+            if alone:  # nobody to share with: the bottleneck capacity, no max-min work
+                rate = flow_rate[t] = min(cap_of(link) for link in links)
+                flow_ver[t] = 1
+                timeout(flow_rem[t] / rate, (t, 1)).callbacks.append(flow_done)
+                counter[0] += 1
+            else:
+                reshare(links)
 
         def flow_done(ev) -> None:
             t, ver = ev._value
             if flow_ver.get(t) != ver:
                 return  # superseded by a rate change
             links = flow_links.pop(t)
+            others = False
             for link in links:
-                link_flows[link].discard(t)
-            for table in (flow_rem, flow_rate, flow_last, flow_ver):
-                del table[t]
-            reshare(links)
+                flows = link_flows[link]
+                flows.discard(t)
+                if flows:
+                    others = True
+            del flow_rem[t], flow_rate[t], flow_last[t], flow_ver[t]
+            if others:
+                reshare(links)
             arrived_t(t)
 
         def launch(t: int, s: int, d: int) -> None:
