@@ -175,6 +175,7 @@ def _with(**changes):
     (_with(nodes=GOOD["nodes"] + [{"name": "x", "kind": "router"}]), "unknown kind 'router'"),
     (_with(ranks=["a0", "zz"]), "ranks\\[1\\]: unknown node 'zz'"),
     (_with(colour="red"), "unknown key 'colour'"),
+    (_with(defaults={}), "links\\[0\\] \\(a0 - swa\\): no bandwidth"),
     (_with(links=[{"a": "a0", "b": "a0"}]), "to itself"),
 ])
 def test_bad_topology_files_name_the_file_and_the_entry(tmp_path, data, message):

@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(summary)
         return 0
-    print(f"# {coll.describe()}, {args.algo} {schedule.params or ''} on {topology.name} "
+    params = " ".join(f"{k}={v}" for k, v in schedule.params.items() if v is not None)
+    print(f"# {coll.describe()}, {args.algo}{' ' + params if params else ''} on {topology.name} "
           f"(ports {options.ports or 'unlimited'}, contention {'on' if options.contention else 'off'}, gamma {gamma:g} s/B)")
     print(f"time            {format_time(trace.time)}")
     print(f"algbw           {trace.algbw / 1e9:.3f} GB/s")

@@ -84,8 +84,10 @@ def topology_from_dict(data, where: str = "<dict>") -> Topology:
             ends.append(g.index[node])
         if ends[0] == ends[1]:
             raise fail(f"links[{i}]: a link from {entry['a']!r} to itself")
+        if "bandwidth" not in entry and "bandwidth" not in defaults:
+            raise fail(f"links[{i}] ({entry['a']} - {entry['b']}): no bandwidth; give one here or under defaults")
         try:
-            bandwidth = parse_bandwidth(entry.get("bandwidth", defaults.get("bandwidth", "")), f"links[{i}] bandwidth")
+            bandwidth = parse_bandwidth(entry.get("bandwidth", defaults.get("bandwidth")), f"links[{i}] bandwidth")
             latency = parse_time(entry.get("latency", defaults.get("latency", 0)), f"links[{i}] latency")
         except CollsimError as exc:
             raise fail(str(exc)) from None
