@@ -137,7 +137,8 @@ class _Run:
         new_ready: list[int] = []
         dirty: set[int] = set()
         reducer_busy = [False] * p
-        reducer_queue: list[list[int]] = [[] for _ in range(p)]
+        reducer_queue: list[list[tuple[float, int]]] = [[] for _ in range(p)]
+        reduce_dirty: set[int] = set()
         env = simpy.Environment()
         timeout = env.timeout
         schedule_event = env.schedule
@@ -177,27 +178,25 @@ class _Run:
         def reduce_done(ev) -> None:
             t = ev._value
             r = dst[t]
+            reducer_busy[r] = False
             finish(t)
-            queue = reducer_queue[r]
-            if queue:
-                start_reduction(heapq.heappop(queue), r)
-            else:
-                reducer_busy[r] = False
+            if reducer_queue[r]:
+                reduce_dirty.add(r)
+                want_decision()
 
         def start_reduction(t: int, r: int) -> None:
-            cost = gamma * payload[t] * slow[r]
             reducer_busy[r] = True
-            timeout(cost, t).callbacks.append(reduce_done)
+            timeout(gamma * payload[t] * slow[r], t).callbacks.append(reduce_done)
             counter[0] += 1
 
         def landed(t: int) -> None:
-            """The message of t is in the receiver's memory: reduce it or finish."""
-            if is_reduce[t] and gamma > 0 and payload[t] > 0:
+            """The message of t is in the receiver's memory: queue its reduction (arrival order, then id) or finish."""
+            if is_reduce[t] and gamma > 0:
                 r = dst[t]
-                if reducer_busy[r]:
-                    heapq.heappush(reducer_queue[r], t)
-                else:
-                    start_reduction(t, r)
+                heappush(reducer_queue[r], (env._now, t))
+                if not reducer_busy[r]:
+                    reduce_dirty.add(r)
+                    want_decision()
             else:
                 finish(t)
 
@@ -227,7 +226,7 @@ class _Run:
             dirty_add(d)
             if not pending[0]:
                 want_decision()
-            if is_reduce[t] and gamma > 0 and payload[t] > 0:
+            if is_reduce[t] and gamma > 0:
                 landed(t)
                 return
             end[t] = now
@@ -367,6 +366,12 @@ class _Run:
             pending[0] = False
             now = env._now
             launched = 0
+            if reduce_dirty:  # reducers that went idle or got work this instant take the earliest arrival
+                idle = list(reduce_dirty)
+                reduce_dirty.clear()
+                for r in idle:
+                    if not reducer_busy[r] and reducer_queue[r]:
+                        start_reduction(heapq.heappop(reducer_queue[r])[1], r)
             cands = new_ready[:]
             new_ready.clear()
             for r in dirty:
