@@ -98,6 +98,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="only the p <= 256 cases")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds allowed per case (default 900)")
     parser.add_argument("--case", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:
@@ -109,14 +110,19 @@ def main() -> int:
     before = raw_simpy_rates()
     rows = []
     for op, algo, ranks, spec in (QUICK if args.quick else CASES):
-        out = subprocess.run([sys.executable, __file__, "--case", f"{op}|{algo}|{ranks}|{spec}"], capture_output=True,
-                             text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        try:
+            out = subprocess.run([sys.executable, __file__, "--case", f"{op}|{algo}|{ranks}|{spec}"], capture_output=True,
+                                 text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            rows.append({"op": op, "algorithm": algo, "ranks": ranks, "topology": spec,
+                         "skipped": f"over {args.timeout:g} s (stopped)"})
+            continue
         if out.returncode:
             result = {"skipped": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "failed"}
         else:
             result = json.loads(out.stdout.strip().splitlines()[-1])
         rows.append({"op": op, "algorithm": algo, "ranks": ranks, "topology": spec, **result})
-        print(f"  done: {algo} p={ranks} on {spec}", file=sys.stderr)
+        print(f"  done: {algo} p={ranks} on {spec}", file=sys.stderr, flush=True)
     after = raw_simpy_rates()
     raw = {k: (before[k] + after[k]) / 2 for k in before}
     print(f"# raw simpy on this machine: {raw['process']:,.0f} events/s (process yielding timeouts), "

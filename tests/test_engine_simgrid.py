@@ -22,15 +22,18 @@ SMPI_NAMES = {
     ("reduce_scatter", "ompi_basic_recursivehalving"): ("reduce_scatter", "recursive_halving"),
     ("bcast", "binomial_tree"): ("broadcast", "binomial"),
     ("bcast", "scatter_LR_allgather"): ("broadcast", "scatter_allgather"),
-    ("bcast", "scatter_rdb_allgather"): ("broadcast", "scatter_rdb_allgather"),
     ("alltoall", "pair"): ("alltoall", "direct"),
     ("alltoall", "bruck"): ("alltoall", "bruck"),
     ("reduce", "binomial"): ("reduce", "binomial"),
     ("reduce", "rab"): ("reduce", "rabenseifner"),
 }
 # SMPI algorithms whose schedule differs from every collsim one (reason in the report / docs/model.md)
-NOT_COMPARABLE = {("reduce_scatter", "mpich_rdb"): "MPICH's recursive-doubling reduce-scatter moves 1280 B in two "
-                                                   "steps at 1 KiB where recursive halving moves 768 B; collsim has no such schedule"}
+NOT_COMPARABLE = {
+    ("reduce_scatter", "mpich_rdb"): "MPICH's recursive-doubling reduce-scatter moves 5n/4 bytes per rank in 2 messages "
+                                     "(from SMPI's own times), recursive halving 3n/4; collsim has no such schedule",
+    ("bcast", "scatter_rdb_allgather"): "van de Geijn with a recursive-doubling allgather; collsim's "
+                                        "broadcast/scatter_allgather uses a ring allgather (SMPI's scatter_LR_allgather)",
+}
 
 
 def smpi_rows(shared_data):
