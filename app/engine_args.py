@@ -7,7 +7,7 @@ import argparse
 from simulator.engine import EngineOptions
 from simulator.errors import CollsimError
 from simulator.profile import load_profile
-from simulator.topology import Topology, parse_topology
+from simulator.topology import Topology, ideal, parse_topology
 from simulator.units import parse_time
 
 TOPOLOGY_HELP = ("a preset (dgx-h100, dgx-h100:nodes=4,net=roce200, ...), a builder (ideal:8, switch:16, ring:8[,uni], "
@@ -18,7 +18,7 @@ TOPOLOGY_HELP = ("a preset (dgx-h100, dgx-h100:nodes=4,net=roce200, ...), a buil
 def add_engine_args(p: argparse.ArgumentParser) -> None:
     """The options simulate and sweep share."""
     p.add_argument("--topology", default=None, metavar="SPEC",
-                   help=f"machine to run on (default ideal:P with --alpha/--bandwidth): {TOPOLOGY_HELP}")
+                   help=f"machine to run on (default: ideal:P with 2us and 25GB/s per link, as `collsim cost`): {TOPOLOGY_HELP}")
     p.add_argument("--alpha", metavar="TIME", help="set every link's latency (per link: a message on switch:P crosses 2 links)")
     p.add_argument("--bandwidth", metavar="BW", help="set every link's bandwidth per direction, e.g. 25GB/s or 400Gbit/s")
     p.add_argument("--profile", metavar="FILE", help="a link profile (collsim calibrate / fit) setting link latency, bandwidth and gamma")
@@ -85,7 +85,8 @@ def _link(text: str, topology: Topology) -> int:
 
 def resolve_topology(args: argparse.Namespace, ranks: int | None) -> tuple[Topology, float]:
     """The topology with --profile/--alpha/--bandwidth applied, and gamma (from --gamma, else the profile, else 0)."""
-    topology = parse_topology(args.topology or f"ideal:{ranks or 8}")
+    # without --topology: the textbook machine with `collsim cost`'s defaults, so the two commands agree
+    topology = parse_topology(args.topology) if args.topology else ideal(ranks or 8, 2e-6, 25e9)
     latency = bandwidth = gamma = None
     if args.profile:
         prof = load_profile(args.profile)

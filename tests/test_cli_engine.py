@@ -76,3 +76,9 @@ def test_bad_requests_print_one_error_line_and_exit_2(capsys, argv, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("collsim: error: ") and message in err and "Traceback" not in err
+
+
+def test_simulate_without_a_topology_agrees_with_cost(capsys):
+    sim = run_json(capsys, "simulate", "--op", "allgather", "--algo", "ring", "--ranks", "6", "--size", "6MiB")
+    cost = run_json(capsys, "cost", "--op", "allgather", "--algo", "ring", "--ranks", "6", "--size", "6MiB")
+    assert sim["time_s"] == pytest.approx(cost["time_s"], rel=1e-9)
