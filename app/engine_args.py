@@ -36,6 +36,8 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--header-bytes", type=int, default=0, metavar="N",
                    help="bytes added to every network message (SimGrid SMPI adds 16; default 0)")
     p.add_argument("--ecmp", action="store_true", help="spread rank pairs over equal-cost paths (hash of the pair)")
+    p.add_argument("--placement", metavar="D0,D1,...",
+                   help="run rank i on device Di (distinct device numbers; devices not named follow in order)")
 
 
 def parse_gamma(text: str | None) -> float | None:
@@ -83,6 +85,16 @@ def _link(text: str, topology: Topology) -> int:
     raise CollsimError(f"congestion: no link named {text!r} in {topology.name}; see `collsim topology show {topology.name} --links`")
 
 
+def _placement(text: str, devices: int) -> list[int]:
+    try:
+        named = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise CollsimError(f"placement: cannot read {text!r}; expected device numbers such as 0,2,4,6,1,3,5,7") from None
+    if len(set(named)) != len(named) or any(not 0 <= d < devices for d in named):
+        raise CollsimError(f"placement: {text!r} must name distinct devices in 0..{devices - 1}")
+    return named + [d for d in range(devices) if d not in set(named)]
+
+
 def resolve_topology(args: argparse.Namespace, ranks: int | None) -> tuple[Topology, float]:
     """The topology with --profile/--alpha/--bandwidth applied, and gamma (from --gamma, else the profile, else 0)."""
     # without --topology: the textbook machine with `collsim cost`'s defaults, so the two commands agree
@@ -101,6 +113,8 @@ def resolve_topology(args: argparse.Namespace, ranks: int | None) -> tuple[Topol
         topology = topology.with_links(latency, bandwidth)
     if args.ecmp:
         topology = topology.with_ecmp(True)
+    if args.placement:
+        topology = topology.with_placement(_placement(args.placement, topology.num_devices))
     given = parse_gamma(args.gamma)
     return topology, given if given is not None else (gamma or 0.0)
 

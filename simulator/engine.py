@@ -277,8 +277,9 @@ class _Run:
             unfrozen = set(comp_flows)
             new_rate: dict[int, float] = {}
             while unfrozen:
-                share = min(left[link] / count[link] for link in count if count[link] > 0)
+                share = max(min(left[link] / count[link] for link in count if count[link] > 0), 0.0)
                 tight = [link for link in count if count[link] > 0 and left[link] / count[link] <= share * (1 + 1e-12)]
+                share = share or 1e-300  # rounding can exhaust a link exactly; never a zero or negative rate
                 for link in tight:
                     for f in link_flows[link]:
                         if f in unfrozen:

@@ -82,3 +82,12 @@ def test_simulate_without_a_topology_agrees_with_cost(capsys):
     sim = run_json(capsys, "simulate", "--op", "allgather", "--algo", "ring", "--ranks", "6", "--size", "6MiB")
     cost = run_json(capsys, "cost", "--op", "allgather", "--algo", "ring", "--ranks", "6", "--size", "6MiB")
     assert sim["time_s"] == pytest.approx(cost["time_s"], rel=1e-9)
+
+
+def test_a_scattered_placement_slows_a_ring_on_a_ring(capsys):
+    # placed in order, every message is one hop: 14 steps of 1us + (1MiB / 8) / 25GB/s
+    args = ["simulate", "--op", "allreduce", "--algo", "ring", "--ranks", "8", "--size", "1MiB", "--topology", "ring:8"]
+    good = run_json(capsys, *args)
+    assert good["time_s"] == pytest.approx(14 * (1e-6 + 131072 / 25e9))
+    bad = run_json(capsys, *args, "--placement", "0,4,1,5,2,6,3,7")
+    assert bad["time_s"] > 2 * good["time_s"]
