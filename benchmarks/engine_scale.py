@@ -85,13 +85,17 @@ def run_case(op: str, algo: str, ranks: int, spec: str) -> dict:
     _ = sched.arrays
     build = time.perf_counter() - t
     topo = parse_topology(spec)
+    before = raw_simpy_rates(200_000)
     t = time.perf_counter()
     trace = simulate(sched, topo)
     engine = time.perf_counter() - t
+    after = raw_simpy_rates(200_000)
+    raw = {k: (before[k] + after[k]) / 2 for k in before}
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"transfers": len(sched), "build_s": build, "engine_s": engine, "total_s": build + engine,
             "events": trace.events, "events_per_s": trace.events / trace.wall_s, "simulated_s": trace.time,
-            "peak_MiB": peak_kib / 1024}
+            "peak_MiB": peak_kib / 1024, "raw_simpy_events_per_s": raw["process"],
+            "raw_simpy_callback_events_per_s": raw["callback"], "x_raw": trace.events / trace.wall_s / raw["process"]}
 
 
 def main() -> int:
@@ -125,19 +129,20 @@ def main() -> int:
         print(f"  done: {algo} p={ranks} on {spec}", file=sys.stderr, flush=True)
     after = raw_simpy_rates()
     raw = {k: (before[k] + after[k]) / 2 for k in before}
-    print(f"# raw simpy on this machine: {raw['process']:,.0f} events/s (process yielding timeouts), "
-          f"{raw['callback']:,.0f} events/s (timeouts with a callback)")
+    print(f"# raw simpy on this machine, start and end of the run: {raw['process']:,.0f} events/s (process yielding "
+          f"timeouts), {raw['callback']:,.0f} events/s (timeouts with a callback); load average {os.getloadavg()[0]:.1f}")
     headers = ["algorithm", "p", "topology", "transfers", "build(s)", "engine(s)", "total(s)", "events", "events/s",
-               "x raw", "peak MiB"]
+               "raw simpy/s", "x raw", "peak MiB"]
     body = []
     for r in rows:
         if "skipped" in r:
-            body.append([r["algorithm"], r["ranks"], r["topology"], "-", "-", "-", "-", "-", "-", "-", r["skipped"][:40]])
+            body.append([r["algorithm"], r["ranks"], r["topology"], "-", "-", "-", "-", "-", "-", "-", "-", r["skipped"][:40]])
             continue
         body.append([r["algorithm"], r["ranks"], r["topology"], r["transfers"], r["build_s"], r["engine_s"], r["total_s"],
-                     r["events"], int(r["events_per_s"]), r["events_per_s"] / raw["process"], int(r["peak_MiB"])])
-    print(table(headers, body, align="lrlrrrrrrrr"))
-    print("# x raw = engine events/s divided by the raw simpy process rate measured in this run")
+                     r["events"], int(r["events_per_s"]), int(r["raw_simpy_events_per_s"]), r["x_raw"], int(r["peak_MiB"])])
+    print(table(headers, body, align="lrlrrrrrrrrr"))
+    print("# raw simpy/s: a simpy process yielding timeouts, measured in the same process just before and after the case;")
+    print("# x raw = engine events/s / raw simpy/s. build = algorithm's schedule (ScheduleBuilder) + its arrays.")
     if args.json:
         from simulator.profile import atomic_write
 

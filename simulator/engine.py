@@ -222,8 +222,10 @@ class _Run:
             arrive[t] = now
             free_send[s] += 1
             free_recv[d] += 1
-            dirty_add(s)
-            dirty_add(d)
+            if wait_lists[s]:
+                dirty_add(s)
+            if wait_lists[d]:
+                dirty_add(d)
             if not pending[0]:
                 want_decision()
             if is_reduce[t] and gamma > 0:
@@ -235,6 +237,8 @@ class _Run:
                 indeg[x] -= 1
                 if not indeg[x]:
                     ready_append(x)
+
+        on_arrival = (arrived_fast,)
 
         # ---- flows with max-min sharing (used unless the fast path applies) ----
         link_flows: dict[int, set[int]] = {}
@@ -395,7 +399,7 @@ class _Run:
                     free_recv[d] -= 1
                     ev = _Event()
                     ev._value = t
-                    ev.callbacks = [arrived_fast]
+                    ev.callbacks = on_arrival  # simpy only reads it
                     heappush(queue, (now + duration[t], 1, next_eid(), ev))
                     launched += 1
                 elif is_open[s] and is_open[d] and (s == d or (free_send[s] > 0 and free_recv[d] > 0)):
@@ -430,10 +434,8 @@ class _Run:
 class _Event:
     """A bare event for simpy's queue (what env.timeout makes, without its checks): callbacks, _ok, _value."""
 
-    __slots__ = ("callbacks", "_ok", "_value")
-
-    def __init__(self) -> None:
-        self._ok = True
+    __slots__ = ("callbacks", "_value")
+    _ok = True
 
 
 def _durations(topo: Topology, arrays: dict, header: int) -> list[float]:
