@@ -1,5 +1,5 @@
 """One module per `collsim` subcommand, each with `add_parser(subparsers)` and `run(args) -> int`."""
 
-from . import algorithms, check, cost, simulate, sweep, topologies
+from . import algorithms, app, check, cost, draw, simulate, sweep, topologies
 
-COMMANDS = [algorithms, cost, check, topologies, simulate, sweep]
+COMMANDS = [algorithms, cost, check, draw, app, topologies, simulate, sweep]
