@@ -235,3 +235,15 @@ def test_local_transfers_use_no_network_and_reducing_ones_cost_gamma():
     sched = hand_schedule(2, 1000, [(0, 0), (1, 1)], reduce=True)
     assert simulate(sched, ideal(2, A, B)).time == 0.0
     assert simulate(sched, ideal(2, A, B), EngineOptions(gamma=1e-9)).time == pytest.approx(4000e-9)
+
+
+def test_a_pipelined_tree_absorbs_a_short_straggler_that_a_ring_cannot():
+    # docs/model.md section 9: the double binary tree leaves ranks idle, and that slack hides a 10 us delay
+    p, n, d = 8, 1 << 20, 10e-6
+    times = {}
+    for algo in ("ring", "double_binary_tree"):
+        sched = build_schedule(Collective("allreduce", p, n), algo)
+        base = simulate(sched, ideal(p, A, B)).time
+        times[algo] = simulate(sched, ideal(p, A, B), EngineOptions(start_delay={3: d})).time - base
+    assert times["ring"] == pytest.approx(d)
+    assert 0 <= times["double_binary_tree"] < d / 100
