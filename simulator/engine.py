@@ -140,9 +140,6 @@ class _Run:
         reducer_queue: list[list[tuple[float, int]]] = [[] for _ in range(p)]
         reduce_dirty: set[int] = set()
         env = simpy.Environment()
-        timeout = env.timeout
-        schedule_event = env.schedule
-        Event = simpy.Event
         pending = [False]
         counter = [0]
         fast = not opt.contention or (topo.ideal and ports == 1 and not opt.background)
@@ -154,14 +151,21 @@ class _Run:
         dirty_add = dirty.add
         ready_append = new_ready.append
 
+        def post(delay: float, value, callbacks: tuple) -> None:
+            """Schedule a bare event `delay` from now on simpy's queue (what env.timeout does, minus its checks)."""
+            ev = _Event()
+            ev._value = value
+            ev.callbacks = callbacks
+            heappush(queue, (env._now + delay, 1, next_eid(), ev))
+            counter[0] += 1
+
         def want_decision() -> None:
             if not pending[0]:
                 pending[0] = True
-                ev = Event(env)
-                ev._ok = True
+                ev = _Event()
                 ev._value = None
-                ev.callbacks.append(decide)
-                schedule_event(ev, _DECIDE)
+                ev.callbacks = on_decide
+                heappush(queue, (env._now, _DECIDE, next_eid(), ev))
                 counter[0] += 1
 
         def finish(t: int) -> None:
@@ -186,8 +190,7 @@ class _Run:
 
         def start_reduction(t: int, r: int) -> None:
             reducer_busy[r] = True
-            timeout(gamma * payload[t] * slow[r], t).callbacks.append(reduce_done)
-            counter[0] += 1
+            post(gamma * payload[t] * slow[r], t, on_reduce_done)
 
         def landed(t: int) -> None:
             """The message of t is in the receiver's memory: queue its reduction (arrival order, then id) or finish."""
@@ -250,6 +253,7 @@ class _Run:
         routes: dict[int, tuple[int, ...]] = {}
         bandwidth = topo.bandwidth
         capacity: dict[int, float] = {}
+        route_cap: dict[tuple[int, ...], float] = {}
 
         def cap_of(link: int) -> float:
             c = capacity.get(link)
@@ -296,8 +300,7 @@ class _Run:
                 if rate != flow_rate[f]:
                     flow_rate[f] = rate
                     flow_ver[f] += 1
-                    timeout(flow_rem[f] / rate, (f, flow_ver[f])).callbacks.append(flow_done)
-                    counter[0] += 1
+                    post(flow_rem[f] / rate, (f, flow_ver[f]), on_flow_done)
 
         def flow_begin(ev) -> None:
             t = ev._value
@@ -315,10 +318,9 @@ class _Run:
                 if len(flows) > 1:
                     alone = False
             if alone:  # nobody to share with: the bottleneck capacity, no max-min work
-                rate = flow_rate[t] = min(cap_of(link) for link in links)
+                rate = flow_rate[t] = route_cap[links]
                 flow_ver[t] = 1
-                timeout(flow_rem[t] / rate, (t, 1)).callbacks.append(flow_done)
-                counter[0] += 1
+                post(flow_rem[t] / rate, (t, 1), on_flow_done)
             else:
                 reshare(links)
 
@@ -349,23 +351,19 @@ class _Run:
             free_recv[d] -= 1
             key = s * p + d
             if fast:
-                cost = pair_cost.get(key)
-                if cost is None:
-                    cost = pair_cost[key] = path_cost(s, d)
-                timeout(cost[0] + (payload[t] + header) / cost[1], t).callbacks.append(arrived)
-                counter[0] += 1
+                post(duration[t], t, on_arrival)
                 return
             links = routes.get(key)
             if links is None:
                 links = routes[key] = topo.route(s, d)
                 pair_cost[key] = path_cost(s, d)
-            flow_links[t] = links
+                if links not in route_cap:
+                    route_cap[links] = min((cap_of(link) for link in links), default=float("inf"))
             if payload[t] + header == 0 or not links:
-                del flow_links[t]
-                timeout(pair_cost[key][0], t).callbacks.append(arrived)
+                post(pair_cost[key][0], t, on_arrived)
             else:
-                timeout(pair_cost[key][0], t).callbacks.append(flow_begin)
-            counter[0] += 1
+                flow_links[t] = links
+                post(pair_cost[key][0], t, on_flow_begin)
 
         def decide(ev) -> None:
             pending[0] = False
@@ -417,11 +415,15 @@ class _Run:
             dirty.add(r)
             want_decision()
 
+        on_decide = (decide,)
+        on_reduce_done = (reduce_done,)
+        on_flow_done = (flow_done,)
+        on_flow_begin = (flow_begin,)
+        on_arrived = (arrived,)
         for r, delay in opt.start_delay.items():
             if delay > 0:
                 is_open[r] = False
-                timeout(delay, r).callbacks.append(open_rank)
-                counter[0] += 1
+                post(delay, r, (open_rank,))
         new_ready.extend(t for t in range(n) if indeg[t] == 0)
         if new_ready or n == 0:
             want_decision()
