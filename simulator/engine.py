@@ -107,7 +107,8 @@ class _Run:
         self.events = 0
         self.routes: dict[int, tuple[int, ...]] | None = None
 
-    def execute(self) -> None:  # noqa: C901 (one closure per event kind, kept together for speed)
+    def execute(self) -> None:
+        """Run the schedule to the end (one closure per event kind, over local lists, for speed)."""
         sched, topo, opt = self.schedule, self.topology, self.options
         arrays = sched.arrays
         n = len(sched.transfers)
@@ -479,14 +480,14 @@ def format_deadlock(report: list[dict], stuck: int) -> str:
     lines = [f"deadlock: {stuck} transfers can never start; ranks involved: {', '.join(map(str, ranks[:20]))}"
              + (" ..." if len(ranks) > 20 else "")]
     for r in blocked[:6]:
-        waits = ", ".join(f"#{w} ({report_src(report, w)})" for w in r["waits_for"][:4])
+        waits = ", ".join(f"#{w} ({_ends_of(report, w)})" for w in r["waits_for"][:4])
         lines.append(f"  rank {r['src']} cannot send #{r['transfer']} to rank {r['dst']}: it waits for {waits}")
     if len(blocked) > 6:
         lines.append(f"  ... and {len(blocked) - 6} more")
     return "\n".join(lines)
 
 
-def report_src(report: list[dict], tid: int) -> str:
+def _ends_of(report: list[dict], tid: int) -> str:
     for r in report:
         if r["transfer"] == tid:
             return f"rank {r['src']} -> rank {r['dst']}"

@@ -174,8 +174,13 @@ def fat_tree(hosts: int, leaf: int = 4, oversub: float = 1.0, latency: float = D
 
 def cluster(nodes: int, gpus: int = 8, intra: str = "switch", nic: str = "gpu", intra_latency: float = 0.3e-6,
             intra_bandwidth: float = 450e9, net_latency: float = 1e-6, net_bandwidth: float = 50e9,
-            nodes_per_leaf: int | None = None, oversub: float = 1.0, name: str | None = None) -> Topology:
-    """N nodes of G GPUs (NVSwitch-like switch or full NVLink/xGMI mesh inside), one NIC per GPU or per node, leaf-spine between."""
+            nodes_per_leaf: int | None = None, oversub: float = 1.0, name: str | None = None,
+            pcie_latency: float = 0.0, pcie_bandwidth: float = 63e9) -> Topology:
+    """N nodes of G GPUs (NVSwitch-like switch or full NVLink/xGMI mesh inside), NIC nodes (one per GPU or per node) into a leaf-spine.
+
+    A NIC hangs off its GPU (or the node's switch) by a PCIe link (default PCIe 5.0 x16, 63 GB/s per
+    direction, no added latency) and reaches its leaf switch by a network link.
+    """
     nodes, gpus = _count("nodes", nodes), _count("gpus", gpus)
     if intra not in ("switch", "mesh"):
         raise CollsimError(f"intra: {intra!r}; expected switch (NVSwitch-like) or mesh (every GPU pair linked)")
@@ -185,7 +190,8 @@ def cluster(nodes: int, gpus: int = 8, intra: str = "switch", nic: str = "gpu", 
         raise CollsimError("nic: one NIC per node needs intra=switch (the NIC hangs off the node's switch)")
     if not oversub >= 1:
         raise CollsimError(f"oversub: {oversub!r} must be >= 1")
-    for field, value in (("intra bandwidth", intra_bandwidth), ("net bandwidth", net_bandwidth)):
+    for field, value in (("intra bandwidth", intra_bandwidth), ("net bandwidth", net_bandwidth),
+                         ("pcie bandwidth", pcie_bandwidth)):
         _positive(field, value)
     nics = gpus if nic == "gpu" else 1
     per_leaf = nodes_per_leaf or max(1, 32 // nics)
@@ -206,12 +212,17 @@ def cluster(nodes: int, gpus: int = 8, intra: str = "switch", nic: str = "gpu", 
                     g.cable(local[x], local[y], intra_latency, intra_bandwidth)
     leaves = [g.node(f"leaf{j}", "switch") for j in range((nodes + per_leaf - 1) // per_leaf)] if nodes > 1 else []
     spine_nodes = [g.node(f"spine{k}", "switch") for k in range(spines)] if len(leaves) > 1 else []
+    nic_of: dict[int, int] = {}  # device (nic=gpu) or node index (nic=node) -> its NIC node
     for i in range(nodes if leaves else 0):
         if nic == "gpu":
-            for d in dev[i * gpus:(i + 1) * gpus]:
-                g.cable(d, leaves[i // per_leaf], net_latency, net_bandwidth)
+            for k, d in enumerate(dev[i * gpus:(i + 1) * gpus]):
+                card = nic_of[d] = g.node(f"n{i}nic{k}", "nic")
+                g.cable(d, card, pcie_latency, pcie_bandwidth)
+                g.cable(card, leaves[i // per_leaf], net_latency, net_bandwidth)
         else:
-            g.cable(nvs[i], leaves[i // per_leaf], net_latency, net_bandwidth)
+            card = nic_of[i] = g.node(f"n{i}nic", "nic")
+            g.cable(nvs[i], card, pcie_latency, pcie_bandwidth)
+            g.cable(card, leaves[i // per_leaf], net_latency, net_bandwidth)
     for lf in leaves:
         for sp in spine_nodes:
             g.cable(lf, sp, net_latency, net_bandwidth)
@@ -221,8 +232,8 @@ def cluster(nodes: int, gpus: int = 8, intra: str = "switch", nic: str = "gpu", 
         if na == nb:
             return (a, nvs[na], b) if intra == "switch" else (a, b)
         la, lb = leaves[na // per_leaf], leaves[nb // per_leaf]
-        up = (a, la) if nic == "gpu" else (a, nvs[na], la)
-        down_ = (lb, b) if nic == "gpu" else (lb, nvs[nb], b)
+        up = (a, nic_of[a], la) if nic == "gpu" else (a, nvs[na], nic_of[na], la)
+        down_ = (lb, nic_of[b], b) if nic == "gpu" else (lb, nic_of[nb], nvs[nb], b)
         if la == lb:
             return up + down_[1:]
         return up + (spine_nodes[b % spines],) + down_
