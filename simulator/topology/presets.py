@@ -34,11 +34,15 @@ class Preset:
     multinode: bool = True
 
 
-def _nvswitch_box(name: str, gpus: int, nvlink_Bps: float, nvlink_latency: float = 0.3e-6):
+PCIE4, PCIE5 = 31.5 * GB, 63 * GB  # x16, per direction: 16 / 32 GT/s x 16 lanes x 128/130 / 8
+
+
+def _nvswitch_box(name: str, gpus: int, nvlink_Bps: float, nvlink_latency: float = 0.3e-6, pcie: float = PCIE5):
     def build(nodes: int, net: str) -> Topology:
         net_bw, net_lat, _ = NETWORKS[net]
         label = name if nodes == 1 else f"{name}:nodes={nodes},net={net}"
-        return cluster(nodes, gpus, "switch", "gpu", nvlink_latency, nvlink_Bps, net_lat, net_bw, name=label)
+        return cluster(nodes, gpus, "switch", "gpu", nvlink_latency, nvlink_Bps, net_lat, net_bw, name=label,
+                       pcie_bandwidth=pcie)
     return build
 
 
@@ -51,7 +55,7 @@ def _mi300x(nodes: int, net: str) -> Topology:
 def _pcie_box(nodes: int, net: str) -> Topology:
     if nodes != 1:
         raise CollsimError("pcie-8gpu: single node only; use cluster:nodes=N,... for several PCIe nodes")
-    pcie, upi = 31.5 * GB, 62.4 * GB  # PCIe 4.0 x16 per direction; three UPI links at 11.2 GT/s
+    pcie, upi = PCIE4, 62.4 * GB  # three UPI links at 11.2 GT/s
     g = GraphBuilder()
     gpus = [g.node(f"gpu{i}", "gpu") for i in range(8)]
     cpus = [g.node(f"cpu{s}", "cpu") for s in range(2)]
@@ -75,7 +79,7 @@ def _tpu(nodes: int, net: str) -> Topology:
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("dgx-a100", "8x A100 SXM, NVSwitch (NVLink 3: 300 GB/s per direction per GPU), 8x 200G HDR IB", 8,
-           _nvswitch_box("dgx-a100", 8, 300 * GB)),
+           _nvswitch_box("dgx-a100", 8, 300 * GB, pcie=PCIE4)),
     Preset("dgx-h100", "8x H100 SXM, NVSwitch (NVLink 4: 450 GB/s per direction per GPU), 8x 400G NDR IB", 8,
            _nvswitch_box("dgx-h100", 8, 450 * GB)),
     Preset("hgx-b200", "8x B200, NVSwitch (NVLink 5: 900 GB/s per direction per GPU), 8x 400G NICs", 8,
