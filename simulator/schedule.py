@@ -102,17 +102,29 @@ class Schedule:
     def arrays(self) -> dict[str, np.ndarray]:
         """Columns for fast consumers: src, dst, bytes, reduce, step, and deps as CSR (dep_ptr, dep_idx)."""
         ts = self.transfers
-        deps = [t.deps for t in ts]
-        ptr = np.zeros(len(ts) + 1, dtype=np.int64)
-        ptr[1:] = np.cumsum([len(d) for d in deps])
+        n = len(ts)
+        src, dst, count, reduce, step, ndeps = ([], [], [], [], [], [])
+        flat: list[int] = []
+        for t in ts:  # one pass over the objects, then numpy
+            src.append(t.src)
+            dst.append(t.dst)
+            pieces = t.pieces
+            count.append(pieces[0].count if len(pieces) == 1 else sum(p.count for p in pieces))
+            reduce.append(t.reduce)
+            step.append(t.step)
+            d = t.deps
+            ndeps.append(len(d))
+            flat.extend(d)
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        ptr[1:] = np.cumsum(np.array(ndeps, dtype=np.int64))
         return {
-            "src": np.fromiter((t.src for t in ts), np.int64, len(ts)),
-            "dst": np.fromiter((t.dst for t in ts), np.int64, len(ts)),
-            "bytes": np.fromiter((t.count for t in ts), np.int64, len(ts)) * self.collective.elem_size,
-            "reduce": np.fromiter((t.reduce for t in ts), bool, len(ts)),
-            "step": np.fromiter((t.step for t in ts), np.int64, len(ts)),
+            "src": np.array(src, dtype=np.int64).reshape(n),
+            "dst": np.array(dst, dtype=np.int64).reshape(n),
+            "bytes": np.array(count, dtype=np.int64).reshape(n) * self.collective.elem_size,
+            "reduce": np.array(reduce, dtype=bool).reshape(n),
+            "step": np.array(step, dtype=np.int64).reshape(n),
             "dep_ptr": ptr,
-            "dep_idx": np.fromiter((d for ds in deps for d in ds), np.int64, int(ptr[-1])),
+            "dep_idx": np.array(flat, dtype=np.int64).reshape(int(ptr[-1])),
         }
 
     def network_transfers(self) -> list[Transfer]:
