@@ -91,3 +91,11 @@ def test_a_scattered_placement_slows_a_ring_on_a_ring(capsys):
     assert good["time_s"] == pytest.approx(14 * (1e-6 + 131072 / 25e9))
     bad = run_json(capsys, *args, "--placement", "0,4,1,5,2,6,3,7")
     assert bad["time_s"] > 2 * good["time_s"]
+
+
+def test_simulate_on_ideal_reports_the_closed_form_and_whether_it_agrees(capsys):
+    data = run_json(capsys, "simulate", "--op", "allreduce", "--algo", "ring", "--ranks", "8", "--size", "1MiB")
+    assert data["closed_form"] == {"time_s": pytest.approx(data["time_s"]), "exact": True, "agrees_with_engine": True}
+    on_switch = run_json(capsys, "simulate", "--op", "allreduce", "--algo", "ring", "--ranks", "8", "--size", "1MiB",
+                         "--topology", "switch:8")
+    assert "closed_form" not in on_switch

@@ -54,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
     summary = trace.summary()
     path = trace.critical_path()
     summary["critical_path"] = {"transfers": len(path), "ids": path[:64]}
+    closed = _closed_form(coll, args.algo, schedule.params, topology, gamma, options)
+    if closed:
+        closed["agrees_with_engine"] = abs(closed["time_s"] - trace.time) <= 1e-9 * max(trace.time, 1e-30)
+        summary["closed_form"] = closed
     if args.json:
         emit_json(summary)
         return 0
@@ -69,8 +73,27 @@ def run(args: argparse.Namespace) -> int:
               f"utilisation {100 * link['utilisation']:.1f}%, busy {100 * link['busy_fraction']:.1f}%, "
               f"peak {link['peak_flows']} concurrent flows")
     print(f"critical path   {len(path)} transfers")
+    if closed:
+        agree = closed["agrees_with_engine"]
+        note = ("exact for this model, and the engine agrees" if closed["exact"] and agree else
+                "exact for even blocks; this size splits unevenly" if closed["exact"] else
+                "an estimate for this case; see docs/algorithms.md")
+        print(f"closed form     {format_time(closed['time_s'])} ({note})")
     print(f"engine          {len(schedule)} transfers, {trace.events} events in {trace.wall_s:.3f} s")
     for what, name in ((args.trace, "chrome trace"), (args.export, "data")):
         if what:
             print(f"wrote {name}: {what}")
     return 0
+
+
+def _closed_form(coll, algo: str, params: dict, topology, gamma: float, options) -> dict | None:
+    """The closed form's time when the machine is the one closed forms assume (ideal, one port, no extras)."""
+    from simulator.cost import CLOSED_FORMS, LinkModel, is_exact, predict
+
+    plain = (topology.ideal and options.ports == 1 and not options.start_delay and not options.slowdown
+             and not options.background and not options.header_bytes)
+    if not plain or (coll.op, algo) not in CLOSED_FORMS:
+        return None
+    model = LinkModel.from_bandwidth(topology.uniform_latency, topology.uniform_bandwidth, gamma)
+    time_s = float(predict(coll.op, algo, coll.ranks, [coll.nbytes], model, **params)[0])
+    return {"time_s": time_s, "exact": bool(is_exact(coll.op, algo, coll.ranks, model, **params))}
