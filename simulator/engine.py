@@ -246,10 +246,10 @@ class _Run:
 
         # ---- flows with max-min sharing (used unless the fast path applies) ----
         link_flows: dict[int, set[int]] = {}
-        flow_rem: dict[int, float] = {}
-        flow_rate: dict[int, float] = {}
-        flow_last: dict[int, float] = {}
-        flow_ver: dict[int, int] = {}
+        flow_rem = [0.0] * n     # bytes left, as of flow_last
+        flow_rate = [0.0] * n
+        flow_last = [0.0] * n
+        flow_ver = [0] * n       # bumped on every rate change; -1 once done, so stale completions are ignored
         flow_links: dict[int, tuple[int, ...]] = {}
         routes: dict[int, tuple[int, ...]] = {}
         bandwidth = topo.bandwidth
@@ -327,7 +327,7 @@ class _Run:
 
         def flow_done(ev) -> None:
             t, ver = ev._value
-            if flow_ver.get(t) != ver:
+            if flow_ver[t] != ver:
                 return  # superseded by a rate change
             links = flow_links.pop(t)
             others = False
@@ -336,7 +336,7 @@ class _Run:
                 flows.discard(t)
                 if flows:
                     others = True
-            del flow_rem[t], flow_rate[t], flow_last[t], flow_ver[t]
+            flow_ver[t] = -1
             if others:
                 reshare(links)
             arrived_t(t)
