@@ -1,5 +1,5 @@
 """One module per `collsim` subcommand, each with `add_parser(subparsers)` and `run(args) -> int`."""
 
-from . import algorithms, app, check, cost, draw, msccl
+from . import algorithms, app, check, cost, draw, msccl, simulate, sweep, topologies
 
-COMMANDS = [algorithms, cost, check, draw, app, msccl]
+COMMANDS = [algorithms, cost, check, draw, app, topologies, simulate, sweep, msccl]
