@@ -2,4 +2,5 @@
 
 from . import algorithms, app, check, cost, draw, msccl, simulate, sweep, topologies
 
-COMMANDS = [algorithms, cost, check, draw, app, topologies, simulate, sweep, msccl]
+# In the order `collsim --help` lists them: learn, predict, check against reality, then the app.
+COMMANDS = [algorithms, check, draw, cost, topologies, simulate, sweep, msccl, app]
