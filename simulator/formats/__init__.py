@@ -1,0 +1,1 @@
+"""Readers and writers of other tools' files (nccl-tests logs, MSCCL XML)."""
