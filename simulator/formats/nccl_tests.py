@@ -327,7 +327,8 @@ def _infer(state: _Scan, op: str | None, ranks: int | None) -> tuple[str, int, s
     roots = {r.root for r in rows}
     ratios = {r.bytes // (r.count * TYPE_SIZES[r.dtype.lower()]) for r in rows if r.count > 0}
     if len(ratios) > 1:
-        raise CollsimError(f"log: {state.source}: rows disagree on size / (count x type size) ({sorted(ratios)}); "
+        raise CollsimError(f"log: {state.source} lines {rows[0].line}-{rows[-1].line}: rows disagree on "
+                           f"size / (count x type size) ({sorted(ratios)}); "
                            "is this several tests in one file? Split it, one test per file")
     ratio = ratios.pop() if ratios else None
     if op is not None:
@@ -349,8 +350,8 @@ def _infer(state: _Scan, op: str | None, ranks: int | None) -> tuple[str, int, s
             fits, op_source = hinted[:1], "the text around the table names it (" + hinted[0][0] + ")"
         else:
             options = ", ".join(f"{o} (p={p})" for o, p, _ in fits)
-            raise CollsimError(f"log: {state.source}: the numbers fit several collectives: {options}; "
-                               "say which with --op")
+            raise CollsimError(f"log: {state.source} lines {rows[0].line}-{rows[-1].line}: the numbers fit several "
+                               f"collectives: {options}; say which with --op")
     chosen_op, p, ranks_source = fits[0]
     if header_ranks and header_ranks[0] != p:
         notes.append(f"the header says {header_ranks[0]} ranks ({header_ranks[1]}) but the numbers say {p}")
@@ -414,29 +415,34 @@ def _ranks_for(op: str, rows: Sequence[LogRow], ratio: int | None, given: int | 
 
 def _consistent(op: str, p: int, rows: Sequence[LogRow]) -> bool:
     """Every row's busbw equals algbw x nccl-tests' factor for (op, p), within the printed rounding."""
-    if p < 1:
-        return False
+    return p >= 1 and _first_mismatch(op, p, rows) is None
+
+
+def _first_mismatch(op: str, p: int, rows: Sequence[LogRow]) -> LogRow | None:
+    """The first row whose busbw is not algbw x the factor of (op, p), or None."""
     factor = busbw_factor(op, p)
     for row in rows:
         for t in (row.out, row.inplace):
-            if t is None or not (math.isfinite(t.algbw_GBps) and math.isfinite(t.busbw_GBps)):
-                continue
-            if abs(t.busbw_GBps - t.algbw_GBps * factor) > 0.0051 * (1 + factor) + 1e-9:
-                return False
-    return True
+            if t is not None and abs(t.busbw_GBps - t.algbw_GBps * factor) > 0.0051 * (1 + factor) + 1e-9:
+                return row
+    return None
 
 
 def _no_fit(state, op, ranks, candidates, rows, ratio, header_ranks):
-    if op is not None:
-        p, _ = _ranks_for(op, rows, ratio, ranks, header_ranks)
-        if p is None:
-            raise CollsimError(f"log: {state.source}: cannot tell the rank count of this {op} log; say it with --ranks")
-        raise CollsimError(f"log: {state.source}: busbw / algbw in the rows does not match {op} on {p} ranks "
-                           f"(nccl-tests factor {busbw_factor(op, p):.4f}); check --op and --ranks")
+    span = f"lines {rows[0].line}-{rows[-1].line}"
     if not candidates:
-        raise CollsimError(f"log: {state.source}: the redop/root/count columns match no collective; say it with --op")
-    raise CollsimError(f"log: {state.source}: cannot tell the collective and rank count from the rows "
-                       f"(candidates: {', '.join(candidates)}); say them with --op and --ranks")
+        raise CollsimError(f"log: {state.source} {span}: the redop/root/count columns match no collective; say it with --op")
+    for cand in candidates:
+        p, _ = _ranks_for(cand, rows, ratio, ranks, header_ranks)
+        if p is None or p < 1:
+            continue
+        bad = _first_mismatch(cand, p, rows)
+        where = f" (first at line {bad.line}: busbw {bad.out.busbw_GBps} vs algbw {bad.out.algbw_GBps})" if bad else ""
+        others = f"; also not {', '.join(c for c in candidates if c != cand)}" if len(candidates) > 1 else ""
+        raise CollsimError(f"log: {state.source}: busbw / algbw in the rows does not match {cand} on {p} ranks "
+                           f"(nccl-tests factor {busbw_factor(cand, p):.4f}){where}{others}; check --op and --ranks")
+    raise CollsimError(f"log: {state.source} {span}: cannot tell the rank count of this "
+                       f"{' or '.join(candidates)} log; say it with --ranks (and --op)")
 
 
 # ---- writing ---------------------------------------------------------------------------------
