@@ -90,6 +90,9 @@ def fit_linear(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> tuple[float, floa
         coef = float(v @ y) / denom if denom > 0 else 0.0
         candidates.append((max(coef, 0.0), 0.0) if col == 0 else (0.0, max(coef, 0.0)))
     for alpha, beta in candidates:
+        # a parameter whose share of every time is below 1e-9 is rounding noise of the solver: zero
+        alpha = alpha if alpha * float(np.max(x[:, 0], initial=0.0)) > 1e-9 else 0.0
+        beta = beta if beta * float(np.max(x[:, 1], initial=0.0)) > 1e-9 else 0.0
         sse = float(np.sum((x @ np.array([alpha, beta]) - y) ** 2))
         if best is None or sse < best[2] - 1e-15:
             best = (alpha, beta, sse)
