@@ -18,11 +18,12 @@ from ..output import emit_json, table
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "fit", help="fit the alpha-beta model of an algorithm to an nccl-tests log",
-        description="Read an nccl-tests log as found in the wild, fit the closed form of an algorithm (alpha per "
-                    "message, link bandwidth) by least squares in relative error, and cross-validate: fit on every "
-                    "other size, predict the sizes in between (and the other way round). Prints the per-size error "
-                    "and the median absolute percentage error for sizes >= 64 KiB and for all sizes. --piecewise "
-                    "fits separate size ranges (NCCL's LL -> LL128 -> Simple protocol regimes).",
+        description="Read an nccl-tests log as found in the wild and fit the closed form of an algorithm\n"
+                    "(alpha per message, link bandwidth) by least squares in relative error. Cross-validation\n"
+                    "fits on every other size and predicts the sizes in between (and the other way round);\n"
+                    "the per-size error and the median absolute percentage error for sizes >= 64 KiB and for\n"
+                    "all sizes are printed. --piecewise fits separate size ranges (NCCL's LL -> LL128 ->\n"
+                    "Simple protocol regimes). --out writes the fit as a link profile file (YAML/JSON).",
         epilog="examples: collsim fit ../shared/data/nccl-tests/04_h100_p5_1node_8gpu_allreduce_awsbatch.txt\n"
                "          collsim fit LOG --piecewise --out h100.yaml\n"
                "          collsim fit LOG --algo best --json")
@@ -36,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--piecewise", action="store_true", help="shorthand for --segments 3 (LL, LL128, Simple regimes)")
     p.add_argument("--placement", choices=("out", "in", "min"), default="out",
                    help="which time to fit: out-of-place (default), in-place, or the faster of the two")
-    p.add_argument("--out", metavar="FILE", help="write the fitted profile (YAML, or JSON for .json) for --profile")
+    p.add_argument("--out", metavar="FILE", help="write the fit as a link profile (simulator/profile.py; YAML, or JSON for a .json name)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
