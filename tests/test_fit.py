@@ -8,7 +8,7 @@ import pytest
 from app.cli import main
 from simulator.errors import CollsimError
 from simulator.fit import fit_linear, fit_measurements, predict_pieces, to_profile
-from simulator.formats.nccl_tests import read_log
+from simulator.formats.nccl_tests import read_log, write_log
 from simulator.profile import load_profile
 
 SIZES = [2 ** k for k in range(10, 31)]
@@ -32,6 +32,17 @@ def test_allgather_closed_form_by_hand():
     data = [(n, 3 * 2e-6 + 0.75 * n / 4e10) for n in SIZES]
     fit = fit_measurements("allgather", "ring", 4, data)
     assert (fit.alpha_s, fit.bandwidth_Bps) == (pytest.approx(2e-6, rel=1e-9), pytest.approx(4e10, rel=1e-9))
+
+
+def test_fit_reads_what_the_writer_wrote(tmp_path):
+    # collsim results written in nccl-tests format, read back and fitted: the same model within printed rounding
+    rows = [(n, n // 4, "float", "sum", -1, _ring_allreduce_time(8, n, 5e-6, 1e11)) for n in SIZES]
+    write_log(tmp_path / "sim.txt", "allreduce", 8, rows)
+    log = read_log(tmp_path / "sim.txt")
+    fit = fit_measurements(log.op, "ring", log.ranks, log.measurements())
+    assert (log.op, log.ranks) == ("allreduce", 8)
+    assert fit.alpha_s == pytest.approx(5e-6, rel=1e-3)
+    assert fit.bandwidth_Bps == pytest.approx(1e11, rel=1e-3)
 
 
 def test_least_squares_is_in_relative_error():

@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simulator.errors import CollsimError
+from simulator.fit import fit_measurements
 from simulator.formats.nccl_tests import ResultRow, format_log, parse_log, read_log, write_log
 
 # (file prefix, op, ranks, layout, row count, '# Avg bus bandwidth' or None) -- read off each file by eye.
@@ -220,3 +221,7 @@ def test_fuzz_mangled_logs_give_a_result_or_a_clear_error(shared_data, which, ma
         assert re.search(r"\blines? \d+", message) or "not an nccl-tests log" in message, message
         return
     assert log.rows and log.ranks >= 1 and log.op
+    try:  # what `collsim fit` does next: a fit, or a clear error (too few sizes, flat times, one rank)
+        fit_measurements(log.op, "ring", log.ranks, log.measurements(), segments=3)
+    except CollsimError as exc:
+        assert "\n" not in str(exc)

@@ -57,6 +57,8 @@ def system_from_args(args: argparse.Namespace) -> System:
 
 def compare(system: System, op: str, measurements: list[tuple[int, float]]) -> dict:
     """NCCL's pick and predicted time next to measured times, with median absolute percentage errors."""
+    if not measurements:
+        raise CollsimError("compare: the log has no row with a size and a time > 0 to compare with")
     sizes = [s for s, _ in measurements]
     measured = np.array([t for _, t in measurements])
     picks, best, _ = choose(system, op, sizes)
