@@ -67,6 +67,7 @@ class System:
     nic_bw_GBps: float = 50.0              # per NIC (400 Gbit/s)
     nics_per_node: int | None = None       # default: one per GPU
     nvls: bool | None = None               # default: Hopper or newer, NVLink, one node
+    nvls_efficiency: float = 1.0           # NCCL >= 2.27 scales NVLS bandwidth by 0.85 (Hopper) / 0.74 (Blackwell)
     net_overhead_us: float = 1.0           # tuning.cc getNetOverhead: 1 us on Intel x86, 2 on AMD
     net_latency_us: float = 0.0            # the graph's latencyInter (0 unless the network plugin reports one)
     amd_cpu: bool = False
@@ -86,6 +87,9 @@ class System:
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise CollsimError(f"{name}: {value!r} is not a bandwidth; expected GB/s > 0")
+        eff = self.nvls_efficiency
+        if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not 0 < eff <= 1:
+            raise CollsimError(f"nvls_efficiency: {eff!r} is not a fraction; expected a number in (0, 1]")
         for name in ("channels", "nics_per_node"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -169,6 +173,8 @@ def tune(system: System, op: str) -> dict[tuple[str, str], tuple[float, float]]:
                 bus = min(bus / 3.8, ll_max)
             if algo == "tree" and proto == "LL128":
                 bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), nch * PER_CH_MAX_TREE_LL128[arch][scale])
+            if algo == "nvls":
+                bus *= system.nvls_efficiency
             if not (algo != "ring" and op in ("allgather", "reduce_scatter")):
                 bus *= p / nsteps if algo == "ring" else 5.0 / 6.0 if algo == "nvls" else 0.5
             lat = BASE_LAT[algo][pi]

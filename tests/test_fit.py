@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from app.cli import main
+from simulator.cost import predict
 from simulator.errors import CollsimError
-from simulator.fit import fit_linear, fit_measurements, predict_pieces, to_profile
+from simulator.fit import fit_linear, fit_measurements, model_for_size, predict_pieces, to_profile
 from simulator.formats.nccl_tests import read_log, write_log
-from simulator.profile import load_profile
+from simulator.profile import LinkProfile, load_profile
 
 SIZES = [2 ** k for k in range(10, 31)]
 
@@ -129,6 +130,11 @@ def test_profile_file_round_trips_and_keeps_segments(shared_data, tmp_path):
         assert loaded.alpha_s == fit.alpha_s and loaded.bandwidth_Bps == fit.bandwidth_Bps
         assert [(s.min_bytes, s.max_bytes) for s in loaded.segments] == [(p.lo, p.hi) for p in fit.pieces]
         assert loaded.meta["ranks"] == 8 and loaded.meta["algorithm"] == "ring"
+    # the simulator's view: each size gets its segment's model, and that reproduces the piecewise fit
+    for size, fitted in zip(fit.sizes, fit.fitted):
+        model = model_for_size(loaded, int(size))
+        assert predict("allreduce", "ring", 8, [size], model)[0] == pytest.approx(fitted, rel=1e-9)
+    assert model_for_size(LinkProfile(1e-6, 1e9), 4096) == LinkProfile(1e-6, 1e9).model
 
 
 def test_cli_fit_json_and_profile(shared_data, tmp_path, capsys):

@@ -72,6 +72,14 @@ def test_multi_node_small_sizes_pick_tree_and_nvls_wins_large_on_one_hopper_node
     assert picks == [("nvls", "Simple")]
 
 
+def test_nvls_latency_and_bandwidth():
+    lat, bw = tune(System("hopper", 8, 1), "allreduce")[("nvls", "Simple")]
+    assert (lat, bw) == (pytest.approx(25.0), pytest.approx(18 * 20.6 * 5 / 6))  # NVLink NVLS hop; bus x 5/6
+    _, scaled = tune(System("hopper", 8, 1, nvls_efficiency=0.85), "allreduce")[("nvls", "Simple")]
+    assert scaled == pytest.approx(bw * 0.85)
+    assert ("nvls", "Simple") not in tune(System("hopper", 8, 2), "allreduce")  # no NVLS across nodes (no CollNet)
+
+
 def test_bad_systems_are_clear():
     with pytest.raises(CollsimError, match="arch: unknown GPU generation 'pascal'"):
         System("pascal")
@@ -79,6 +87,8 @@ def test_bad_systems_are_clear():
         System("hopper", 0)
     with pytest.raises(CollsimError, match="op: NCCL's model covers"):
         tune(NODE, "alltoall")
+    with pytest.raises(CollsimError, match="nvls_efficiency"):
+        System("hopper", nvls_efficiency=1.5)
     with pytest.raises(CollsimError, match="at least 2 GPUs"):
         System("hopper", 1, 1)
 

@@ -39,6 +39,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--nics", type=int, help="NICs per node (default: one per GPU)")
     p.add_argument("--nvls", choices=("auto", "on", "off"), default="auto",
                    help="NVLink SHARP: auto = Hopper or newer on NVLink, one node (default auto)")
+    p.add_argument("--nvls-efficiency", type=float, default=1.0,
+                   help="scale NVLS bandwidth (1 = the 2.2x model; NCCL >= 2.27 uses 0.85 Hopper, 0.74 Blackwell)")
     p.add_argument("--amd-cpu", action="store_true", help="AMD host CPUs (NCCL's LL caps and network overhead differ)")
     p.add_argument("--compare", metavar="LOG", help="an nccl-tests log: measured time vs NCCL's pick at each size")
     p.add_argument("--placement", choices=("out", "in", "min"), default="out", help="which measured time to compare (default out)")
@@ -52,6 +54,7 @@ def system_from_args(args: argparse.Namespace) -> System:
                   bus_bw_GBps=parse_bandwidth(args.bus_bw, "bus-bw") / 1e9 if args.bus_bw else None,
                   channels=args.channels, nic_bw_GBps=parse_bandwidth(args.nic_bw, "nic-bw") / 1e9,
                   nics_per_node=args.nics, nvls={"auto": None, "on": True, "off": False}[args.nvls],
+                  nvls_efficiency=args.nvls_efficiency,
                   net_overhead_us=2.0 if args.amd_cpu else 1.0, amd_cpu=args.amd_cpu)
 
 
