@@ -6,6 +6,7 @@ import pytest
 
 from app.cli import main
 from simulator.errors import CollsimError
+from simulator.formats.nccl_tests import read_log
 from simulator.nccl_model import System, choose, predict_times, tune
 
 NODE = System("hopper", 8, 1, nvls=False)
@@ -107,3 +108,16 @@ def test_cli_nccl_model(capsys, shared_data):
     assert main(["nccl-model", "--gpus", "4", "--arch", "hopper", "--compare", str(log)]) == 2
     assert "has 8 ranks" in capsys.readouterr().err
     assert main(["nccl-model", "--arch", "kepler"]) == 2
+
+
+def test_cli_writes_predictions_as_an_nccl_tests_log(tmp_path, capsys):
+    out = tmp_path / "model.txt"
+    assert main(["nccl-model", "--gpus", "8", "--arch", "ampere", "--op", "allgather", "--size", "1MiB,1GiB",
+                 "--write-log", str(out)]) == 0
+    capsys.readouterr()
+    log = read_log(out)
+    assert (log.op, log.ranks, [r.bytes for r in log.rows]) == ("allgather", 8, [2 ** 20, 2 ** 30])
+    assert log.rows[1].count == 2 ** 30 // 4 // 8  # nccl-tests prints the per-rank count for allgather
+    # ring/Simple: 8.4 + 7 x 3.4 us + 1 GiB / (1000 x 240 GB/s x 8/7)
+    expected_us = 8.4 + 7 * 3.4 + 2 ** 30 / (1000 * 240 * 8 / 7)
+    assert log.rows[1].out.time_s == pytest.approx(expected_us * 1e-6, abs=0.05e-6)

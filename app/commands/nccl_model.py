@@ -6,9 +6,9 @@ import argparse
 
 import numpy as np
 
-from simulator.collective import busbw_factor
+from simulator.collective import REDUCING, ROOTED, TOTAL_SIZE_OPS, busbw_factor
 from simulator.errors import CollsimError
-from simulator.formats.nccl_tests import read_log
+from simulator.formats.nccl_tests import ResultRow, read_log, write_log
 from simulator.nccl_model import ARCHS, LINKS, System, choose, tune
 from simulator.units import format_size, parse_bandwidth, parse_size_range
 
@@ -44,6 +44,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--amd-cpu", action="store_true", help="AMD host CPUs (NCCL's LL caps and network overhead differ)")
     p.add_argument("--compare", metavar="LOG", help="an nccl-tests log: measured time vs NCCL's pick at each size")
     p.add_argument("--placement", choices=("out", "in", "min"), default="out", help="which measured time to compare (default out)")
+    p.add_argument("--write-log", metavar="FILE",
+                   help="also write NCCL's predicted times as an nccl-tests table (float, out-of-place), to diff with a real log")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -76,6 +78,13 @@ def compare(system: System, op: str, measurements: list[tuple[int, float]]) -> d
             "median_abs_pct_error_all": float(np.median(np.abs(err)))}
 
 
+def predicted_rows(op: str, ranks: int, sizes: list[int], seconds) -> list[ResultRow]:
+    """nccl-tests rows (float, as nccl-tests rounds sizes to whole elements per rank) for predicted times."""
+    per = 4 * (ranks if op in TOTAL_SIZE_OPS else 1)
+    return [ResultRow(size // per * per, size // per, "float", "sum" if op in REDUCING else "none",
+                      0 if op in ROOTED else -1, float(t), None, None) for size, t in zip(sizes, seconds)]
+
+
 def run(args: argparse.Namespace) -> int:
     system = system_from_args(args)
     if args.compare:
@@ -106,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     sizes = parse_size_range(args.size, "size")
     picks, best, times = choose(system, op, sizes)
+    if args.write_log:
+        write_log(args.write_log, op, system.ranks, predicted_rows(op, system.ranks, sizes, best),
+                  title=f"collsim nccl-model ({system.arch}, {system.gpus_per_node} x {system.nodes})")
     names = [f"{a}/{p}" for a, p in times]
     rows = [{"bytes": s, "times_s": {n: float(times[k][i]) for n, k in zip(names, times)}, "pick": f"{picks[i][0]}/{picks[i][1]}",
              "time_s": float(best[i])} for i, s in enumerate(sizes)]
