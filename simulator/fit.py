@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import algorithms as _algorithms  # noqa: F401  (closed forms may be registered beside their algorithms)
 from .cost import CLOSED_FORMS, LinkModel, predict
 from .errors import CollsimError
 from .profile import LinkProfile, Segment
