@@ -77,23 +77,23 @@ class System:
             raise CollsimError(f"arch: unknown GPU generation {self.arch!r}; expected one of {', '.join(ARCHS)}")
         if self.link not in LINKS:
             raise CollsimError(f"link: unknown link {self.link!r}; expected one of {', '.join(LINKS)}")
-        for name in ("gpus_per_node", "nodes"):
+        for name, flag in (("gpus_per_node", "gpus"), ("nodes", "nodes")):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise CollsimError(f"{name}: {value!r} is not a count; expected an integer >= 1")
+                raise CollsimError(f"{flag}: {value!r} is not a count of {name.replace('_', ' ')}; expected an integer >= 1")
         if self.ranks < 2:
             raise CollsimError("gpus: one rank in total has nothing to communicate; give at least 2 GPUs")
-        for name in ("bus_bw_GBps", "nic_bw_GBps"):
+        for name, flag in (("bus_bw_GBps", "bus-bw"), ("nic_bw_GBps", "nic-bw")):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise CollsimError(f"{name}: {value!r} is not a bandwidth; expected GB/s > 0")
+                raise CollsimError(f"{flag}: {value!r} is not a bandwidth; expected GB/s > 0")
         eff = self.nvls_efficiency
         if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not 0 < eff <= 1:
-            raise CollsimError(f"nvls_efficiency: {eff!r} is not a fraction; expected a number in (0, 1]")
-        for name in ("channels", "nics_per_node"):
+            raise CollsimError(f"nvls-efficiency: {eff!r} is not a fraction; expected a number in (0, 1]")
+        for name, flag in (("channels", "channels"), ("nics_per_node", "nics")):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise CollsimError(f"{name}: {value!r} is not a count; expected an integer >= 1")
+                raise CollsimError(f"{flag}: {value!r} is not a count of {name.replace('_', ' ')}; expected an integer >= 1")
 
     @property
     def ranks(self) -> int:

@@ -84,11 +84,11 @@ def test_nvls_latency_and_bandwidth():
 def test_bad_systems_are_clear():
     with pytest.raises(CollsimError, match="arch: unknown GPU generation 'pascal'"):
         System("pascal")
-    with pytest.raises(CollsimError, match="gpus_per_node"):
+    with pytest.raises(CollsimError, match="gpus: 0 is not a count of gpus per node"):
         System("hopper", 0)
     with pytest.raises(CollsimError, match="op: NCCL's model covers"):
         tune(NODE, "alltoall")
-    with pytest.raises(CollsimError, match="nvls_efficiency"):
+    with pytest.raises(CollsimError, match="nvls-efficiency"):
         System("hopper", nvls_efficiency=1.5)
     with pytest.raises(CollsimError, match="at least 2 GPUs"):
         System("hopper", 1, 1)
