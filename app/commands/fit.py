@@ -68,9 +68,15 @@ def fit_log(log: NcclTestsLog, algos: list[str], segments: int, placement: str) 
                 refused.append({"algorithm": name, "refused": reason})
                 continue
             params = resolve_params(spec, {})
-        results.append(fit_measurements(log.op, name, log.ranks, log.measurements(placement), segments, params))
+        try:
+            results.append(fit_measurements(log.op, name, log.ranks, log.measurements(placement), segments, params))
+        except CollsimError as exc:
+            if len(algos) == 1:
+                raise
+            refused.append({"algorithm": name, "refused": str(exc)})
     if not results:
-        raise CollsimError(f"algo: none of {', '.join(algos)} can run {log.op} on {log.ranks} ranks")
+        reasons = "; ".join(f"{r['algorithm']}: {r['refused']}" for r in refused)
+        raise CollsimError(f"algo: none of {', '.join(algos)} can be fitted to {log.op} on {log.ranks} ranks ({reasons})")
     key = lambda r: (r.cv_median_abs_pct_error() if r.cv_median_abs_pct_error() is not None else r.cv_median_abs_pct_error(0))
     results.sort(key=key)
     summary = [{"algorithm": r.algo, "cv_median_abs_pct_error": r.cv_median_abs_pct_error(),
