@@ -159,3 +159,14 @@ def test_cli_fit_text_and_errors(shared_data, tmp_path, capsys):
     (tmp_path / "x.txt").write_text("hello\n")
     assert main(["fit", str(tmp_path / "x.txt")]) == 2
     assert "not an nccl-tests log" in capsys.readouterr().err
+
+
+def test_cli_best_of_several_ties_at_one_rank_count(shared_data, capsys):
+    # For one p every closed form is alpha A(p) + n beta B(p): all fit equally well, and ring (asked first) is kept.
+    path = next((shared_data / "nccl-tests").glob("04_*.txt"))
+    assert main(["fit", str(path), "--algo", "best", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    fitted = [c for c in data["candidates"] if "alpha_s" in c]
+    assert data["algorithm"] == "ring" and fitted[0]["algorithm"] == "ring"
+    assert all(c["cv_median_abs_pct_error"] == pytest.approx(fitted[0]["cv_median_abs_pct_error"], rel=1e-6) for c in fitted)
+    assert all(c["tied_with_best"] for c in fitted)

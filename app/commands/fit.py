@@ -78,10 +78,12 @@ def fit_log(log: NcclTestsLog, algos: list[str], segments: int, placement: str) 
         reasons = "; ".join(f"{r['algorithm']}: {r['refused']}" for r in refused)
         raise CollsimError(f"algo: none of {', '.join(algos)} can be fitted to {log.op} on {log.ranks} ranks ({reasons})")
     key = lambda r: (r.cv_median_abs_pct_error() if r.cv_median_abs_pct_error() is not None else r.cv_median_abs_pct_error(0))
-    results.sort(key=key)
+    best = min(key(r) for r in results)
+    tied = [r for r in results if key(r) <= best * (1 + 1e-6) + 1e-9]
+    results = tied[:1] + sorted((r for r in results if r is not tied[0]), key=key)  # ties: the order asked for
     summary = [{"algorithm": r.algo, "cv_median_abs_pct_error": r.cv_median_abs_pct_error(),
                 "cv_median_abs_pct_error_all": r.cv_median_abs_pct_error(0), "alpha_s": r.alpha_s,
-                "bandwidth_Bps": r.bandwidth_Bps} for r in results]
+                "bandwidth_Bps": r.bandwidth_Bps, "tied_with_best": any(r is t for t in tied)} for r in results]
     return results[0], summary + refused
 
 
@@ -145,6 +147,11 @@ def _print_text(args, log: NcclTestsLog, best: FitResult, candidates: list[dict]
     big, every = best.cv_median_abs_pct_error(), best.cv_median_abs_pct_error(0)
     big_text = f"{big:.1f}%" if big is not None else "n/a (no sizes >= 64KiB)"
     print(f"cross-validated median |error|: {big_text} for sizes >= {format_size(CV_MIN_BYTES)}, {every:.1f}% for all sizes")
+    fitted = [c for c in candidates if "alpha_s" in c]
+    if len(fitted) > 1 and all(c["tied_with_best"] for c in fitted):
+        print(f"# all {len(fitted)} algorithms fit equally well: for one rank count every closed form is "
+              "alpha x A(p) + n / bandwidth x B(p),\n# so a log at a single p cannot tell them apart; they differ "
+              "only in what alpha and bandwidth mean. Kept the first asked for.")
     if len(candidates) > 1:
         print(table(["algorithm", "cv >=64KiB %", "cv all %", "alpha(us)", "bandwidth(GB/s)"],
                     [[c["algorithm"], c.get("cv_median_abs_pct_error"), c.get("cv_median_abs_pct_error_all"),
