@@ -129,6 +129,12 @@ def test_not_a_log_says_so(shared_data, tmp_path):
         parse_log("")
     with pytest.raises(CollsimError, match="cannot read"):
         read_log(tmp_path / "missing.txt")
+    with pytest.raises(CollsimError, match=r"is not an nccl-tests log: .*; line 12: a line starting with a byte count has 19"):
+        read_log(shared_data / "simgrid" / "README.md")  # a prose line that starts with a number
+    headerless = "\n".join(line for line in _log_path(shared_data, "13_").read_text().splitlines() if not line.startswith("#"))
+    first_bad = headerless.replace("float     sum", "float     sum  extra", 1)
+    with pytest.raises(CollsimError, match="line 1: a line starting with a byte count has 14 columns"):
+        parse_log(first_bad)  # no header: the first row is malformed, and the rows after it show it is a log
     header_only = "#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
     with pytest.raises(CollsimError, match="header but no result rows"):
         parse_log(header_only)

@@ -147,6 +147,8 @@ def parse_log(text: str, source: str = "<log>", op: str | None = None, ranks: in
     if not state.rows:
         what = "has an nccl-tests column header but no result rows" if state.layout else (
             "is not an nccl-tests log: no result rows (lines of size, count, type, redop, time, algbw, busbw) found")
+        if state.pending:
+            what += f"; {str(state.pending).removeprefix(f'log: {source} ')}"
         raise CollsimError(f"log: {source} {what}")
     inferred_op, inferred_ranks, op_source, ranks_source, notes = _infer(state, op, ranks)
     return NcclTestsLog(source, tuple(state.rows), inferred_op, inferred_ranks, op_source, ranks_source,
@@ -189,6 +191,7 @@ class _Scan:
         self.device_ranks: set[int] = set()
         self.devices_elided = False
         self.notes: list[str] = []
+        self.pending: CollsimError | None = None
 
     def where(self, number: int) -> str:
         return f"log: {self.source} line {number}"
@@ -201,7 +204,16 @@ class _Scan:
         if stripped.startswith("#"):
             self.comment(number, stripped)
         elif _first_is_int(stripped):
-            self.rows.append(self.row(number, stripped.split()))
+            try:
+                row = self.row(number, stripped.split())
+            except CollsimError as exc:
+                if self.rows or self.layout:
+                    raise
+                self.pending = self.pending or exc  # before any header or row: maybe not a log at all
+                return
+            if self.pending:
+                raise self.pending  # a log after all: its first malformed row is the error
+            self.rows.append(row)
         else:
             if stripped == "...":
                 self.devices_elided = True
