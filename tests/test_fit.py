@@ -170,3 +170,14 @@ def test_cli_best_of_several_ties_at_one_rank_count(shared_data, capsys):
     assert data["algorithm"] == "ring" and fitted[0]["algorithm"] == "ring"
     assert all(c["cv_median_abs_pct_error"] == pytest.approx(fitted[0]["cv_median_abs_pct_error"], rel=1e-6) for c in fitted)
     assert all(c["tied_with_best"] for c in fitted)
+
+
+def test_simulator_loads_the_fitted_profile(shared_data, tmp_path, capsys):
+    # fit -> profile file -> `collsim simulate --profile` on the ideal machine: the engine's ring time is the fit's
+    path = next((shared_data / "nccl-tests").glob("13_*.txt"))
+    out = tmp_path / "rtx4090x4.yaml"
+    assert main(["fit", str(path), "--out", str(out), "--json"]) == 0
+    fitted = {r["bytes"]: r["fitted_s"] for r in json.loads(capsys.readouterr().out)["per_size"]}
+    assert main(["simulate", "--op", "allreduce", "--algo", "ring", "--ranks", "4", "--size", "1GiB",
+                 "--profile", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["time_s"] == pytest.approx(fitted[2 ** 30], rel=1e-9)
