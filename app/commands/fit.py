@@ -1,0 +1,162 @@
+"""`collsim fit LOG`: fit an algorithm's alpha-beta model to an nccl-tests log, cross-validated."""
+
+from __future__ import annotations
+
+import argparse
+
+from simulator.algorithms import REGISTRY
+from simulator.algorithms.registry import resolve_params
+from simulator.cost import CLOSED_FORMS
+from simulator.errors import CollsimError
+from simulator.fit import CV_MIN_BYTES, FitResult, fit_measurements, to_profile
+from simulator.formats.nccl_tests import NcclTestsLog, read_log
+from simulator.units import format_size
+
+from ..output import emit_json, table
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "fit", help="fit the alpha-beta model of an algorithm to an nccl-tests log",
+        description="Read an nccl-tests log as found in the wild and fit the closed form of an algorithm\n"
+                    "(alpha per message, link bandwidth) by least squares in relative error. Cross-validation\n"
+                    "fits on every other size and predicts the sizes in between (and the other way round);\n"
+                    "the per-size error and the median absolute percentage error for sizes >= 64 KiB and for\n"
+                    "all sizes are printed. --piecewise fits separate size ranges (NCCL's LL -> LL128 ->\n"
+                    "Simple protocol regimes). --out writes the fit as a link profile file (YAML/JSON).",
+        epilog="examples: collsim fit ../shared/data/nccl-tests/04_h100_p5_1node_8gpu_allreduce_awsbatch.txt\n"
+               "          collsim fit LOG --piecewise --out h100.yaml\n"
+               "          collsim fit LOG --algo best --json")
+    p.add_argument("log", metavar="LOG", help="an nccl-tests output file (prefixes, NCCL INFO noise and the old format are fine)")
+    p.add_argument("--op", help="the collective, when the log cannot tell (e.g. allgather vs alltoall)")
+    p.add_argument("--ranks", type=int, help="rank count, when the log cannot tell (e.g. broadcast)")
+    p.add_argument("--algo", default="ring",
+                   help="algorithm whose closed form is fitted (default ring); a comma list, or 'best' for every "
+                        "algorithm with a closed form for the op: the lowest cross-validated error wins")
+    p.add_argument("--segments", type=int, default=1, help="fit up to this many size ranges separately (default 1)")
+    p.add_argument("--piecewise", action="store_true", help="shorthand for --segments 3 (LL, LL128, Simple regimes)")
+    p.add_argument("--placement", choices=("out", "in", "min"), default="out",
+                   help="which time to fit: out-of-place (default), in-place, or the faster of the two")
+    p.add_argument("--out", metavar="FILE", help="write the fit as a link profile (simulator/profile.py; YAML, or JSON for a .json name)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def candidate_algos(op: str, text: str) -> list[str]:
+    """Algorithm names from --algo: one name, a comma list, or 'best' (every closed form for the op)."""
+    with_form = [name for (o, name) in CLOSED_FORMS if o == op]
+    if text.strip() == "best":
+        return with_form
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise CollsimError(f"algo: {text!r} names no algorithm; expected e.g. ring, a comma list, or best")
+    for name in names:
+        if name not in with_form:
+            raise CollsimError(f"algo: no closed form for {op}/{name}; algorithms with one: {', '.join(with_form) or 'none'}")
+    return names
+
+
+def fit_log(log: NcclTestsLog, algos: list[str], segments: int, placement: str) -> tuple[FitResult, list[dict]]:
+    """Fit every named algorithm; the one with the lowest cross-validated error first."""
+    results, refused = [], []
+    for name in algos:
+        spec = REGISTRY.get((log.op, name))
+        params = {}
+        if spec is not None:
+            reason = spec.refusal(log.ranks)
+            if reason:
+                refused.append({"algorithm": name, "refused": reason})
+                continue
+            params = resolve_params(spec, {})
+        try:
+            results.append(fit_measurements(log.op, name, log.ranks, log.measurements(placement), segments, params))
+        except CollsimError as exc:
+            if len(algos) == 1:
+                raise
+            refused.append({"algorithm": name, "refused": str(exc)})
+    if not results:
+        reasons = "; ".join(f"{r['algorithm']}: {r['refused']}" for r in refused)
+        raise CollsimError(f"algo: none of {', '.join(algos)} can be fitted to {log.op} on {log.ranks} ranks ({reasons})")
+    key = lambda r: (r.cv_median_abs_pct_error() if r.cv_median_abs_pct_error() is not None else r.cv_median_abs_pct_error(0))
+    best = min(key(r) for r in results)
+    tied = [r for r in results if key(r) <= best * (1 + 1e-6) + 1e-9]
+    results = tied[:1] + sorted((r for r in results if r is not tied[0]), key=key)  # ties: the order asked for
+    summary = [{"algorithm": r.algo, "cv_median_abs_pct_error": r.cv_median_abs_pct_error(),
+                "cv_median_abs_pct_error_all": r.cv_median_abs_pct_error(0), "alpha_s": r.alpha_s,
+                "bandwidth_Bps": r.bandwidth_Bps, "tied_with_best": any(r is t for t in tied)} for r in results]
+    return results[0], summary + refused
+
+
+def row_json(row) -> dict:
+    """A parsed log row as plain data (out-of-place columns at the top level)."""
+    data = {"line": row.line, "bytes": row.bytes, "count": row.count, "dtype": row.dtype, "redop": row.redop,
+            "root": row.root, "time_s": row.out.time_s, "algbw_GBps": row.out.algbw_GBps,
+            "busbw_GBps": row.out.busbw_GBps, "wrong": row.out.wrong, "error": row.out.error}
+    if row.inplace is not None:
+        data["inplace"] = {"time_s": row.inplace.time_s, "algbw_GBps": row.inplace.algbw_GBps,
+                           "busbw_GBps": row.inplace.busbw_GBps, "wrong": row.inplace.wrong, "error": row.inplace.error}
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    log = read_log(args.log, op=args.op, ranks=args.ranks)
+    segments = 3 if args.piecewise and args.segments == 1 else args.segments
+    algos = candidate_algos(log.op, args.algo)
+    best, candidates = fit_log(log, algos, segments, args.placement)
+    profile = to_profile(best, str(args.log))
+    if args.out:
+        profile.save(args.out)
+    pieces = [{"min_bytes": pc.lo, "max_bytes": pc.hi, "alpha_s": pc.alpha_s, "bandwidth_Bps": pc.bandwidth_Bps}
+              for pc in best.pieces]
+    per_size = [{"bytes": int(s), "time_s": float(t), "fitted_s": float(f), "cv_predicted_s": float(c),
+                 "cv_error_pct": float(e)}
+                for s, t, f, c, e in zip(best.sizes, best.times, best.fitted, best.cv_predicted, best.cv_errors_pct)]
+    if args.json:
+        emit_json({"log": str(args.log), "op": log.op, "ranks": log.ranks, "op_source": log.op_source,
+                   "ranks_source": log.ranks_source, "layout": log.layout, "dtype": log.dtype, "notes": list(log.notes),
+                   "avg_busbw_GBps_in_log": log.avg_busbw_GBps, "mean_busbw_GBps_of_rows": log.mean_busbw_GBps,
+                   "algorithm": best.algo, "params": best.params, "placement": args.placement,
+                   "alpha_s": best.alpha_s, "bandwidth_Bps": best.bandwidth_Bps, "segments": pieces,
+                   "cv_median_abs_pct_error": best.cv_median_abs_pct_error(),
+                   "cv_median_abs_pct_error_all": best.cv_median_abs_pct_error(0),
+                   "per_size": per_size, "candidates": candidates, "profile_written": args.out,
+                   "rows": [row_json(r) for r in log.rows]})
+        return 0
+    _print_text(args, log, best, candidates, pieces)
+    return 0
+
+
+def _print_text(args, log: NcclTestsLog, best: FitResult, candidates: list[dict], pieces: list[dict]) -> None:
+    print(f"# {args.log}")
+    print(f"# {log.op} ({log.op_source}), {log.ranks} ranks ({log.ranks_source}), {len(log.rows)} rows, "
+          f"{log.dtype}, {log.layout} format")
+    for note in log.notes:
+        print(f"# note: {note}")
+    if log.avg_busbw_GBps is not None:
+        print(f"# '# Avg bus bandwidth' {log.avg_busbw_GBps:g} GB/s; mean busbw of the rows {log.mean_busbw_GBps:.4f} GB/s")
+    print(f"# {best.algo} closed form fitted to the {args.placement} times, least squares in relative error:")
+    print(f"#   all sizes, one segment: alpha {best.alpha_s * 1e6:.3f} us, bandwidth {best.bandwidth_Bps / 1e9:.2f} GB/s")
+    if len(pieces) > 1:
+        for pc in pieces:
+            hi = format_size(pc["max_bytes"]) if pc["max_bytes"] is not None else "inf"
+            bw = "inf (flat)" if pc["bandwidth_Bps"] == float("inf") else f"{pc['bandwidth_Bps'] / 1e9:.2f} GB/s"
+            print(f"#   [{format_size(pc['min_bytes'])}, {hi}): alpha {pc['alpha_s'] * 1e6:.3f} us, bandwidth {bw}")
+    rows = [[format_size(s), t * 1e6, f * 1e6, c * 1e6, e]
+            for s, t, f, c, e in zip(best.sizes, best.times, best.fitted, best.cv_predicted, best.cv_errors_pct)]
+    print(table(["size", "measured(us)", "fitted(us)", "cv pred(us)", "cv err %"], rows, "lrrrr"))
+    big, every = best.cv_median_abs_pct_error(), best.cv_median_abs_pct_error(0)
+    big_text = f"{big:.1f}%" if big is not None else "n/a (no sizes >= 64KiB)"
+    print(f"cross-validated median |error|: {big_text} for sizes >= {format_size(CV_MIN_BYTES)}, {every:.1f}% for all sizes")
+    fitted = [c for c in candidates if "alpha_s" in c]
+    if len(fitted) > 1 and all(c["tied_with_best"] for c in fitted):
+        print(f"# all {len(fitted)} algorithms fit equally well: for one rank count every closed form is "
+              "alpha x A(p) + n / bandwidth x B(p),\n# so a log at a single p cannot tell them apart; they differ "
+              "only in what alpha and bandwidth mean. Kept the first asked for.")
+    if len(candidates) > 1:
+        print(table(["algorithm", "cv >=64KiB %", "cv all %", "alpha(us)", "bandwidth(GB/s)"],
+                    [[c["algorithm"], c.get("cv_median_abs_pct_error"), c.get("cv_median_abs_pct_error_all"),
+                      c["alpha_s"] * 1e6 if "alpha_s" in c else "", c["bandwidth_Bps"] / 1e9 if "bandwidth_Bps" in c else c["refused"]]
+                     for c in candidates], "lrrrr"))
+    if args.out:
+        print(f"profile written to {args.out} (load it with --profile {args.out})")
+

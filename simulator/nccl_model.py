@@ -1,0 +1,231 @@
+"""NCCL's own (algorithm, protocol) cost model: latency + bytes / bandwidth, and which one NCCL would pick.
+
+Transcribed from NVIDIA/nccl src/graph/tuning.cc (ncclTopoTuneModel and ncclTopoGetAlgoTime, the
+2.2x line whose constants REFERENCE.md quotes for v2.30): base and per-hop latencies per
+(algorithm, protocol) and link type, protocol efficiencies and per-channel caps per GPU
+generation, and the bus-to-algorithm bandwidth ratios. What NCCL learns from its topology search
+(channels and per-channel bandwidth of the ring/tree graphs) is an *input* here: by default the
+GPU's NVLink count times NCCL's per-link constant (topo.h SMxx_NVLINK_BW), or PCI_BW for PCIe,
+and for several nodes no more than the node's NICs carry. Treat the result as one reference model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .collective import normalize_op
+from .errors import CollsimError
+
+ALGORITHMS = ("tree", "ring", "nvls")
+PROTOCOLS = ("LL", "LL128", "Simple")
+ARCHS = ("volta", "ampere", "hopper", "blackwell")
+LINKS = ("nvlink", "pcie")
+OPS = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce")
+
+# tuning.cc: latencies in us; index [algorithm][protocol].
+BASE_LAT = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0)}
+HW_LAT = {
+    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0.0, 0.0, 25.0)},
+    "pcie": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "nvls": (0.0, 0.0, 0.0)},
+    "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvls": (0.0, 0.0, 18.0)},
+}
+# Per GPU generation, per node-count class (1 node, 2 nodes, more): GB/s.
+LL_MAX_BW = {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0), "hopper": (141.0, 45.0, 35.0),
+             "blackwell": (282.0, 90.0, 70.0)}
+LL_MAX_BW_INTEL_NET = (39.0, 39.0, 20.4)   # several nodes, Intel host CPU: tuning.cc uses row 0
+PER_CH_MAX_RING_LL128 = {"volta": 20.0, "ampere": 20.0, "hopper": 36.7, "blackwell": 73.4}
+PER_CH_MAX_TREE_LL128 = {"volta": (20.0,) * 3, "ampere": (20.0,) * 3, "hopper": (36.7, 36.7, 29.0),
+                         "blackwell": (73.4, 73.4, 58.0)}
+PER_CH_MAX_TREE = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (38.7, 41.4, 36.0),
+                   "blackwell": (77.4, 82.8, 72.0)}
+# Tree bandwidth correction by log2(bytes / 64), 64 B .. 256 MiB (allreduce only).
+TREE_CORRECTION = {
+    "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0),
+    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0),
+    "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9),
+}
+# topo.h: GB/s per NVLink lane as NCCL counts it, and NVLinks per GPU on the SXM boards.
+NVLINK_BW = {"volta": 20.0, "ampere": 20.0, "hopper": 20.6, "blackwell": 40.1}
+NVLINKS_PER_GPU = {"volta": 6, "ampere": 12, "hopper": 18, "blackwell": 18}
+PCI_BW = 12.0
+DEFAULT_CHANNELS = {"volta": 12, "ampere": 16, "hopper": 16, "blackwell": 16}
+
+
+@dataclass(frozen=True)
+class System:
+    """What NCCL's model needs: GPU generation, ranks per node, nodes, link type, and the graph's bandwidths."""
+
+    arch: str = "hopper"
+    gpus_per_node: int = 8
+    nodes: int = 1
+    link: str = "nvlink"
+    bus_bw_GBps: float | None = None       # channels x per-channel bandwidth of the ring/tree graphs, per GPU
+    channels: int | None = None
+    nic_bw_GBps: float = 50.0              # per NIC (400 Gbit/s)
+    nics_per_node: int | None = None       # default: one per GPU
+    nvls: bool | None = None               # default: Hopper or newer, NVLink, one node
+    nvls_efficiency: float = 1.0           # NCCL >= 2.27 scales NVLS bandwidth by 0.85 (Hopper) / 0.74 (Blackwell)
+    net_overhead_us: float = 1.0           # tuning.cc getNetOverhead: 1 us on Intel x86, 2 on AMD
+    net_latency_us: float = 0.0            # the graph's latencyInter (0 unless the network plugin reports one)
+    amd_cpu: bool = False
+
+    def __post_init__(self) -> None:
+        if self.arch not in ARCHS:
+            raise CollsimError(f"arch: unknown GPU generation {self.arch!r}; expected one of {', '.join(ARCHS)}")
+        if self.link not in LINKS:
+            raise CollsimError(f"link: unknown link {self.link!r}; expected one of {', '.join(LINKS)}")
+        for name, flag in (("gpus_per_node", "gpus"), ("nodes", "nodes")):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise CollsimError(f"{flag}: {value!r} is not a count of {name.replace('_', ' ')}; expected an integer >= 1")
+        if self.ranks < 2:
+            raise CollsimError("gpus: one rank in total has nothing to communicate; give at least 2 GPUs")
+        for name, flag in (("bus_bw_GBps", "bus-bw"), ("nic_bw_GBps", "nic-bw")):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise CollsimError(f"{flag}: {value!r} is not a bandwidth; expected GB/s > 0")
+        eff = self.nvls_efficiency
+        if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not 0 < eff <= 1:
+            raise CollsimError(f"nvls-efficiency: {eff!r} is not a fraction; expected a number in (0, 1]")
+        for name, flag in (("channels", "channels"), ("nics_per_node", "nics")):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise CollsimError(f"{flag}: {value!r} is not a count of {name.replace('_', ' ')}; expected an integer >= 1")
+
+    @property
+    def ranks(self) -> int:
+        """Total rank count."""
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def intra_bw_GBps(self) -> float:
+        """Per-GPU bandwidth of the intra-node graph (NVLink lanes x NCCL's per-lane figure, or PCI_BW)."""
+        if self.bus_bw_GBps is not None:
+            return float(self.bus_bw_GBps)
+        if self.link == "pcie":
+            return PCI_BW
+        return NVLINK_BW[self.arch] * NVLINKS_PER_GPU[self.arch]
+
+    @property
+    def graph_bw_GBps(self) -> float:
+        """channels x bandwidth of the ring/tree graphs: the intra-node figure, capped by the NICs across nodes."""
+        if self.nodes == 1 or self.bus_bw_GBps is not None:
+            return self.intra_bw_GBps
+        nics = self.nics_per_node or self.gpus_per_node
+        return min(self.intra_bw_GBps, nics * self.nic_bw_GBps)
+
+    @property
+    def n_channels(self) -> int:
+        """Channels of the graphs (used by the per-channel caps)."""
+        if self.channels is not None:
+            return self.channels
+        return 2 if self.link == "pcie" else DEFAULT_CHANNELS[self.arch]
+
+    @property
+    def nvls_enabled(self) -> bool:
+        """NVLS (NVLink SHARP) is available: Hopper or newer on NVLink switches, one node (no CollNet)."""
+        if self.nvls is not None:
+            return self.nvls
+        return self.arch in ("hopper", "blackwell") and self.link == "nvlink" and self.nodes == 1
+
+
+def _scale(system: System) -> int:
+    return min(system.nodes, 3) - 1
+
+
+def tune(system: System, op: str) -> dict[tuple[str, str], tuple[float, float]]:
+    """(latency us, algorithm bandwidth GB/s) per enabled (algorithm, protocol), as ncclTopoTuneModel sets them."""
+    op = normalize_op(op)
+    if op not in OPS:
+        raise CollsimError(f"op: NCCL's model covers {', '.join(OPS)}; not {op}")
+    p, nodes, arch = system.ranks, system.nodes, system.arch
+    ppn = p / nodes
+    scale = _scale(system)
+    nsteps = 2 * (p - 1) if op == "allreduce" else p - 1 if op in ("allgather", "reduce_scatter") else p
+    ll_max = LL_MAX_BW[arch][scale] if nodes == 1 else (LL_MAX_BW["ampere"] if system.amd_cpu else LL_MAX_BW_INTEL_NET)[scale]
+    intra_hw = "nvlink" if system.link == "nvlink" else "pcie"
+    hw = intra_hw if nodes == 1 else "net"
+    nch = system.n_channels
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    for algo in ALGORITHMS:
+        if op in ("broadcast", "reduce") and algo != "ring":
+            continue
+        if op in ("allgather", "reduce_scatter") and algo == "tree":
+            continue
+        if algo == "nvls" and (not system.nvls_enabled or op not in ("allreduce", "allgather", "reduce_scatter")):
+            continue
+        for pi, proto in enumerate(PROTOCOLS):
+            if algo == "nvls" and proto != "Simple":
+                continue
+            if proto == "LL128" and system.link != "nvlink":
+                continue  # tuning.cc enables LL128 by default only over NVLink
+            bus = system.graph_bw_GBps
+            if algo == "ring" and proto == "LL":
+                bus = min(ll_max, bus * 0.5)
+            if algo == "ring" and proto == "LL128":
+                bus = min(bus * 0.92, nch * PER_CH_MAX_RING_LL128[arch])
+            if algo == "tree" and op == "allreduce":
+                bus = min(bus * 0.92, nch * PER_CH_MAX_TREE[arch][scale])
+            if algo == "tree" and proto == "LL":
+                bus = min(bus / 3.8, ll_max)
+            if algo == "tree" and proto == "LL128":
+                bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), nch * PER_CH_MAX_TREE_LL128[arch][scale])
+            if algo == "nvls":
+                bus *= system.nvls_efficiency
+            if not (algo != "ring" and op in ("allgather", "reduce_scatter")):
+                bus *= p / nsteps if algo == "ring" else 5.0 / 6.0 if algo == "nvls" else 0.5
+            lat = BASE_LAT[algo][pi]
+            intra_lat = HW_LAT[intra_hw][algo][pi]
+            inter_lat = (HW_LAT["net"]["tree"][pi] if ppn == 1 else HW_LAT["net"][algo][pi]) + system.net_latency_us
+            if proto == "Simple":
+                inter_lat += system.net_latency_us
+            if algo == "ring":
+                if op in ("broadcast", "reduce"):
+                    lat += HW_LAT[hw]["ring"][pi]  # NCCL's sameChannels case
+                else:
+                    overhead = system.net_overhead_us * (3 if proto == "Simple" else 1) if nodes > 1 else 0.0
+                    intra_lat = max(intra_lat, overhead)
+                    n_inter = 0 if nodes == 1 else 2 * (nodes - 1) if op == "allreduce" else nodes - 1
+                    lat += (nsteps - n_inter) * intra_lat + n_inter * inter_lat
+            elif algo == "tree":
+                lat += 2 * ((p // nodes - 1) * intra_lat + _log2i(nodes) * inter_lat)
+            elif algo == "nvls":
+                lat = intra_lat + (inter_lat if nodes > 1 else 0.0)
+            out[(algo, proto)] = (lat, bus)
+    return out
+
+
+def _log2i(n: int) -> int:
+    return int(n).bit_length() - 1
+
+
+def predict_times(system: System, op: str, sizes) -> dict[tuple[str, str], np.ndarray]:
+    """Seconds NCCL's model predicts for each (algorithm, protocol) at each size (nccl-tests' size meaning)."""
+    op = normalize_op(op)
+    table = tune(system, op)
+    n = np.asarray(sizes, dtype=np.float64)
+    out = {}
+    for (algo, proto), (lat, bw) in table.items():
+        bws = np.full_like(n, bw)
+        if algo == "tree" and op == "allreduce":
+            log_size = np.array([_log2i(int(x) >> 6) if int(x) >> 6 > 0 else -1 for x in n])
+            factors = np.array([TREE_CORRECTION[proto][k] if 0 <= k < 23 else 1.0 for k in log_size])
+            bws = bws * factors
+        lats = np.full_like(n, lat)
+        if algo == "ring" and proto == "Simple" and system.nodes > 1 and op == "allreduce":
+            plateau = n / (system.n_channels * system.ranks) >= 64
+            lats = np.where(plateau, lat * (1.4 if system.arch != "volta" else 1.9), lat)
+        out[(algo, proto)] = (lats + n / (1000.0 * bws)) * 1e-6
+    return out
+
+
+def choose(system: System, op: str, sizes) -> tuple[list[tuple[str, str]], np.ndarray, dict[tuple[str, str], np.ndarray]]:
+    """NCCL's pick per size (the fastest predicted choice), its time in seconds, and every choice's times."""
+    times = predict_times(system, op, sizes)
+    keys = list(times)
+    grid = np.vstack([times[k] for k in keys])
+    best = np.argmin(grid, axis=0)
+    return [keys[i] for i in best], grid[best, np.arange(grid.shape[1])], times

@@ -1,0 +1,123 @@
+"""NCCL's tuning model: latencies and bandwidths worked out by hand from REFERENCE.md's constants, and its picks."""
+
+import json
+
+import pytest
+
+from app.cli import main
+from simulator.errors import CollsimError
+from simulator.formats.nccl_tests import read_log
+from simulator.nccl_model import System, choose, predict_times, tune
+
+NODE = System("hopper", 8, 1, nvls=False)
+
+
+def test_single_node_nvlink_latencies_from_the_published_constants():
+    # Ring: base + nsteps x per-hop NVLink latency, nsteps = 2(p-1) = 14 for allreduce on 8 GPUs.
+    # Tree on one node: base + 2 (p - 1) x per-hop latency.
+    lat = {k: v[0] for k, v in tune(NODE, "allreduce").items()}
+    assert lat[("ring", "LL")] == pytest.approx(6.6 + 14 * 0.6)        # 15.0 us
+    assert lat[("ring", "LL128")] == pytest.approx(14.0 + 14 * 1.9)    # 40.6
+    assert lat[("ring", "Simple")] == pytest.approx(8.4 + 14 * 3.4)    # 56.0
+    assert lat[("tree", "LL")] == pytest.approx(6.8 + 2 * 7 * 0.6)     # 15.2
+    assert lat[("tree", "LL128")] == pytest.approx(14.0 + 2 * 7 * 1.25)  # 31.5
+    assert lat[("tree", "Simple")] == pytest.approx(8.4 + 2 * 7 * 4.0)   # 64.4
+    ag = {k: v[0] for k, v in tune(NODE, "allgather").items()}
+    assert set(ag) == {("ring", "LL"), ("ring", "LL128"), ("ring", "Simple")}  # no tree for allgather
+    assert ag[("ring", "LL")] == pytest.approx(6.6 + 7 * 0.6)
+
+
+def test_pcie_and_two_node_latencies():
+    pcie = {k: v[0] for k, v in tune(System("ampere", 4, 1, link="pcie"), "allreduce").items()}
+    assert ("ring", "LL128") not in pcie  # LL128 only over NVLink
+    assert pcie[("ring", "LL")] == pytest.approx(6.6 + 6 * 1.0)
+    assert pcie[("ring", "Simple")] == pytest.approx(8.4 + 6 * 5.7)
+    two = {k: v[0] for k, v in tune(System("hopper", 8, 2), "allreduce").items()}
+    # 2 x 8 ranks: nsteps 30, 2 of them cross the network; intra hops cost max(NVLink, net overhead 1 us, x3 for Simple)
+    assert two[("ring", "LL")] == pytest.approx(6.6 + 28 * 1.0 + 2 * 2.7)      # 40.0
+    assert two[("ring", "Simple")] == pytest.approx(8.4 + 28 * 3.4 + 2 * 14.0)  # 131.6
+    assert two[("tree", "LL")] == pytest.approx(6.8 + 2 * (7 * 0.6 + 1 * 5.0))  # 25.2
+
+
+def test_bandwidths_follow_the_protocol_efficiencies():
+    bw = {k: v[1] for k, v in tune(NODE, "allreduce").items()}
+    bus = 18 * 20.6  # H100: 18 NVLinks x NCCL's 20.6 GB/s per link = 370.8 GB/s
+    assert bw[("ring", "Simple")] == pytest.approx(bus * 8 / 14)             # ring: bus x p / nsteps
+    assert bw[("ring", "LL")] == pytest.approx(min(141.0, bus * 0.5) * 8 / 14)  # LL carries 4 of 8 bytes, capped
+    assert bw[("ring", "LL128")] == pytest.approx(bus * 0.92 * 8 / 14)       # LL128: 120 of 128 bytes (NCCL: 0.92)
+    assert bw[("tree", "Simple")] == pytest.approx(bus * 0.92 * 0.5)         # tree: busbw x 0.5
+    t = predict_times(NODE, "allreduce", [2 ** 30])
+    assert t[("ring", "Simple")][0] == pytest.approx((56.0 + 2 ** 30 / (1000 * bus * 8 / 14)) * 1e-6)
+    # Tree bandwidth is corrected at mid sizes: 128 KiB -> log2(128Ki / 64) = 11 -> LL factor 0.5
+    lat, tree_ll = tune(NODE, "allreduce")[("tree", "LL")]
+    n = 128 * 1024
+    assert predict_times(NODE, "allreduce", [n])[("tree", "LL")][0] == pytest.approx((lat + n / (1000 * tree_ll * 0.5)) * 1e-6)
+
+
+@pytest.mark.parametrize("system", [System("ampere", 8, 1), System("hopper", 8, 1, nvls=False), System("blackwell", 8, 1, nvls=False)],
+                         ids=["ampere", "hopper-no-nvls", "blackwell-no-nvls"])
+def test_picks_ll_or_tree_small_and_ring_simple_large_on_an_8_gpu_node(system):
+    sizes = [8, 1024, 65536, 2 ** 30, 2 ** 33]
+    picks, _, _ = choose(system, "allreduce", sizes)
+    for (algo, proto), size in zip(picks, sizes):
+        if size <= 65536:
+            assert proto == "LL" or algo == "tree", (size, algo, proto)
+        else:
+            assert (algo, proto) == ("ring", "Simple"), (size, algo, proto)
+
+
+def test_multi_node_small_sizes_pick_tree_and_nvls_wins_large_on_one_hopper_node():
+    picks, _, _ = choose(System("hopper", 8, 2), "allreduce", [8, 4096])
+    assert [a for a, _ in picks] == ["tree", "tree"]
+    picks, _, _ = choose(System("hopper", 8, 1), "allreduce", [2 ** 30])
+    assert picks == [("nvls", "Simple")]
+
+
+def test_nvls_latency_and_bandwidth():
+    lat, bw = tune(System("hopper", 8, 1), "allreduce")[("nvls", "Simple")]
+    assert (lat, bw) == (pytest.approx(25.0), pytest.approx(18 * 20.6 * 5 / 6))  # NVLink NVLS hop; bus x 5/6
+    _, scaled = tune(System("hopper", 8, 1, nvls_efficiency=0.85), "allreduce")[("nvls", "Simple")]
+    assert scaled == pytest.approx(bw * 0.85)
+    assert ("nvls", "Simple") not in tune(System("hopper", 8, 2), "allreduce")  # no NVLS across nodes (no CollNet)
+
+
+def test_bad_systems_are_clear():
+    with pytest.raises(CollsimError, match="arch: unknown GPU generation 'pascal'"):
+        System("pascal")
+    with pytest.raises(CollsimError, match="gpus: 0 is not a count of gpus per node"):
+        System("hopper", 0)
+    with pytest.raises(CollsimError, match="op: NCCL's model covers"):
+        tune(NODE, "alltoall")
+    with pytest.raises(CollsimError, match="nvls-efficiency"):
+        System("hopper", nvls_efficiency=1.5)
+    with pytest.raises(CollsimError, match="at least 2 GPUs"):
+        System("hopper", 1, 1)
+
+
+def test_cli_nccl_model(capsys, shared_data):
+    assert main(["nccl-model", "--gpus", "8", "--nodes", "2", "--arch", "hopper", "--size", "8,1GiB", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["system"]["ranks"] == 16
+    assert [r["pick"] for r in data["rows"]] == ["tree/LL", "ring/Simple"]
+    assert main(["nccl-model", "--gpus", "8", "--arch", "hopper"]) == 0
+    assert "ring/Simple" in capsys.readouterr().out
+    log = next((shared_data / "nccl-tests").glob("04_*.txt"))
+    assert main(["nccl-model", "--gpus", "8", "--arch", "hopper", "--compare", str(log), "--json"]) == 0
+    cmp = json.loads(capsys.readouterr().out)
+    assert len(cmp["rows"]) == 32 and cmp["median_abs_pct_error_ge_64KiB"] > 0
+    assert main(["nccl-model", "--gpus", "4", "--arch", "hopper", "--compare", str(log)]) == 2
+    assert "has 8 ranks" in capsys.readouterr().err
+    assert main(["nccl-model", "--arch", "kepler"]) == 2
+
+
+def test_cli_writes_predictions_as_an_nccl_tests_log(tmp_path, capsys):
+    out = tmp_path / "model.txt"
+    assert main(["nccl-model", "--gpus", "8", "--arch", "ampere", "--op", "allgather", "--size", "1MiB,1GiB",
+                 "--write-log", str(out)]) == 0
+    capsys.readouterr()
+    log = read_log(out)
+    assert (log.op, log.ranks, [r.bytes for r in log.rows]) == ("allgather", 8, [2 ** 20, 2 ** 30])
+    assert log.rows[1].count == 2 ** 30 // 4 // 8  # nccl-tests prints the per-rank count for allgather
+    # ring/Simple: 8.4 + 7 x 3.4 us + 1 GiB / (1000 x 240 GB/s x 8/7)
+    expected_us = 8.4 + 7 * 3.4 + 2 ** 30 / (1000 * 240 * 8 / 7)
+    assert log.rows[1].out.time_s == pytest.approx(expected_us * 1e-6, abs=0.05e-6)
