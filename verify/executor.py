@@ -1,0 +1,236 @@
+"""Runs any collsim Schedule as torch.distributed point-to-point messages on real tensors.
+
+Every rank walks the same topological order of the schedule. A rank posts a send as soon as
+the transfers it depends on *on this rank* are done, and sends to one peer in topological
+order; it posts receives in topological order into staging buffers (up to a byte budget) and
+copies or reduces a received message into place once its own dependencies are done. Local
+transfers (src == dst) are copies or reductions in memory. Why it cannot deadlock: the
+earliest transfer (in the shared order) that is not finished has all its dependencies done,
+so its sender has posted it (all earlier sends to that peer are finished) and its receiver has
+posted the receive (all earlier receives are finished, so the budget has room); a rank only
+ever blocks on its earliest pending message. Messages carry the transfer id as their tag and
+are also posted in the same order per pair, so both tag matching (gloo) and in-order matching
+(NCCL) pair them correctly. Because receives are posted ahead, the reduction of one chunk
+overlaps the arrival of the next.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from datetime import timedelta
+
+from simulator.schedule import Schedule
+
+from .board import EXECUTED, WAIT_RECV, WAIT_SEND, Board
+from .launch import HangError
+
+TORCH_DTYPES = ("float32", "float16", "bfloat16", "int32", "int64", "float64", "int8", "uint8")
+DEFAULT_BUDGET = 256 * 2**20  # bytes of receive staging a rank may hold at once
+MAX_POSTED = 256  # receives a rank keeps posted at once
+
+
+def torch_dtype(name: str):
+    """The torch dtype of a collsim dtype name."""
+    import torch
+
+    table = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "int32": torch.int32,
+             "int64": torch.int64, "float64": torch.float64, "int8": torch.int8, "uint8": torch.uint8}
+    return table[name]
+
+
+@dataclass
+class RankPlan:
+    """One rank's share of a schedule, precomputed once and reusable across iterations."""
+
+    rank: int
+    schedule: Schedule
+    mine: list[int]  # my transfer ids in the shared topological order
+    pos: dict[int, int]  # transfer id -> position in that order
+    deps: dict[int, tuple[int, ...]]  # my transfers -> their dependencies that involve me
+    children: dict[int, list[int]]  # reverse of deps, within my transfers
+
+    @classmethod
+    def build(cls, schedule: Schedule, rank: int) -> RankPlan:
+        """Select and index the transfers that involve `rank`."""
+        ts = schedule.transfers
+        order = schedule.topological_order()
+        pos = {tid: i for i, tid in enumerate(order)}
+        mine = [tid for tid in order if rank in (ts[tid].src, ts[tid].dst)]
+        deps, children = {}, {tid: [] for tid in mine}
+        for tid in mine:
+            local = tuple(d for d in ts[tid].deps if rank in (ts[d].src, ts[d].dst))
+            deps[tid] = local
+            for d in local:
+                children[d].append(tid)
+        return cls(rank, schedule, mine, pos, deps, children)
+
+
+def _reducer(redop: str):
+    import torch
+
+    return {"sum": lambda t, x: t.add_(x), "prod": lambda t, x: t.mul_(x),
+            "max": lambda t, x: torch.maximum(t, x, out=t), "min": lambda t, x: torch.minimum(t, x, out=t)}[redop]
+
+
+def execute(plan: RankPlan, bufs: dict, *, board: Board | None = None, timeout: float = 30.0,
+            group=None, budget_bytes: int = DEFAULT_BUDGET, skip_send: int | None = None) -> dict:
+    """Run this rank's part of the schedule on `bufs` ('in', 'out', 'scratch' 1-D tensors); return counters.
+
+    `skip_send` names a transfer this rank silently does not send (fault injection for tests).
+    """
+    import torch
+    import torch.distributed as dist
+
+    sched, me = plan.schedule, plan.rank
+    ts = sched.transfers
+    reduce_into = _reducer(sched.collective.redop)
+    elem = sched.collective.elem_size
+    dtype, device = bufs["out"].dtype, bufs["out"].device
+    wait_for = timedelta(seconds=timeout)
+    poll = dist.get_backend(group) != "gloo"
+
+    missing = {tid: len(plan.deps[tid]) for tid in plan.mine}
+    send_queues: dict[int, deque[int]] = {}
+    recvs: list[int] = []
+    for tid in plan.mine:
+        t = ts[tid]
+        if t.src == me and t.dst != me:
+            send_queues.setdefault(t.dst, deque()).append(tid)
+        elif t.dst == me and t.src != me:
+            recvs.append(tid)
+    ready_sends: set[int] = set()
+    ready_locals: deque[int] = deque()
+    ready_recvs: set[int] = set()  # receives whose local dependencies are done
+    arrived: dict[int, object] = {}  # receive id -> staging tensor holding the message
+    pending: dict[int, tuple[object, object, str]] = {}  # in-flight id -> (work, tensor, 'send'|'recv')
+    staged = 0
+    next_recv = 0
+    finished = 0
+    counters = {"sent": 0, "received": 0, "local": 0, "blocking_waits": 0}
+
+    def view(rank_bufs, buf, off, count):
+        return rank_bufs[buf].narrow(0, off, count)
+
+    def mark_ready(tid: int) -> None:
+        t = ts[tid]
+        if t.src == me and t.dst == me:
+            ready_locals.append(tid)
+        elif t.src == me:
+            ready_sends.add(tid)
+        else:
+            ready_recvs.add(tid)
+
+    def finish(tid: int) -> None:
+        nonlocal finished
+        finished += 1
+        for child in plan.children[tid]:
+            missing[child] -= 1
+            if missing[child] == 0:
+                mark_ready(child)
+
+    def apply(tid: int, data) -> None:
+        at = 0
+        t = ts[tid]
+        for piece in t.pieces:
+            if piece.count:
+                target = view(bufs, piece.dst_buf, piece.dst_off, piece.count)
+                chunk = data.narrow(0, at, piece.count) if data is not None else view(bufs, piece.src_buf, piece.src_off, piece.count)
+                if t.reduce:
+                    reduce_into(target, chunk)
+                else:
+                    target.copy_(chunk)
+            at += piece.count
+
+    def payload(tid: int):
+        pieces = [p for p in ts[tid].pieces if p.count]
+        if len(pieces) == 1:
+            p = pieces[0]
+            return view(bufs, p.src_buf, p.src_off, p.count)
+        if not pieces:
+            return torch.empty(0, dtype=dtype, device=device)
+        return torch.cat([view(bufs, p.src_buf, p.src_off, p.count) for p in pieces])
+
+    for tid in plan.mine:
+        if missing[tid] == 0:
+            mark_ready(tid)
+
+    while finished < len(plan.mine):
+        progressed = True
+        while progressed:
+            progressed = False
+            for peer, q in send_queues.items():  # sends to one peer leave in the shared order
+                while q and q[0] in ready_sends:
+                    tid = q.popleft()
+                    ready_sends.discard(tid)
+                    progressed = True
+                    if tid == skip_send:
+                        finish(tid)
+                        continue
+                    data = payload(tid)
+                    pending[tid] = (dist.isend(data, peer, group=group, tag=tid), data, "send")
+                    counters["sent"] += 1
+            while ready_locals:
+                tid = ready_locals.popleft()
+                t = ts[tid]
+                if t.reduce or any(p.src_buf != p.dst_buf or p.src_off != p.dst_off for p in t.pieces):
+                    apply(tid, payload(tid).clone() if len(t.pieces) > 1 else None)
+                counters["local"] += 1
+                finish(tid)
+                progressed = True
+            while next_recv < len(recvs) and (not staged or (staged < budget_bytes and len(pending) < MAX_POSTED)):
+                tid = recvs[next_recv]
+                next_recv += 1
+                count = ts[tid].count
+                stage = torch.empty(count, dtype=dtype, device=device)
+                pending[tid] = (dist.irecv(stage, ts[tid].src, group=group, tag=tid), stage, "recv")
+                staged += count * elem
+                progressed = True
+            for tid in [t for t in arrived if t in ready_recvs]:
+                ready_recvs.discard(tid)
+                apply(tid, arrived.pop(tid))
+                staged -= ts[tid].count * elem
+                counters["received"] += 1
+                finish(tid)
+                progressed = True
+            if poll:  # gloo's P2P works only learn they are complete inside wait(), so polling is for NCCL
+                for tid in [t for t, (work, _, _) in pending.items() if work.is_completed()]:
+                    _complete(tid, pending, arrived, finish)
+                    progressed = True
+        if finished >= len(plan.mine):
+            break
+        if not pending:
+            raise RuntimeError(f"executor: rank {me} has {len(plan.mine) - finished} transfers left but nothing in flight "
+                               f"(the schedule's dependencies are inconsistent)")
+        tid = min(pending, key=plan.pos.__getitem__)
+        work, _, kind = pending[tid]
+        t = ts[tid]
+        peer = t.src if kind == "recv" else t.dst
+        if board is not None:
+            board.set(me, WAIT_RECV if kind == "recv" else WAIT_SEND, t.step, tid, peer)
+        counters["blocking_waits"] += 1
+        try:
+            work.wait(wait_for)
+        except RuntimeError as exc:
+            what = "for a message from" if kind == "recv" else "for its send to be taken by"
+            err = HangError(me, t.step, tid, peer, what, timeout)
+            if "timed out" not in str(exc).lower():
+                err.args = (f"{err.args[0]} ({str(exc).splitlines()[0][:160]})",)
+            raise err from None
+        if board is not None:
+            board.set(me, 0)
+        _complete(tid, pending, arrived, finish, waited=True)
+    if board is not None:
+        board.set(me, EXECUTED)
+    return counters
+
+
+def _complete(tid: int, pending: dict, arrived: dict, finish, waited: bool = False) -> None:
+    """Move a finished message out of flight: a send is done; a receive waits to be applied."""
+    work, tensor, kind = pending.pop(tid)
+    if not waited:
+        work.wait()  # once only (a second wait on gloo waits for another message); on CUDA it orders the stream
+    if kind == "send":
+        finish(tid)
+    else:
+        arrived[tid] = tensor
