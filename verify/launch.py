@@ -24,6 +24,7 @@ from simulator.errors import CollsimError
 from .board import COLLECTIVE, FINISHED, Board, blame
 
 BACKENDS = ("gloo", "nccl")
+_LAST_PIDS: list[int] = []
 GRACE_S = 3.0  # extra seconds the parent allows beyond the per-wait timeout before it declares a hang
 
 
@@ -136,12 +137,18 @@ def run_local(job: Callable[..., Any], ranks: int, backend: str = "gloo", timeou
                              daemon=True, name=f"collsim-rank{r}") for r in range(ranks)]
         for proc in procs:
             proc.start()
+        _LAST_PIDS[:] = [proc.pid for proc in procs]
         try:
             outcome = _collect(procs, results, board, timeout)
         finally:
             _stop(procs)
             results.close()
     return outcome
+
+
+def last_world_pids() -> list[int]:
+    """Process ids of the most recent local world this process started (to check none is left behind)."""
+    return list(_LAST_PIDS)
 
 
 def _collect(procs, results, board: Board, timeout: float) -> list[Any]:
