@@ -17,7 +17,7 @@ overlaps the arrival of the next.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from simulator.schedule import Schedule
@@ -49,6 +49,16 @@ class RankPlan:
     pos: dict[int, int]  # transfer id -> position in that order
     deps: dict[int, tuple[int, ...]]  # my transfers -> their dependencies that involve me
     children: dict[int, list[int]]  # reverse of deps, within my transfers
+    staging: dict = field(default_factory=dict)  # receive id -> staging tensor, kept across iterations
+
+    def stage(self, tid: int, count: int, dtype, device):
+        """The staging tensor of a receive (allocated once: fresh large allocations cost page faults every run)."""
+        import torch
+
+        t = self.staging.get(tid)
+        if t is None or t.dtype != dtype or t.device != device:
+            t = self.staging[tid] = torch.empty(count, dtype=dtype, device=device)
+        return t
 
     @classmethod
     def build(cls, schedule: Schedule, rank: int) -> RankPlan:
@@ -159,6 +169,15 @@ def execute(plan: RankPlan, bufs: dict, *, board: Board | None = None, timeout: 
         progressed = True
         while progressed:
             progressed = False
+            # receives first: on gloo a message that arrives before its receive is posted takes a slow path
+            while next_recv < len(recvs) and (not staged or (staged < budget_bytes and len(pending) < MAX_POSTED)):
+                tid = recvs[next_recv]
+                next_recv += 1
+                count = ts[tid].count
+                stage = plan.stage(tid, count, dtype, device)
+                pending[tid] = (dist.irecv(stage, ts[tid].src, group=group, tag=tid), stage, "recv")
+                staged += count * elem
+                progressed = True
             for peer, q in send_queues.items():  # sends to one peer leave in the shared order
                 while q and q[0] in ready_sends:
                     tid = q.popleft()
@@ -177,14 +196,6 @@ def execute(plan: RankPlan, bufs: dict, *, board: Board | None = None, timeout: 
                     apply(tid, payload(tid).clone() if len(t.pieces) > 1 else None)
                 counters["local"] += 1
                 finish(tid)
-                progressed = True
-            while next_recv < len(recvs) and (not staged or (staged < budget_bytes and len(pending) < MAX_POSTED)):
-                tid = recvs[next_recv]
-                next_recv += 1
-                count = ts[tid].count
-                stage = torch.empty(count, dtype=dtype, device=device)
-                pending[tid] = (dist.irecv(stage, ts[tid].src, group=group, tag=tid), stage, "recv")
-                staged += count * elem
                 progressed = True
             for tid in [t for t in arrived if t in ready_recvs]:
                 ready_recvs.discard(tid)
