@@ -1,5 +1,5 @@
 """One module per `collsim` subcommand, each with `add_parser(subparsers)` and `run(args) -> int`."""
 
-from . import algorithms, calibrate, check, compare, cost, verify
+from . import algorithms, app, calibrate, check, compare, cost, draw, verify
 
-COMMANDS = [algorithms, cost, check, verify, calibrate, compare]
+COMMANDS = [algorithms, cost, check, draw, app, verify, calibrate, compare]
