@@ -125,8 +125,9 @@ def test_calibration_recovers_a_known_alpha_and_beta():
     """Every message is delayed by a known alpha + n beta (sleep) on top of gloo's own, much smaller, cost."""
     from verify.calibrate import CalibrateRequest, combine, pingpong_job
 
-    alpha, beta = 4e-3, 2e-7  # 4 ms and 5 MB/s: gloo's ~0.1 ms and ~GB/s vanish next to them
-    req = CalibrateRequest(sizes=(1, 4096, 16384, 65536), iters=5, warmup=1, gamma=False, synthetic=(alpha, beta))
+    # 20 ms and 1 MB/s: gloo's ~0.1 ms and ~GB/s, and a loaded scheduler's ~1 ms, vanish next to them
+    alpha, beta = 20e-3, 1e-6
+    req = CalibrateRequest(sizes=(1, 8192, 32768, 65536), iters=3, warmup=1, gamma=False, synthetic=(alpha, beta))
     cal = combine(run_local(pingpong_job, 2, "gloo", 30.0, (req,)), "gloo")
     assert cal.fit.alpha_s == pytest.approx(alpha, rel=0.15)
     assert cal.fit.beta_s_per_byte == pytest.approx(beta, rel=0.05)

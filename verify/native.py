@@ -76,7 +76,7 @@ def native_call(coll: Collective, rank: int, my_input, group=None) -> NativeCall
         if coll.op == "allgather":
             call = lambda: dist.all_gather_into_tensor(recv, send, group=group)
         else:
-            views = list(recv.split(width)) if rank == root and width else None
+            views = [recv.narrow(0, r * width, width) for r in range(p)] if rank == root else None
             call = lambda: dist.gather(send, views if rank == root else None, root, group=group)
         return NativeCall(call, lambda: None, lambda: (full if even else (unpad_into(full, recv), full)[1]))
     if coll.op in ("reduce_scatter", "scatter"):
@@ -88,7 +88,7 @@ def native_call(coll: Collective, rank: int, my_input, group=None) -> NativeCall
             reset = lambda: src.copy_(src_copy)
         else:
             src = padded_blocks(my_input) if rank == root else None
-            views = list(src.split(width)) if src is not None and width else None
+            views = [src.narrow(0, r * width, width) for r in range(p)] if src is not None else None
             call = lambda: dist.scatter(out_block, views if rank == root else None, root, group=group)
             reset = lambda: None
 

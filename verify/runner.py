@@ -50,8 +50,11 @@ class VerifyRequest:
 def sabotage(schedule: Schedule, how: str) -> Schedule:
     """A deliberately broken copy of a schedule (to show that the check catches it)."""
     ts = list(schedule.transfers)
-    if how == "drop-last":
-        ts = ts[:-1]
+    if how == "drop-last":  # the last transfer into a rank that did not start with the data (a root of broadcast/scatter did)
+        coll = schedule.collective
+        keeps = coll.root if coll.op in ("broadcast", "scatter") else None
+        i = max((i for i, t in enumerate(ts) if t.dst != keeps and t.count), default=len(ts) - 1)
+        ts[i] = replace(ts[i], pieces=())  # ids and dependencies stay; the data is never delivered
     elif how == "copy-not-reduce":
         i = next((i for i, t in enumerate(ts) if t.reduce and not t.local), None)
         if i is None:
