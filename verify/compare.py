@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,32 +19,46 @@ class Predictor:
     fn: Callable[..., np.ndarray | None]
 
 
-def _closed_form(op: str, algo: str, ranks: int, sizes, profile: LinkProfile, params: dict) -> np.ndarray | None:
+def _closed_form(op: str, algo: str, ranks: int, sizes, profile: LinkProfile, params: dict, dtype: str = "float32") -> np.ndarray | None:
     if (op, algo) not in CLOSED_FORMS:
         return None
     return predict(op, algo, ranks, sizes, profile.model, **params)
 
 
-def _engine(op: str, algo: str, ranks: int, sizes, profile: LinkProfile, params: dict) -> np.ndarray | None:
-    """The discrete-event engine's time on a full-duplex switch with the profile's links, when simulator.engine exists."""
-    if importlib.util.find_spec("simulator.engine") is None:
-        return None
-    from simulator import engine
+def _engine(op: str, algo: str, ranks: int, sizes, profile: LinkProfile, params: dict, dtype: str = "float32") -> np.ndarray | None:
+    """The discrete-event engine on one non-blocking switch whose links give the profile's alpha and bandwidth end to end.
 
-    simulate = getattr(engine, "predict_times", None)
-    if simulate is None:
+    A message crosses two links there (rank -> switch -> rank), so each link gets half of the
+    measured one-way latency and the full bandwidth; gamma is the engine's reduction cost.
+    None when simulator.engine is not installed.
+    """
+    try:
+        from simulator.engine import EngineOptions, simulate
+        from simulator.topology import switch
+    except ImportError:
         return None
-    return np.asarray(simulate(op, algo, ranks, sizes, profile, **params), dtype=np.float64)
+    from simulator.algorithms import build_schedule
+    from simulator.collective import Collective
+
+    topology = switch(ranks, latency=profile.alpha_s / 2, bandwidth=profile.bandwidth_Bps)
+    options = EngineOptions(gamma=profile.gamma_s_per_byte)
+    elem = Collective(op, 1, 0, dtype).elem_size
+    times = []
+    for n in sizes:
+        coll = Collective(op, ranks, int(n) - int(n) % elem, dtype)
+        times.append(simulate(build_schedule(coll, algo, **params), topology, options).time)
+    return np.asarray(times, dtype=np.float64)
 
 
 PREDICTORS = (Predictor("closed_form", _closed_form), Predictor("engine", _engine))
 
 
-def predictions(op: str, algo: str, ranks: int, sizes, profile: LinkProfile, params: dict) -> dict[str, np.ndarray]:
-    """Every available predictor's seconds per size."""
+def predictions(op: str, algo: str, ranks: int, sizes, profile: LinkProfile, params: dict,
+                dtype: str = "float32") -> dict[str, np.ndarray]:
+    """Every available predictor's seconds per size (closed form always where registered; the engine once installed)."""
     out = {}
     for p in PREDICTORS:
-        values = p.fn(op, algo, ranks, sizes, profile, params)
+        values = p.fn(op, algo, ranks, sizes, profile, params, dtype)
         if values is not None:
             out[p.name] = np.asarray(values, dtype=np.float64)
     return out

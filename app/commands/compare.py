@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         records = [r for r in run_request(req, args.ranks, args.backend, args.timeout, False) if "time_s" in r]
         ranks, sizes, times = args.ranks, [r["bytes"] for r in records], [r["time_s"] for r in records]
         source = f"measured now on {args.backend}"
-    predicted = predictions(op, args.algo, ranks, sizes, profile, params)
+    predicted = predictions(op, args.algo, ranks, sizes, profile, params, args.dtype)
     if not predicted:
         raise CollsimError(f"algo: no model can predict {op}/{args.algo} (no closed form registered, no engine installed)")
     rows, summary = error_table(sizes, times, predicted)
