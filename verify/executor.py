@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import timedelta
+from time import perf_counter
 
 from simulator.schedule import Schedule
 
@@ -84,10 +85,11 @@ def _reducer(redop: str):
 
 
 def execute(plan: RankPlan, bufs: dict, *, board: Board | None = None, timeout: float = 30.0,
-            group=None, budget_bytes: int = DEFAULT_BUDGET, skip_send: int | None = None) -> dict:
+            group=None, budget_bytes: int = DEFAULT_BUDGET, skip_send: int | None = None, trace: list | None = None) -> dict:
     """Run this rank's part of the schedule on `bufs` ('in', 'out', 'scratch' 1-D tensors); return counters.
 
-    `skip_send` names a transfer this rank silently does not send (fault injection for tests).
+    `skip_send` names a transfer this rank silently does not send (fault injection for tests);
+    `trace`, when given, collects (perf_counter seconds, event, transfer id) for a timeline.
     """
     import torch
     import torch.distributed as dist
@@ -112,6 +114,8 @@ def execute(plan: RankPlan, bufs: dict, *, board: Board | None = None, timeout: 
     ready_sends: set[int] = set()
     ready_locals: deque[int] = deque()
     ready_recvs: set[int] = set()  # receives whose local dependencies are done
+    deferred: set[int] = set()  # in-place receives waiting for their local dependencies before being posted
+    tag_matching = dist.get_backend(group) == "gloo"  # NCCL matches in posting order, so receives cannot be deferred
     arrived: dict[int, object] = {}  # receive id -> staging tensor holding the message
     pending: dict[int, tuple[object, object, str]] = {}  # in-flight id -> (work, tensor, 'send'|'recv')
     staged = 0
@@ -128,8 +132,25 @@ def execute(plan: RankPlan, bufs: dict, *, board: Board | None = None, timeout: 
             ready_locals.append(tid)
         elif t.src == me:
             ready_sends.add(tid)
+        elif tid in deferred:
+            deferred.discard(tid)
+            post_direct(tid)
         else:
             ready_recvs.add(tid)
+
+    def direct_target(tid: int):
+        """The destination view when a receive can land in place (a copy of one piece), else None."""
+        t = ts[tid]
+        pieces = [p for p in t.pieces if p.count]
+        if t.reduce or len(pieces) != 1 or not tag_matching:
+            return None
+        return view(bufs, pieces[0].dst_buf, pieces[0].dst_off, pieces[0].count)
+
+    def post_direct(tid: int) -> None:
+        target = direct_target(tid)
+        pending[tid] = (dist.irecv(target, ts[tid].src, group=group, tag=tid), target, "direct")
+        if trace is not None:
+            trace.append((perf_counter(), "post-direct", tid))
 
     def finish(tid: int) -> None:
         nonlocal finished
@@ -173,9 +194,19 @@ def execute(plan: RankPlan, bufs: dict, *, board: Board | None = None, timeout: 
             while next_recv < len(recvs) and (not staged or (staged < budget_bytes and len(pending) < MAX_POSTED)):
                 tid = recvs[next_recv]
                 next_recv += 1
+                if direct_target(tid) is not None:  # copies land in place: now if allowed, else once allowed
+                    if tid in ready_recvs:
+                        ready_recvs.discard(tid)
+                        post_direct(tid)
+                    else:
+                        deferred.add(tid)
+                    progressed = True
+                    continue
                 count = ts[tid].count
                 stage = plan.stage(tid, count, dtype, device)
                 pending[tid] = (dist.irecv(stage, ts[tid].src, group=group, tag=tid), stage, "recv")
+                if trace is not None:
+                    trace.append((perf_counter(), "post-recv", tid))
                 staged += count * elem
                 progressed = True
             for peer, q in send_queues.items():  # sends to one peer leave in the shared order
@@ -188,6 +219,8 @@ def execute(plan: RankPlan, bufs: dict, *, board: Board | None = None, timeout: 
                         continue
                     data = payload(tid)
                     pending[tid] = (dist.isend(data, peer, group=group, tag=tid), data, "send")
+                    if trace is not None:
+                        trace.append((perf_counter(), "post-send", tid))
                     counters["sent"] += 1
             while ready_locals:
                 tid = ready_locals.popleft()
@@ -200,6 +233,8 @@ def execute(plan: RankPlan, bufs: dict, *, board: Board | None = None, timeout: 
             for tid in [t for t in arrived if t in ready_recvs]:
                 ready_recvs.discard(tid)
                 apply(tid, arrived.pop(tid))
+                if trace is not None:
+                    trace.append((perf_counter(), "applied", tid))
                 staged -= ts[tid].count * elem
                 counters["received"] += 1
                 finish(tid)
@@ -216,20 +251,24 @@ def execute(plan: RankPlan, bufs: dict, *, board: Board | None = None, timeout: 
         tid = min(pending, key=plan.pos.__getitem__)
         work, _, kind = pending[tid]
         t = ts[tid]
-        peer = t.src if kind == "recv" else t.dst
+        peer = t.dst if kind == "send" else t.src
         if board is not None:
-            board.set(me, WAIT_RECV if kind == "recv" else WAIT_SEND, t.step, tid, peer)
+            board.set(me, WAIT_SEND if kind == "send" else WAIT_RECV, t.step, tid, peer)
         counters["blocking_waits"] += 1
+        if trace is not None:
+            trace.append((perf_counter(), f"wait-{kind}", tid))
         try:
             work.wait(wait_for)
         except RuntimeError as exc:
-            what = "for a message from" if kind == "recv" else "for its send to be taken by"
+            what = "for its send to be taken by" if kind == "send" else "for a message from"
             err = HangError(me, t.step, tid, peer, what, timeout)
             if "timed out" not in str(exc).lower():
                 err.args = (f"{err.args[0]} ({str(exc).splitlines()[0][:160]})",)
             raise err from None
         if board is not None:
             board.set(me, 0)
+        if trace is not None:
+            trace.append((perf_counter(), f"done-{kind}", tid))
         _complete(tid, pending, arrived, finish, waited=True)
     if board is not None:
         board.set(me, EXECUTED)
@@ -241,7 +280,7 @@ def _complete(tid: int, pending: dict, arrived: dict, finish, waited: bool = Fal
     work, tensor, kind = pending.pop(tid)
     if not waited:
         work.wait()  # once only (a second wait on gloo waits for another message); on CUDA it orders the stream
-    if kind == "send":
+    if kind in ("send", "direct"):
         finish(tid)
     else:
         arrived[tid] = tensor
