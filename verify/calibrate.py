@@ -23,12 +23,19 @@ GAMMA_SIZES = tuple(2**k for k in range(20, 25))  # 1 .. 16 MiB of float32 reduc
 
 @dataclass(frozen=True)
 class CalibrateRequest:
-    """Sizes, iterations and which ranks ping-pong; `synthetic` adds a known delay (alpha_s, beta) to every message."""
+    """Sizes, iterations and the pattern; `synthetic` adds a known delay (alpha_s, beta) to every message.
+
+    Patterns: 'pingpong' (pairs (0,1), (2,3), ... bounce a message; one-way = round trip / 2) and
+    'ring' (every rank sends to the next and receives from the previous at once, as one step of a
+    ring collective does; one-way = the step's time). Ping-pong is the textbook measurement; the
+    ring exchange measures a message under the same concurrency as the schedules that are timed.
+    """
 
     sizes: tuple[int, ...] = DEFAULT_SIZES
     iters: int = 20
     warmup: int = 3
     concurrent: bool = True
+    pattern: str = "pingpong"
     gamma: bool = True
     synthetic: tuple[float, float] | None = None
     time_budget_s: float = 1.0
@@ -40,32 +47,49 @@ def pingpong_job(world: World, req: CalibrateRequest) -> dict:
     import torch.distributed as dist
 
     rank, p = world.rank, world.ranks
-    pairs = [(a, a + 1) for a in range(0, p - 1, 2)] if req.concurrent else [(0, 1)]
-    mine = next(((a, b) for a, b in pairs if rank in (a, b)), None)
+    if req.pattern == "ring":
+        pairs = [(r, (r + 1) % p) for r in range(p)]
+        mine = ("ring", (rank + 1) % p, (rank - 1) % p)
+    else:
+        pairs = [(a, a + 1) for a in range(0, p - 1, 2)] if req.concurrent else [(0, 1)]
+        mine = next(((a, b) for a, b in pairs if rank in (a, b)), None)
     one_way: dict[int, float] = {}
     for size in req.sizes:
         world.board.beat(rank)
         buf = torch.zeros(size, dtype=torch.uint8, device=world.device)
-        warm = [_round_trip(buf, rank, mine, req.synthetic) for _ in range(max(req.warmup, 1))]
+        rbuf = torch.zeros_like(buf)
+        warm = [_round_trip(buf, rank, mine, req.synthetic, rbuf) for _ in range(max(req.warmup, 1))]
         est = torch.tensor([warm[-1]], dtype=torch.float64)
         dist.all_reduce(est, dist.ReduceOp.MAX)  # every rank runs the same number of rounds
         iters = int(max(3, min(req.iters, req.time_budget_s / max(float(est[0]), 1e-6))))
-        samples = [_round_trip(buf, rank, mine, req.synthetic) / 2 for _ in range(iters)]
+        per_message = 1.0 if req.pattern == "ring" else 0.5  # a ring step is one message each way; a round trip two
+        samples = [_round_trip(buf, rank, mine, req.synthetic, rbuf) * per_message for _ in range(iters)]
         if mine is not None:
             one_way[size] = float(np.median(samples))
-    result = {"rank": rank, "pair": mine, "one_way_s": one_way}
+    result = {"rank": rank, "pair": (rank, (rank + 1) % p) if req.pattern == "ring" else mine, "one_way_s": one_way,
+              "pattern": req.pattern}
     if req.gamma:
         result["gamma_points"] = _reduction_times(world.device)
     return result
 
 
-def _round_trip(buf, rank: int, pair, synthetic) -> float:
+def _round_trip(buf, rank: int, pair, synthetic, rbuf=None) -> float:
     """One barrier-aligned round trip between the pair (0 on ranks outside it); seconds."""
     import torch.distributed as dist
 
     dist.barrier()
     if pair is None:
         return 0.0
+    if pair[0] == "ring":  # receive first: on gloo a message that arrives before its receive is posted is slower
+        _, nxt, prv = pair
+        t0 = time.perf_counter()
+        recv = dist.irecv(buf, prv)  # into `buf` while `rbuf` (same size) goes out
+        if synthetic is not None:
+            time.sleep(synthetic[0] + buf.numel() * synthetic[1])
+        send = dist.isend(rbuf, nxt)
+        recv.wait()
+        send.wait()
+        return time.perf_counter() - t0
     a, b = pair
     peer = b if rank == a else a
     t0 = time.perf_counter()
@@ -117,17 +141,19 @@ class Calibration:
     ranks: int
     pairs: list
     gamma_points: list
+    pattern: str = "pingpong"
 
     def profile(self) -> LinkProfile:
         """The simulator's link profile for this calibration."""
-        meta = {"backend": self.backend, "ranks": self.ranks, "pairs": self.pairs, "host": platform.node(),
+        meta = {"backend": self.backend, "ranks": self.ranks, "pattern": self.pattern, "pairs": self.pairs, "host": platform.node(),
                 "fit": {"r2": self.fit.r2, "r2_log": self.fit.r2_log, "crossover_bytes": self.fit.crossover_bytes,
                         "max_rel_residual": self.fit.max_rel_residual,
                         "sizes": list(self.fit.sizes), "one_way_s": list(self.fit.times_s)},
                 "gamma_points": [list(p) for p in self.gamma_points],
                 "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        how = "ring exchange" if self.pattern == "ring" else "ping-pong"
         return LinkProfile(self.fit.alpha_s, self.fit.bandwidth_Bps, self.gamma_s_per_byte,
-                           f"collsim calibrate: ping-pong on {self.backend}, {self.ranks} ranks", (), meta)
+                           f"collsim calibrate: {how} on {self.backend}, {self.ranks} ranks", (), meta)
 
 
 def combine(results: list[dict], backend: str) -> Calibration:
@@ -138,4 +164,4 @@ def combine(results: list[dict], backend: str) -> Calibration:
     points = [pt for r in results for pt in r.get("gamma_points", [])]
     gamma = fit_rate([p[0] for p in points], [p[1] for p in points]) if points else 0.0
     pairs = sorted({tuple(r["pair"]) for r in results if r["pair"]})
-    return Calibration(fit, gamma, backend, len(results), [list(p) for p in pairs], points)
+    return Calibration(fit, gamma, backend, len(results), [list(p) for p in pairs], points, results[0].get("pattern", "pingpong"))

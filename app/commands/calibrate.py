@@ -20,6 +20,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog="example: collsim calibrate --ranks 2 --sizes 1B:64MiB:4 --out gloo.yaml")
     p.add_argument("--backend", default="gloo", help="gloo (CPU) or nccl (one GPU per rank) (default gloo)")
     p.add_argument("--ranks", type=int, default=2, help="processes; pairs (0,1), (2,3), ... ping-pong at the same time (default 2)")
+    p.add_argument("--pattern", default="pingpong", choices=("pingpong", "ring"),
+                   help="pingpong: pairs bounce a message (one-way = round trip / 2); ring: every rank sends to the next "
+                        "and receives from the previous at once, like a ring step (default pingpong)")
     p.add_argument("--pair-only", action="store_true", help="only ranks 0 and 1 ping-pong; the others stay idle")
     p.add_argument("--sizes", default="1B:64MiB:4", help="message sizes: START:END[:FACTOR] or a list (default 1B:64MiB:4)")
     p.add_argument("--iters", type=int, default=20, help="round trips per size, fewer for large sizes (default 20)")
@@ -43,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from verify.launch import run_local
 
     req = CalibrateRequest(sizes=sizes, iters=args.iters, concurrent=not args.pair_only, gamma=not args.no_gamma,
-                           time_budget_s=args.budget)
+                           time_budget_s=args.budget, pattern=args.pattern)
     cal = combine(run_local(pingpong_job, args.ranks, args.backend, args.timeout, (req,)), args.backend)
     profile = cal.profile()
     if args.out:
@@ -52,7 +55,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json({"profile": profile.to_dict(), "fit": fit.to_dict(), "written": args.out})
         return 0
-    print(f"# ping-pong on {args.backend}, {args.ranks} ranks, pairs {cal.pairs}; one-way time = median round trip / 2")
+    if args.pattern == "ring":
+        print(f"# ring exchange on {args.backend}, {args.ranks} ranks: each rank sends to the next and receives from the "
+              f"previous at once; time per message = median step time")
+    else:
+        print(f"# ping-pong on {args.backend}, {args.ranks} ranks, pairs {cal.pairs}; one-way time = median round trip / 2")
     print(table(["size", "bytes", "measured(us)", "fit(us)", "residual"],
                 [[format_size(n), n, t * 1e6, f * 1e6, f"{r * 100:+.1f}%"]
                  for n, t, f, r in zip(fit.sizes, fit.times_s, fit.predict(fit.sizes), fit.rel_residuals)], align="lrrrr"))
