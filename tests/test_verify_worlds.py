@@ -121,16 +121,19 @@ def test_nccl_world_runs_ring_allreduce():
     assert all(r["correct"] for r in records)
 
 
-def test_calibration_recovers_a_known_alpha_and_beta():
+@pytest.mark.parametrize("pattern", ["pingpong", "ring"])
+def test_calibration_recovers_a_known_alpha_and_beta(pattern):
     """Every message is delayed by a known alpha + n beta (sleep) on top of gloo's own, much smaller, cost."""
     from verify.calibrate import CalibrateRequest, combine, pingpong_job
 
     # 20 ms and 1 MB/s: gloo's ~0.1 ms and ~GB/s, and a loaded scheduler's ~1 ms, vanish next to them
     alpha, beta = 20e-3, 1e-6
-    req = CalibrateRequest(sizes=(1, 8192, 32768, 65536), iters=3, warmup=1, gamma=False, synthetic=(alpha, beta))
-    cal = combine(run_local(pingpong_job, 2, "gloo", 30.0, (req,)), "gloo")
-    assert cal.fit.alpha_s == pytest.approx(alpha, rel=0.15)
-    assert cal.fit.beta_s_per_byte == pytest.approx(beta, rel=0.05)
+    req = CalibrateRequest(sizes=(1, 8192, 32768, 65536), iters=3, warmup=1, gamma=False, synthetic=(alpha, beta),
+                           pattern=pattern)
+    cal = combine(run_local(pingpong_job, 3 if pattern == "ring" else 2, "gloo", 30.0, (req,)), "gloo")
+    # tolerances: a few ms of scheduler jitter on two shared cores, against 20..85 ms messages
+    assert cal.fit.alpha_s == pytest.approx(alpha, rel=0.2)
+    assert cal.fit.beta_s_per_byte == pytest.approx(beta, rel=0.1)
     assert cal.fit.r2 > 0.99
     profile = cal.profile()
     assert profile.model.alpha == cal.fit.alpha_s and profile.bandwidth_Bps == pytest.approx(1 / cal.fit.beta_s_per_byte)
