@@ -116,8 +116,8 @@ def test_verify_calibrate_compare_end_to_end(capsys, tmp_path):
     assert code == 0
     profile = load_profile(profile_path)
     fit = json.loads(out)["fit"]
-    assert profile.alpha_s == pytest.approx(fit["alpha_s"]) and profile.bandwidth_Bps > 0 and profile.gamma_s_per_byte > 0
-    assert len(fit["sizes"]) == 6 and -1 <= fit["r2_log"] <= 1
+    assert profile.alpha_s == pytest.approx(fit["alpha_s"]) and profile.bandwidth_Bps > 0 and profile.gamma_s_per_byte >= 0
+    assert len(fit["sizes"]) == 6 and fit["r2_log"] <= 1 and fit["r2"] <= 1  # R^2 may be negative for a bad fit
 
     code, out, _ = run_cli(capsys, "compare", "--op", "allreduce", "--algo", "ring", "--profile", str(profile_path),
                            "--measured", str(tmp_path / "run.json"))
