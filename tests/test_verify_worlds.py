@@ -42,13 +42,14 @@ def worlds():
     for p in (2, 3, 4):
         exact = VerifyRequest(cases=CASES, sizes=EXACT_SIZES, dtypes=DTYPES, mode="exact", seed=p)
         random = VerifyRequest(cases=CASES, sizes=RANDOM_SIZES, dtypes=("float32", "float16", "bfloat16"), mode="random", seed=p)
-        records = run_local(_two_requests, p, "gloo", 60.0, (exact, random))[0]
+        sliced = VerifyRequest(cases=CASES, sizes=(776,), dtypes=("int32", "float32"), mode="exact", seed=p, slice_bytes=100)
+        records = run_local(_requests, p, "gloo", 60.0, (exact, random, sliced))[0]
         results[p] = _index(records)
     return results
 
 
-def _two_requests(world, first, second):
-    return verify_job(world, first) + verify_job(world, second)
+def _requests(world, *requests):
+    return [record for req in requests for record in verify_job(world, req)]
 
 
 @pytest.mark.parametrize("p", [2, 3, 4])
@@ -58,7 +59,8 @@ def test_schedule_matches_numpy_and_native(worlds, spec, p):
     if records[0]["status"] == "refused":
         assert spec.refusal(p), "refused although the registry accepts this rank count"
         pytest.skip(f"{spec.op}/{spec.name} refuses p={p}: {records[0]['message']}")
-    assert len(records) == len(EXACT_SIZES) * len(DTYPES) + len(RANDOM_SIZES) * 3
+    assert len(records) == len(EXACT_SIZES) * len(DTYPES) + len(RANDOM_SIZES) * 3 + 2
+    assert sum(r["slice_bytes"] == 100 for r in records) == 2  # transfers cut into 25-element messages
     for r in records:
         assert r["checked_against"] == ["numpy", "native"]
         assert r["correct"], r["first_error"]
@@ -79,7 +81,7 @@ def test_broken_schedules_are_caught():
     req = VerifyRequest(cases=CASES, sizes=(776,), dtypes=("int32",), mode="exact", sabotage="drop-last")
     req2 = VerifyRequest(cases=tuple(c for c in CASES if c[0] in ("allreduce", "reduce_scatter", "reduce")), sizes=(776,),
                          dtypes=("float32",), mode="random", sabotage="copy-not-reduce")
-    records = run_local(_two_requests, 3, "gloo", 60.0, (req, req2))[0]
+    records = run_local(_requests, 3, "gloo", 60.0, (req, req2))[0]
     assert len(records) == len(CASES) + len(req2.cases)
     for r in records:
         if r["status"] == "refused":

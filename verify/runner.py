@@ -17,7 +17,7 @@ from simulator.errors import CollsimError
 from simulator.schedule import Schedule
 
 from .data import as_reference, check_rank, expected, float_bound_factor, fresh_buffers, rank_input, reset_output
-from .executor import RankPlan, execute
+from .executor import DEFAULT_SLICE, RankPlan, execute
 from .launch import World
 from .native import native_call
 from .timing import time_collectively
@@ -42,6 +42,7 @@ class VerifyRequest:
     warmup: int = 3
     time_budget_s: float = 2.0
     check_limit: int = 16 * 2**20
+    slice_bytes: int = DEFAULT_SLICE
     skip_send_rank: int | None = None
     sabotage: str | None = None
     extras: dict = field(default_factory=dict)
@@ -114,7 +115,7 @@ def _one_case(world: World, req: VerifyRequest, coll: Collective, algo: str, par
         skip = next((tid for tid in plan.mine if schedule.transfers[tid].src == rank and schedule.transfers[tid].dst != rank), None)
     mine = rank_input(coll, rank, req.mode, req.seed)
     bufs = fresh_buffers(coll, schedule.scratch_count, rank, mine, device)
-    run = lambda: execute(plan, bufs, board=world.board, timeout=world.timeout, skip_send=skip)
+    run = lambda: execute(plan, bufs, board=world.board, timeout=world.timeout, skip_send=skip, slice_bytes=req.slice_bytes)
 
     t0 = time.perf_counter()
     counters = run()
@@ -151,7 +152,7 @@ def _one_case(world: World, req: VerifyRequest, coll: Collective, algo: str, par
         "correct": (wrong == 0 and (vs_native_all == 0 if req.native else True)) if checked else None,
         "wrong": wrong, "max_abs_err": max(m for _, m in gathered), "bound_factor": float_bound_factor(coll),
         "first_error": next((f for f, _ in gathered if f), ""),
-        "transfers": len(schedule.transfers), "messages_sent_rank0": counters["sent"] if rank == 0 else None,
+        "transfers": len(schedule.transfers), "slice_bytes": req.slice_bytes, "messages_rank0": counters["messages"],
     }
     if req.native:
         record.update({"native_correct": native_wrong_all == 0 if "numpy" in checked else None,
@@ -159,7 +160,8 @@ def _one_case(world: World, req: VerifyRequest, coll: Collective, algo: str, par
     if req.timing:
         iters = _iterations(req, float(stats[3]) / coll.ranks, torch, dist)
         reset = lambda: reset_output(coll, rank, bufs)
-        timing = time_collectively(lambda: execute(plan, bufs, board=world.board, timeout=world.timeout), reset,
+        timing = time_collectively(lambda: execute(plan, bufs, board=world.board, timeout=world.timeout, slice_bytes=req.slice_bytes),
+                                   reset,
                                    iters, req.warmup, device)
         record.update(_bandwidths(coll, timing, ""))
         if native is not None:

@@ -51,6 +51,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds any single wait may take before the run is a hang (default 60)")
     p.add_argument("--check-limit", default="16MiB", help="largest size checked against numpy (every rank's input in memory); "
                                                          "larger sizes are checked against native only (default 16MiB)")
+    p.add_argument("--slice", default="0", help="cut transfers above this size into messages of this size, so a reduction "
+                                                "overlaps the next slice's arrival (default 0 = never)")
     p.add_argument("--nccl-algo", help="force NCCL_ALGO (e.g. Ring, Tree) for the native collectives")
     p.add_argument("--nccl-proto", help="force NCCL_PROTO (e.g. Simple, LL, LL128)")
     add_algo_params(p)
@@ -106,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
 
     req = VerifyRequest(cases=cases_from_args(args, ranks), sizes=sizes, dtypes=dtypes, mode=args.data, seed=args.seed,
                         root=args.root, redop=args.redop, native=True, timing=not args.no_time, iters=args.iters,
-                        warmup=args.warmup, time_budget_s=args.budget, check_limit=parse_size(args.check_limit, "check-limit"))
+                        warmup=args.warmup, time_budget_s=args.budget, check_limit=parse_size(args.check_limit, "check-limit"),
+                        slice_bytes=parse_size(args.slice, "slice"))
     if args.root < 0 or args.root >= ranks:
         raise CollsimError(f"root: {args.root} is not a rank of {ranks}; expected 0..{ranks - 1}")
     records = run_request(req, ranks, args.backend, args.timeout, torchrun)
