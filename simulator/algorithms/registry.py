@@ -110,5 +110,6 @@ def build_schedule(collective: Collective, name: str, **params) -> Schedule:
     check_ranks(spec, collective.ranks)
     resolved = resolve_params(spec, params)
     schedule = spec.build(collective, **resolved)
-    schedule.params = resolved
+    chosen = schedule.params  # what the builder picked for parameters left to it (e.g. the default group)
+    schedule.params = {k: chosen.get(k) if v is None else v for k, v in resolved.items()}
     return schedule

@@ -1,0 +1,83 @@
+"""Direct (all-pairs) algorithms: every rank talks to every other rank once, in p - 1 shifted steps.
+
+In step s rank r sends to (r + s) mod p and receives from (r - s) mod p, so every port is busy
+with exactly one message per step (the pairwise-exchange order of MPICH's alltoall).
+"""
+
+from __future__ import annotations
+
+from ..collective import Collective
+from ..schedule import Piece, Schedule, ScheduleBuilder, region
+from .phases import alltoall_offsets, block_segs, relative_group
+from .registry import register
+
+
+def _direct_reduce_scatter(b: ScheduleBuilder, p: int, blocks, step: int = 0) -> int:
+    """Every rank reduces its copy of block d straight into rank d."""
+    for s in range(1, p):
+        for r in range(p):
+            d = (r + s) % p
+            b.reduce(r, d, "out", *blocks[d], step=step + s - 1)
+    return step + max(p - 1, 0)
+
+
+def _direct_allgather(b: ScheduleBuilder, p: int, blocks, step: int = 0) -> int:
+    """Every rank copies its block straight to every other rank."""
+    for s in range(1, p):
+        for r in range(p):
+            b.copy(r, (r + s) % p, "out", *blocks[r], step=step + s - 1)
+    return step + max(p - 1, 0)
+
+
+@register("allreduce", "direct", "all-pairs reduce-scatter then all-pairs allgather: 2(p-1) steps of n/p")
+def allreduce_direct(coll: Collective) -> Schedule:
+    b = ScheduleBuilder(coll, "direct")
+    blocks = block_segs(coll.block_offsets)
+    step = _direct_reduce_scatter(b, coll.ranks, blocks)
+    _direct_allgather(b, coll.ranks, blocks, step)
+    return b.build()
+
+
+@register("allgather", "direct", "every rank sends its block to every other rank: p-1 steps of n/p")
+def allgather_direct(coll: Collective) -> Schedule:
+    b = ScheduleBuilder(coll, "direct")
+    _direct_allgather(b, coll.ranks, block_segs(coll.block_offsets))
+    return b.build()
+
+
+@register("reduce_scatter", "direct", "every rank reduces block d straight into rank d: p-1 steps of n/p")
+def reduce_scatter_direct(coll: Collective) -> Schedule:
+    b = ScheduleBuilder(coll, "direct")
+    _direct_reduce_scatter(b, coll.ranks, block_segs(coll.block_offsets))
+    return b.build()
+
+
+@register("alltoall", "direct", "pairwise exchange: in step s rank r sends to r+s and receives from r-s; p-1 steps")
+def alltoall_direct(coll: Collective) -> Schedule:
+    b = ScheduleBuilder(coll, "direct")
+    p = coll.ranks
+    in_off, out_off = alltoall_offsets(coll)
+    for s in range(p):  # s = 0 is each rank's own block, a local copy
+        count = coll.pair_count(0, s)
+        for r in range(p):
+            d = (r + s) % p
+            b.send(r, d, Piece("in", int(in_off[r, d]), "out", int(out_off[d, r]), count), step=max(s - 1, 0))
+    return b.build()
+
+
+@register("gather", "direct", "every rank sends its block straight to the root: p-1 messages into one port")
+def gather_direct(coll: Collective) -> Schedule:
+    b = ScheduleBuilder(coll, "direct")
+    group, blocks = relative_group(coll.ranks, coll.root), block_segs(coll.block_offsets)
+    for s, r in enumerate(group[1:]):
+        b.send(r, coll.root, region("out", *blocks[r]), step=s)
+    return b.build()
+
+
+@register("scatter", "direct", "the root sends each rank its block straight: p-1 messages out of one port")
+def scatter_direct(coll: Collective) -> Schedule:
+    b = ScheduleBuilder(coll, "direct")
+    group, blocks = relative_group(coll.ranks, coll.root), block_segs(coll.block_offsets)
+    for s, r in enumerate(group[1:]):
+        b.send(coll.root, r, region("out", *blocks[r]), step=s)
+    return b.build()

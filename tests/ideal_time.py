@@ -1,0 +1,73 @@
+"""An independent, minimal reading of the agreed execution model, used only to test the closed forms.
+
+Single-port full-duplex ranks on an ideal machine: a message of m bytes holds the sender's send
+port and the receiver's receive port for alpha + m beta; a reducing transfer then holds the
+receiver's reducer for gamma m and ends when that reduction ends; local transfers use no port
+(a local reduction still costs gamma m). A transfer starts once its deps have ended and both
+ports are free; ready transfers are considered in transfer-id order.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from simulator.schedule import Schedule
+
+
+def ideal_time(schedule: Schedule, alpha: float, beta: float, gamma: float = 0.0) -> float:
+    """Completion time of the schedule under the single-port alpha-beta-gamma model."""
+    ts = schedule.transfers
+    size = schedule.collective.elem_size
+    children: list[list[int]] = [[] for _ in ts]
+    waiting = [len(t.deps) for t in ts]
+    for t in ts:
+        for d in t.deps:
+            children[d].append(t.id)
+    send_free: dict[int, float] = {}
+    recv_free: dict[int, float] = {}
+    reducer_free: dict[int, float] = {}
+    ready = [t.id for t in ts if not t.deps]
+    heapq.heapify(ready)
+    events: list[tuple[float, int, int]] = []  # (time, kind 0=arrived 1=ended, id)
+    now, end, done = 0.0, 0.0, 0
+
+    def finish(i: int, at: float) -> None:
+        t = ts[i]
+        if t.reduce:
+            start = max(at, reducer_free.get(t.dst, 0.0))
+            reducer_free[t.dst] = start + gamma * t.count * size
+            heapq.heappush(events, (reducer_free[t.dst], 1, i))
+        else:
+            heapq.heappush(events, (at, 1, i))
+
+    while done < len(ts):
+        blocked = []
+        while ready:
+            i = heapq.heappop(ready)
+            t = ts[i]
+            if t.local:
+                finish(i, now)
+            elif send_free.get(t.src, 0.0) <= now and recv_free.get(t.dst, 0.0) <= now:
+                arrive = now + alpha + beta * t.count * size
+                send_free[t.src] = recv_free[t.dst] = arrive
+                heapq.heappush(events, (arrive, 0, i))
+            else:
+                blocked.append(i)
+        for i in blocked:
+            heapq.heappush(ready, i)
+        now, kind, i = heapq.heappop(events)
+        batch = [(kind, i)]
+        while events and events[0][0] <= now:
+            batch.append(heapq.heappop(events)[1:])
+        for kind, i in batch:
+            if kind == 0:
+                finish(i, now)
+            else:
+                done += 1
+                end = max(end, now)
+                for c in children[i]:
+                    waiting[c] -= 1
+                    if not waiting[c]:
+                        heapq.heappush(ready, c)
+        # reductions finishing at `now` were pushed as events with time >= now; loop picks them up
+    return end
