@@ -38,6 +38,7 @@ class VerifyRequest:
     redop: str = "sum"
     native: bool = True
     timing: bool = False
+    time_native: bool = True
     iters: int = 20
     warmup: int = 3
     time_budget_s: float = 2.0
@@ -164,7 +165,7 @@ def _one_case(world: World, req: VerifyRequest, coll: Collective, algo: str, par
                                    reset,
                                    iters, req.warmup, device)
         record.update(_bandwidths(coll, timing, ""))
-        if native is not None:
+        if native is not None and req.time_native:
             ntiming = time_collectively(native.run, native.reset, iters, req.warmup, device)
             record.update(_bandwidths(coll, ntiming, "native_"))
     return record

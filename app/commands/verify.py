@@ -43,7 +43,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data", default="random", choices=("random", "exact"),
                    help="random floats in [-1, 1) (checked within the bound) or small integers (checked bit-exactly)")
     p.add_argument("--seed", type=int, default=0, help="seed of the input data (default 0)")
-    p.add_argument("--native", action="store_true", help="also time the native torch.distributed collective (always used as a check)")
+    p.add_argument("--native", action="store_true",
+                   help="also time the native torch.distributed collective and show it side by side (it is always used as a check)")
     p.add_argument("--no-time", action="store_true", help="check only, do not time")
     p.add_argument("--iters", type=int, default=20, help="timed iterations per size, fewer for large sizes (default 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed iterations first (default 3)")
@@ -107,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
     from verify.runner import VerifyRequest
 
     req = VerifyRequest(cases=cases_from_args(args, ranks), sizes=sizes, dtypes=dtypes, mode=args.data, seed=args.seed,
-                        root=args.root, redop=args.redop, native=True, timing=not args.no_time, iters=args.iters,
+                        root=args.root, redop=args.redop, native=True, timing=not args.no_time, time_native=args.native,
+                        iters=args.iters,
                         warmup=args.warmup, time_budget_s=args.budget, check_limit=parse_size(args.check_limit, "check-limit"),
                         slice_bytes=parse_size(args.slice, "slice"))
     if args.root < 0 or args.root >= ranks:
@@ -123,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json({**meta, "passed": not failed, "records": records})
     else:
-        print(render(records, meta, show_native=args.native))
+        print(render(records, meta, show_native=args.native and not args.no_time))
     return 1 if failed else 0
 
 
