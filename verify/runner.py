@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from simulator.algorithms import build_schedule, get
-from simulator.collective import ROOTED, Collective
+from simulator.collective import REDUCING, ROOTED, Collective
 from simulator.errors import CollsimError
 from simulator.schedule import Schedule
 
@@ -148,7 +148,8 @@ def _one_case(world: World, req: VerifyRequest, coll: Collective, algo: str, par
     wrong, native_wrong_all, vs_native_all = (int(x) for x in stats[:3].tolist())
     record = {
         "op": coll.op, "algorithm": algo, "params": dict(schedule.params), "ranks": coll.ranks, "bytes": coll.nbytes,
-        "count": coll.count, "dtype": coll.dtype, "redop": coll.redop, "root": coll.root if coll.op in ROOTED else -1,
+        "count": coll.count, "dtype": coll.dtype, "redop": coll.redop if coll.op in REDUCING else "none",
+        "root": coll.root if coll.op in ROOTED else -1,
         "mode": req.mode, "status": "ok", "checked_against": checked,
         "correct": (wrong == 0 and (vs_native_all == 0 if req.native else True)) if checked else None,
         "wrong": wrong, "max_abs_err": max(m for _, m in gathered), "bound_factor": float_bound_factor(coll),
