@@ -62,9 +62,7 @@ def busbw_factor(op: str, p: int) -> float:
 def split_counts(total: int, parts: int) -> np.ndarray:
     """`parts` near-equal integer counts that add up to `total` (the larger ones first)."""
     base, extra = divmod(int(total), int(parts))
-    counts = np.full(parts, base, dtype=np.int64)
-    counts[:extra] += 1
-    return counts
+    return np.array([base + 1] * extra + [base] * (int(parts) - extra), dtype=np.int64)
 
 
 def offsets_of(counts: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ view of the input, as nccl-tests' in-place mode lays it out) and 'scratch'.
 
 from __future__ import annotations
 
-import bisect
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -40,7 +40,8 @@ class Piece:
 
 def region(buf: str, off: int, count: int) -> Piece:
     """A piece that lands at the same place it was read from."""
-    return Piece(buf, int(off), buf, int(off), int(count))
+    off = int(off)
+    return _new_piece(buf, off, buf, off, int(count))
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,20 @@ class Transfer:
         return self.src == self.dst
 
 
+def _fast_constructor(cls):
+    """Build instances of a frozen slotted dataclass by setting its slots directly (the same object, faster)."""
+    names = list(cls.__slots__)
+    args = ", ".join(f"v{i}" for i in range(len(names)))
+    body = "".join(f"    s{i}(obj, v{i})\n" for i in range(len(names)))
+    namespace = {"new": object.__new__, "cls": cls, **{f"s{i}": cls.__dict__[n].__set__ for i, n in enumerate(names)}}
+    exec(f"def make({args}):\n    obj = new(cls)\n{body}    return obj\n", namespace)  # noqa: S102 (fixed text)
+    return namespace["make"]
+
+
+_new_piece = _fast_constructor(Piece)
+_new_transfer = _fast_constructor(Transfer)
+
+
 @dataclass
 class Schedule:
     """An algorithm's plan for one collective: transfers forming a DAG, plus per-rank scratch size."""
@@ -87,17 +102,29 @@ class Schedule:
     def arrays(self) -> dict[str, np.ndarray]:
         """Columns for fast consumers: src, dst, bytes, reduce, step, and deps as CSR (dep_ptr, dep_idx)."""
         ts = self.transfers
-        deps = [t.deps for t in ts]
-        ptr = np.zeros(len(ts) + 1, dtype=np.int64)
-        ptr[1:] = np.cumsum([len(d) for d in deps])
+        n = len(ts)
+        src, dst, count, reduce, step, ndeps = ([], [], [], [], [], [])
+        flat: list[int] = []
+        for t in ts:  # one pass over the objects, then numpy
+            src.append(t.src)
+            dst.append(t.dst)
+            pieces = t.pieces
+            count.append(pieces[0].count if len(pieces) == 1 else sum(p.count for p in pieces))
+            reduce.append(t.reduce)
+            step.append(t.step)
+            d = t.deps
+            ndeps.append(len(d))
+            flat.extend(d)
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        ptr[1:] = np.cumsum(np.array(ndeps, dtype=np.int64))
         return {
-            "src": np.fromiter((t.src for t in ts), np.int64, len(ts)),
-            "dst": np.fromiter((t.dst for t in ts), np.int64, len(ts)),
-            "bytes": np.fromiter((t.count for t in ts), np.int64, len(ts)) * self.collective.elem_size,
-            "reduce": np.fromiter((t.reduce for t in ts), bool, len(ts)),
-            "step": np.fromiter((t.step for t in ts), np.int64, len(ts)),
+            "src": np.array(src, dtype=np.int64).reshape(n),
+            "dst": np.array(dst, dtype=np.int64).reshape(n),
+            "bytes": np.array(count, dtype=np.int64).reshape(n) * self.collective.elem_size,
+            "reduce": np.array(reduce, dtype=bool).reshape(n),
+            "step": np.array(step, dtype=np.int64).reshape(n),
             "dep_ptr": ptr,
-            "dep_idx": np.fromiter((d for ds in deps for d in ds), np.int64, int(ptr[-1])),
+            "dep_idx": np.array(flat, dtype=np.int64).reshape(int(ptr[-1])),
         }
 
     def network_transfers(self) -> list[Transfer]:
@@ -163,10 +190,11 @@ class _RegionState:
         self.readers: list[list[int]] = [[], []]
 
     def _split(self, at: int) -> int:
-        i = bisect.bisect_left(self.starts, at)
-        if i < len(self.starts) and self.starts[i] == at:
+        starts = self.starts
+        i = bisect_left(starts, at)
+        if i < len(starts) and starts[i] == at:
             return i
-        if i >= len(self.starts):  # grows past the declared size (scratch used before declared)
+        if i >= len(starts):  # grows past the declared size (scratch used before declared)
             self.starts.append(at)
             self.writers.append(())
             self.base.append(())
@@ -179,8 +207,13 @@ class _RegionState:
         return i
 
     def span(self, lo: int, hi: int) -> range:
-        i0 = self._split(lo)
-        i1 = self._split(hi)
+        starts = self.starts
+        i0 = bisect_left(starts, lo)
+        if i0 == len(starts) or starts[i0] != lo:
+            i0 = self._split(lo)
+        i1 = bisect_left(starts, hi, i0)
+        if i1 == len(starts) or starts[i1] != hi:
+            i1 = self._split(hi)
         return range(i0, i1)
 
 
@@ -208,34 +241,62 @@ class ScheduleBuilder:
 
     def send(self, src: int, dst: int, pieces: Piece | Iterable[Piece], reduce: bool = False, step: int = 0) -> int:
         """Add a transfer (pieces moved from src to dst, reduced at dst if `reduce`); return its id."""
-        if isinstance(pieces, Piece):
-            pieces = (pieces,)
-        pieces = tuple(pieces)
-        tid = len(self._transfers)
+        pieces = (pieces,) if isinstance(pieces, Piece) else tuple(pieces)
+        transfers = self._transfers
+        tid = len(transfers)
         deps: set[int] = set()
+        state = self._state
         for p in pieces:
-            if p.count <= 0:
+            count = p.count
+            if count <= 0:
                 continue
-            for i in (src_state := self._region(src, p.src_buf)).span(p.src_off, p.src_off + p.count):
-                deps.update(src_state.writers[i])
-                src_state.readers[i].append(tid)
+            st = state.get((src, p.src_buf)) or self._region(src, p.src_buf)
+            starts, writers, readers = st.starts, st.writers, st.readers
+            lo = p.src_off
+            hi = lo + count
+            i0 = bisect_left(starts, lo)
+            if i0 == len(starts) or starts[i0] != lo:
+                i0 = st._split(lo)
+            i1 = bisect_left(starts, hi, i0)
+            if i1 == len(starts) or starts[i1] != hi:
+                i1 = st._split(hi)
+            for i in range(i0, i1):
+                w = writers[i]
+                if w:
+                    deps.update(w)
+                readers[i].append(tid)
         for p in pieces:
-            if p.count <= 0:
+            count = p.count
+            if count <= 0:
                 continue
-            dst_state = self._region(dst, p.dst_buf)
-            for i in dst_state.span(p.dst_off, p.dst_off + p.count):
-                readers = [r for r in dst_state.readers[i] if r != tid]
-                deps.update(readers)
+            st = state.get((dst, p.dst_buf)) or self._region(dst, p.dst_buf)
+            starts, writers, readers, base = st.starts, st.writers, st.readers, st.base
+            lo = p.dst_off
+            hi = lo + count
+            i0 = bisect_left(starts, lo)
+            if i0 == len(starts) or starts[i0] != lo:
+                i0 = st._split(lo)
+            i1 = bisect_left(starts, hi, i0)
+            if i1 == len(starts) or starts[i1] != hi:
+                i1 = st._split(hi)
+            for i in range(i0, i1):
+                rs = readers[i]
+                if rs:
+                    deps.update(rs)
                 if reduce:
-                    deps.update(dst_state.base[i])
-                    dst_state.writers[i] = dst_state.writers[i] + (tid,)
+                    b = base[i]
+                    if b:
+                        deps.update(b)
+                    writers[i] = writers[i] + (tid,)
                 else:
-                    deps.update(dst_state.writers[i])
-                    dst_state.writers[i] = (tid,)
-                    dst_state.base[i] = (tid,)
-                    dst_state.readers[i] = []
+                    w = writers[i]
+                    if w:
+                        deps.update(w)
+                    writers[i] = base[i] = (tid,)
+                    readers[i] = []
         deps.discard(tid)
-        self._transfers.append(Transfer(tid, int(src), int(dst), pieces, bool(reduce), tuple(sorted(deps)), int(step)))
+        transfers.append(_new_transfer(tid, int(src), int(dst), pieces, bool(reduce),
+                                       tuple(sorted(deps)) if len(deps) > 1 else tuple(deps), int(step)))
         return tid
 
     def copy(self, src: int, dst: int, buf: str, off: int, count: int, step: int = 0) -> int:

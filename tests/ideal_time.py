@@ -55,11 +55,11 @@ def ideal_time(schedule: Schedule, alpha: float, beta: float, gamma: float = 0.0
                 blocked.append(i)
         for i in blocked:
             heapq.heappush(ready, i)
-        now, kind, i = heapq.heappop(events)
-        batch = [(kind, i)]
+        now = events[0][0]
+        # every event of this instant, including the ends that its arrivals add, before any transfer starts:
+        # a transfer made ready at `now` competes for ports with those already waiting, in id order
         while events and events[0][0] <= now:
-            batch.append(heapq.heappop(events)[1:])
-        for kind, i in batch:
+            _, kind, i = heapq.heappop(events)
             if kind == 0:
                 finish(i, now)
             else:
@@ -69,5 +69,4 @@ def ideal_time(schedule: Schedule, alpha: float, beta: float, gamma: float = 0.0
                     waiting[c] -= 1
                     if not waiting[c]:
                         heapq.heappush(ready, c)
-        # reductions finishing at `now` were pushed as events with time >= now; loop picks them up
     return end

@@ -1,0 +1,93 @@
+"""`collsim sweep`: simulated nccl-tests-like tables over a range of sizes, one per algorithm."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+
+from simulator.algorithms import build_schedule, get, names_for
+from simulator.algorithms.registry import check_ranks
+from simulator.collective import REDUCING, ROOTED, Collective, normalize_op
+from simulator.engine import simulate
+from simulator.profile import atomic_write
+from simulator.units import parse_size_range
+
+from ..args import add_algo_params, add_collective, add_op, algo_params
+from ..engine_args import add_engine_args, engine_options, resolve_topology
+from ..output import emit_json, progress, table
+
+COLUMNS = ["size", "count", "type", "redop", "root", "time(us)", "algbw", "busbw"]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep", help="simulate algorithms over a range of sizes (nccl-tests-like tables)",
+        description="Simulate each algorithm at each size on a topology and print one nccl-tests-like table per "
+                    "algorithm: size (B), count (elements), type, redop, root, time (us), algbw and busbw (GB/s).",
+        epilog="example: collsim sweep --op allreduce --algo ring --sizes 1KiB:1GiB --topology dgx-h100:nodes=2")
+    add_op(p)
+    p.add_argument("--algo", help="comma-separated algorithm names (default: every algorithm for the op that can run)")
+    p.add_argument("--ranks", type=int, help="number of ranks p (default: every device of the topology)")
+    p.add_argument("--sizes", default="1KiB:64MiB", help="START:END[:FACTOR] (powers of 2 by default) or A,B,C (default 1KiB:64MiB)")
+    add_collective(p)
+    add_algo_params(p)
+    add_engine_args(p)
+    p.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    op = normalize_op(args.op)
+    sizes = parse_size_range(args.size or args.sizes, "sizes")
+    topology, gamma = resolve_topology(args, args.ranks)
+    ranks = args.ranks or topology.num_devices
+    topology.check_ranks(ranks)
+    for size in sizes:
+        Collective(op, ranks, size, args.dtype, args.root)
+    names = [n.strip() for n in args.algo.split(",") if n.strip()] if args.algo else names_for(op)
+    skipped = {}
+    specs = []
+    for name in names:
+        spec = get(op, name)
+        if not args.algo and spec.refusal(ranks):
+            skipped[name] = spec.refusal(ranks)
+            continue
+        check_ranks(spec, ranks)
+        specs.append(spec)
+    options = engine_options(args, topology, ranks, gamma)
+    rows = []
+    jobs = [(spec, size) for spec in specs for size in sizes]
+    for spec, size in progress(jobs, total=len(jobs), desc="sweep"):
+        coll = Collective(op, ranks, size, args.dtype, args.root)
+        accepted = tuple(p.name for p in spec.params)
+        schedule = build_schedule(coll, spec.name, **algo_params(args, accepted))
+        trace = simulate(schedule, topology, options)
+        rows.append({"algorithm": spec.name, "size": size, "count": coll.count, "type": coll.dtype,
+                     "redop": coll.redop if op in REDUCING else "none", "root": coll.root if op in ROOTED else -1,
+                     "time_us": trace.time * 1e6, "algbw_GBps": trace.algbw / 1e9, "busbw_GBps": trace.busbw / 1e9})
+    if args.csv:
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["algorithm"])
+        writer.writeheader()
+        writer.writerows(rows)
+        atomic_write(args.csv, buf.getvalue())
+    if args.json:
+        emit_json({"op": op, "ranks": ranks, "topology": topology.name, "gamma_s_per_byte": gamma,
+                   "ports": options.ports, "contention": options.contention, "rows": rows, "skipped": skipped})
+        return 0
+    print(f"# collsim sweep: {op}, {ranks} ranks on {topology.name} (simulated; times in us, bandwidths in GB/s)")
+    for spec in specs:
+        mine = [r for r in rows if r["algorithm"] == spec.name]
+        print(f"#\n# algorithm: {spec.name}")
+        print(table(COLUMNS, [[r["size"], r["count"], r["type"], r["redop"], r["root"], r["time_us"], r["algbw_GBps"],
+                               r["busbw_GBps"]] for r in mine]))
+        busbw = [r["busbw_GBps"] for r in mine]
+        if busbw:
+            print(f"# Avg bus bandwidth    : {sum(busbw) / len(busbw):.3f}")
+    for name, reason in skipped.items():
+        print(f"# {name}: not for {ranks} ranks ({reason})")
+    if args.csv:
+        print(f"# wrote {args.csv}")
+    return 0

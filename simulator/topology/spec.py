@@ -1,0 +1,123 @@
+"""SPEC strings: a preset name, a topology file, or a builder such as ring:8, switch:16, torus:4x4, cluster:nodes=4,gpus=8."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import CollsimError
+from ..units import parse_bandwidth, parse_time
+from . import builders
+from .fileformat import load_topology
+from .model import Topology
+from .presets import PRESETS, build_preset
+
+# name -> (syntax, what it builds)
+BUILDERS = {
+    "ideal": ("ideal:P", "a dedicated link between every ordered pair (the textbook alpha-beta machine)"),
+    "switch": ("switch:P", "P devices on one non-blocking switch (a message crosses 2 links)"),
+    "ring": ("ring:P[,uni]", "P devices in a ring, bidirectional unless ',uni'"),
+    "torus": ("torus:AxB[xC]", "2-D or 3-D torus, dimension-order routing"),
+    "fat_tree": ("fat_tree:hosts=H,leaf=L,oversub=R", "leaf-spine, L hosts per leaf, R:1 oversubscribed uplinks"),
+    "cluster": ("cluster:nodes=N,gpus=G[,intra=switch|mesh][,nic=gpu|node][,oversub=R][,leaf=NODES]",
+                "N nodes x G GPUs, NVSwitch-like switch or mesh inside, leaf-spine network between"),
+}
+COMMON_OPTIONS = "every builder also takes lat=LATENCY and bw=BANDWIDTH (per link, per direction) and ecmp=1"
+
+
+def _options(args: str, spec: str, positional: str | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for i, part in enumerate(p.strip() for p in args.split(",") if p.strip()):
+        if "=" in part:
+            key, value = part.split("=", 1)
+            out[key.strip().lower()] = value.strip()
+        elif part == "uni":
+            out["uni"] = "1"
+        elif i == 0 and positional:
+            out[positional] = part
+        else:
+            raise CollsimError(f"topology: cannot read {part!r} in {spec!r}; expected KEY=VALUE")
+    return out
+
+
+def _int(opts: dict, key: str, spec: str, default: int | None = None) -> int:
+    if key not in opts:
+        if default is None:
+            raise CollsimError(f"topology: {spec!r} needs {key}=N")
+        return default
+    try:
+        return int(opts.pop(key))
+    except ValueError:
+        raise CollsimError(f"topology: {key} in {spec!r} is not an integer") from None
+
+
+def _float(opts: dict, key: str, spec: str, default: float) -> float:
+    if key not in opts:
+        return default
+    try:
+        return float(opts.pop(key))
+    except ValueError:
+        raise CollsimError(f"topology: {key} in {spec!r} is not a number") from None
+
+
+def parse_topology(spec: str) -> Topology:
+    """The topology a SPEC names: a preset (optionally :nodes=N,net=ib400|roce200), a .yaml/.json file, or a builder."""
+    spec = str(spec).strip()
+    name, _, args = spec.partition(":")
+    name = name.strip().lower().replace("-", "_") if name.strip().lower().replace("-", "_") in BUILDERS else name.strip()
+    if name in PRESETS:
+        opts = _options(args, spec, "nodes")
+        topo = build_preset(name, _int(opts, "nodes", spec, 1), opts.pop("net", "ib400"))
+        return _finish(topo, opts, spec)
+    if name in BUILDERS:
+        return _build(name, args, spec)
+    path = Path(spec)
+    if path.suffix.lower() in (".yaml", ".yml", ".json") or path.exists():
+        return load_topology(path)
+    raise CollsimError(f"topology: unknown topology {spec!r}; expected a preset ({', '.join(PRESETS)}), "
+                       f"a builder ({', '.join(b[0] for b in BUILDERS.values())}) or a .yaml/.json file")
+
+
+def _build(name: str, args: str, spec: str) -> Topology:
+    positional = {"ideal": "n", "switch": "n", "ring": "n", "torus": "dims", "fat_tree": "hosts", "cluster": "nodes"}[name]
+    opts = _options(args, spec, positional)
+    link = {}
+    if "lat" in opts:
+        link["latency"] = parse_time(opts.pop("lat"), "lat")
+    if "bw" in opts:
+        link["bandwidth"] = parse_bandwidth(opts.pop("bw"), "bw")
+    if name in ("ideal", "switch"):
+        topo = getattr(builders, name)(_int(opts, "n", spec), **link)
+    elif name == "ring":
+        topo = builders.ring(_int(opts, "n", spec), bidirectional=opts.pop("uni", "0") in ("0", "false", "no"), **link)
+    elif name == "torus":
+        text = opts.pop("dims", "")
+        try:
+            dims = [int(d) for d in text.lower().split("x")]
+        except ValueError:
+            raise CollsimError(f"topology: torus dimensions {text!r} in {spec!r}; expected AxB or AxBxC such as 4x4") from None
+        topo = builders.torus(dims, **link)
+    elif name == "fat_tree":
+        topo = builders.fat_tree(_int(opts, "hosts", spec), _int(opts, "leaf", spec, 4), _float(opts, "oversub", spec, 1.0),
+                                 **link)
+    else:
+        kw = {}
+        if "latency" in link:
+            kw["intra_latency"] = kw["net_latency"] = link["latency"]
+        if "bandwidth" in link:
+            kw["intra_bandwidth"] = kw["net_bandwidth"] = link["bandwidth"]
+        if "intra_bw" in opts:
+            kw["intra_bandwidth"] = parse_bandwidth(opts.pop("intra_bw"), "intra_bw")
+        if "net_bw" in opts:
+            kw["net_bandwidth"] = parse_bandwidth(opts.pop("net_bw"), "net_bw")
+        leaf = _int(opts, "leaf", spec, 0) or None
+        topo = builders.cluster(_int(opts, "nodes", spec), _int(opts, "gpus", spec, 8), opts.pop("intra", "switch"),
+                                opts.pop("nic", "gpu"), nodes_per_leaf=leaf, oversub=_float(opts, "oversub", spec, 1.0), **kw)
+    return _finish(topo, opts, spec)
+
+
+def _finish(topo: Topology, opts: dict, spec: str) -> Topology:
+    if opts.pop("ecmp", "0") not in ("0", "false", "no"):
+        topo = topo.with_ecmp(True)
+    if opts:
+        raise CollsimError(f"topology: unknown option {next(iter(opts))!r} in {spec!r}; {COMMON_OPTIONS}")
+    return topo
