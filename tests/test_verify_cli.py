@@ -127,3 +127,16 @@ def test_verify_calibrate_compare_end_to_end(capsys, tmp_path):
                            "--iters", "3")
     assert code == 0
     assert "size(B)" in out and "busbw" in out and "# Avg bus bandwidth" in out and "1 of 1 cases correct" in out
+
+
+def test_engine_prediction_is_used_when_installed():
+    """With simulator.engine present, compare predicts with it too; on a switch, ring equals Patarasuk & Yuan by hand."""
+    pytest.importorskip("simulator.engine")
+    from simulator.profile import LinkProfile
+    from verify.compare import predictions
+
+    sizes = [2**16, 2**20, 2**24]
+    got = predictions("allreduce", "ring", 4, sizes, LinkProfile(1e-4, 2e9), {"chunks": 1})
+    assert set(got) == {"closed_form", "engine"}
+    for n, t in zip(sizes, got["engine"]):
+        assert t == pytest.approx(_closed_ring_allreduce(4, n, 1e-4, 1 / 2e9), rel=1e-9)
