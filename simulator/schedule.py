@@ -78,7 +78,7 @@ def _fast_constructor(cls):
 
 
 _new_piece = _fast_constructor(Piece)
-_new_transfer = _fast_constructor(Transfer)
+new_transfer = _fast_constructor(Transfer)  # Transfer(...) without dataclass overhead
 
 
 @dataclass
@@ -295,7 +295,7 @@ class ScheduleBuilder:
                     writers[i] = base[i] = (tid,)
                     readers[i] = []
         deps.discard(tid)
-        transfers.append(_new_transfer(tid, int(src), int(dst), pieces, bool(reduce),
+        transfers.append(new_transfer(tid, int(src), int(dst), pieces, bool(reduce),
                                        tuple(sorted(deps)) if len(deps) > 1 else tuple(deps), int(step)))
         return tid
 
