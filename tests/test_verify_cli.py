@@ -140,3 +140,15 @@ def test_engine_prediction_is_used_when_installed():
     assert set(got) == {"closed_form", "engine"}
     for n, t in zip(sizes, got["engine"]):
         assert t == pytest.approx(_closed_ring_allreduce(4, n, 1e-4, 1 / 2e9), rel=1e-9)
+
+
+def test_the_same_command_runs_under_torchrun():
+    """torchrun (env:// rendezvous, --standalone picks a free port) starts the ranks; rank 0 prints the JSON."""
+    pytest.importorskip("torch")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "app.cli", "verify",
+           "--op", "allreduce", "--algo", "ring", "--sizes", "4KiB", "--iters", "3", "--json"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads(done.stdout)
+    assert data["launcher"] == "torchrun" and data["ranks"] == 2 and data["passed"]
+    assert data["records"][0]["correct"] is True and data["records"][0]["time_s"] > 0
