@@ -15,7 +15,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -47,7 +47,6 @@ class World:
     timeout: float
     board: Board
     local_rank: int = 0
-    extras: dict = field(default_factory=dict)
 
     @property
     def device(self):

@@ -7,7 +7,7 @@ Every rank returns the same, already combined, list of records (rank 0's is the 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -46,7 +46,6 @@ class VerifyRequest:
     slice_bytes: int = DEFAULT_SLICE
     skip_send_rank: int | None = None
     sabotage: str | None = None
-    extras: dict = field(default_factory=dict)
 
 
 def sabotage(schedule: Schedule, how: str) -> Schedule:
