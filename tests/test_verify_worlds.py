@@ -139,3 +139,14 @@ def test_calibration_recovers_a_known_alpha_and_beta(pattern):
     assert cal.fit.r2 > 0.99
     profile = cal.profile()
     assert profile.model.alpha == cal.fit.alpha_s and profile.bandwidth_Bps == pytest.approx(1 / cal.fit.beta_s_per_byte)
+
+
+def test_executor_calibration_times_one_shift_step():
+    from verify.calibrate import CalibrateRequest, combine, pingpong_job, shift_schedule
+
+    sched = shift_schedule(3, 8).validate()
+    assert [(t.src, t.dst, t.count) for t in sched.transfers] == [(0, 1, 8), (1, 2, 8), (2, 0, 8)]
+    req = CalibrateRequest(sizes=(1024, 65536), iters=3, warmup=1, gamma=False, pattern="executor")
+    cal = combine(run_local(pingpong_job, 2, "gloo", 30.0, (req,)), "gloo")
+    assert cal.pattern == "executor" and cal.fit.sizes == (1024, 65536) and min(cal.fit.times_s) > 0
+    assert "executor shift step" in cal.profile().source

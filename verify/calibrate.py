@@ -25,10 +25,12 @@ GAMMA_SIZES = tuple(2**k for k in range(20, 25))  # 1 .. 16 MiB of float32 reduc
 class CalibrateRequest:
     """Sizes, iterations and the pattern; `synthetic` adds a known delay (alpha_s, beta) to every message.
 
-    Patterns: 'pingpong' (pairs (0,1), (2,3), ... bounce a message; one-way = round trip / 2) and
+    Patterns: 'pingpong' (pairs (0,1), (2,3), ... bounce a message; one-way = round trip / 2),
     'ring' (every rank sends to the next and receives from the previous at once, as one step of a
-    ring collective does; one-way = the step's time). Ping-pong is the textbook measurement; the
-    ring exchange measures a message under the same concurrency as the schedules that are timed.
+    ring collective does; one-way = the step's time) and 'executor' (the same one-step shift,
+    but as a one-transfer-per-rank Schedule run by the schedule executor, so its per-message
+    overhead is part of alpha). Ping-pong is the textbook measurement; the other two measure a
+    message under the same concurrency (and, for 'executor', the same code) as the timed schedules.
     """
 
     sizes: tuple[int, ...] = DEFAULT_SIZES
@@ -47,6 +49,8 @@ def pingpong_job(world: World, req: CalibrateRequest) -> dict:
     import torch.distributed as dist
 
     rank, p = world.rank, world.ranks
+    if req.pattern == "executor":
+        return _executor_job(world, req)
     if req.pattern == "ring":
         pairs = [(r, (r + 1) % p) for r in range(p)]
         mine = ("ring", (rank + 1) % p, (rank - 1) % p)
@@ -68,6 +72,50 @@ def pingpong_job(world: World, req: CalibrateRequest) -> dict:
             one_way[size] = float(np.median(samples))
     result = {"rank": rank, "pair": (rank, (rank + 1) % p) if req.pattern == "ring" else mine, "one_way_s": one_way,
               "pattern": req.pattern}
+    if req.gamma:
+        result["gamma_points"] = _reduction_times(world.device)
+    return result
+
+
+def shift_schedule(ranks: int, nbytes: int):
+    """One ring step as a Schedule: every rank sends `nbytes` of its input to the next rank's output."""
+    from simulator.collective import Collective
+    from simulator.schedule import Piece, Schedule, Transfer
+
+    coll = Collective("allgather", ranks, nbytes * ranks, "uint8")
+    offs = coll.block_offsets
+    ts = [Transfer(r, r, (r + 1) % ranks, (Piece("in", 0, "out", int(offs[r]), nbytes),), False, (), 0) for r in range(ranks)]
+    return Schedule(coll, "shift", ts)
+
+
+def _executor_job(world: World, req: CalibrateRequest) -> dict:
+    """Per size: the median time of the executor running one shift step (every rank sends and receives once)."""
+    import torch
+    import torch.distributed as dist
+
+    from .data import fresh_buffers
+    from .executor import RankPlan, execute
+
+    rank, p = world.rank, world.ranks
+    one_way: dict[int, float] = {}
+    for size in req.sizes:
+        world.board.beat(rank)
+        schedule = shift_schedule(p, size)
+        plan = RankPlan.build(schedule, rank)
+        bufs = fresh_buffers(schedule.collective, 0, rank, torch.zeros(size, dtype=torch.uint8), world.device)
+
+        def step(plan=plan, bufs=bufs) -> float:
+            dist.barrier()
+            t0 = time.perf_counter()
+            execute(plan, bufs, board=world.board, timeout=world.timeout)
+            return time.perf_counter() - t0
+
+        warm = [step() for _ in range(max(req.warmup, 1))]
+        est = torch.tensor([warm[-1]], dtype=torch.float64)
+        dist.all_reduce(est, dist.ReduceOp.MAX)
+        iters = int(max(3, min(req.iters, req.time_budget_s / max(float(est[0]), 1e-6))))
+        one_way[size] = float(np.median([step() for _ in range(iters)]))
+    result = {"rank": rank, "pair": (rank, (rank + 1) % p), "one_way_s": one_way, "pattern": req.pattern}
     if req.gamma:
         result["gamma_points"] = _reduction_times(world.device)
     return result
@@ -151,7 +199,7 @@ class Calibration:
                         "sizes": list(self.fit.sizes), "one_way_s": list(self.fit.times_s)},
                 "gamma_points": [list(p) for p in self.gamma_points],
                 "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        how = "ring exchange" if self.pattern == "ring" else "ping-pong"
+        how = {"ring": "ring exchange", "executor": "executor shift step"}.get(self.pattern, "ping-pong")
         return LinkProfile(self.fit.alpha_s, self.fit.bandwidth_Bps, self.gamma_s_per_byte,
                            f"collsim calibrate: {how} on {self.backend}, {self.ranks} ranks", (), meta)
 

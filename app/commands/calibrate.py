@@ -20,9 +20,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog="example: collsim calibrate --ranks 2 --sizes 1B:64MiB:4 --out gloo.yaml")
     p.add_argument("--backend", default="gloo", help="gloo (CPU) or nccl (one GPU per rank) (default gloo)")
     p.add_argument("--ranks", type=int, default=2, help="processes; pairs (0,1), (2,3), ... ping-pong at the same time (default 2)")
-    p.add_argument("--pattern", default="pingpong", choices=("pingpong", "ring"),
+    p.add_argument("--pattern", default="pingpong", choices=("pingpong", "ring", "executor"),
                    help="pingpong: pairs bounce a message (one-way = round trip / 2); ring: every rank sends to the next "
-                        "and receives from the previous at once, like a ring step (default pingpong)")
+                        "and receives from the previous at once, like a ring step; executor: that step run by the schedule "
+                        "executor, so its per-message overhead is in alpha (default pingpong)")
     p.add_argument("--pair-only", action="store_true", help="only ranks 0 and 1 ping-pong; the others stay idle")
     p.add_argument("--sizes", default="1B:64MiB:4", help="message sizes: START:END[:FACTOR] or a list (default 1B:64MiB:4)")
     p.add_argument("--iters", type=int, default=20, help="round trips per size, fewer for large sizes (default 20)")
@@ -55,7 +56,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json({"profile": profile.to_dict(), "fit": fit.to_dict(), "written": args.out})
         return 0
-    if args.pattern == "ring":
+    if args.pattern == "executor":
+        print(f"# executor shift step on {args.backend}, {args.ranks} ranks: one transfer per rank to the next, run by the "
+              f"schedule executor; time per message = median step time")
+    elif args.pattern == "ring":
         print(f"# ring exchange on {args.backend}, {args.ranks} ranks: each rank sends to the next and receives from the "
               f"previous at once; time per message = median step time")
     else:
