@@ -123,6 +123,11 @@ def test_verify_calibrate_compare_end_to_end(capsys, tmp_path):
                            "--measured", str(tmp_path / "run.json"))
     assert code == 0 and "closed_form: median absolute error" in out
 
+    # the event simulator loads the calibrated profile too
+    code, out, _ = run_cli(capsys, "simulate", "--op", "allreduce", "--algo", "ring", "--ranks", "2", "--size", "1MiB",
+                           "--profile", str(profile_path), "--json")
+    assert code == 0 and json.loads(out)
+
     code, out, _ = run_cli(capsys, "verify", "--ranks", "2", "--op", "allgather", "--algo", "ring", "--sizes", "4KiB", "--native",
                            "--iters", "3")
     assert code == 0
