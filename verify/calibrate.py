@@ -63,7 +63,7 @@ def pingpong_job(world: World, req: CalibrateRequest) -> dict:
         buf = torch.zeros(size, dtype=torch.uint8, device=world.device)
         rbuf = torch.zeros_like(buf)
         warm = [_round_trip(buf, rank, mine, req.synthetic, rbuf) for _ in range(max(req.warmup, 1))]
-        est = torch.tensor([warm[-1]], dtype=torch.float64)
+        est = torch.tensor([warm[-1]], dtype=torch.float64, device=world.device)  # NCCL reduces device tensors only
         dist.all_reduce(est, dist.ReduceOp.MAX)  # every rank runs the same number of rounds
         iters = int(max(3, min(req.iters, req.time_budget_s / max(float(est[0]), 1e-6))))
         per_message = 1.0 if req.pattern == "ring" else 0.5  # a ring step is one message each way; a round trip two
@@ -111,7 +111,7 @@ def _executor_job(world: World, req: CalibrateRequest) -> dict:
             return time.perf_counter() - t0
 
         warm = [step() for _ in range(max(req.warmup, 1))]
-        est = torch.tensor([warm[-1]], dtype=torch.float64)
+        est = torch.tensor([warm[-1]], dtype=torch.float64, device=world.device)  # NCCL reduces device tensors only
         dist.all_reduce(est, dist.ReduceOp.MAX)
         iters = int(max(3, min(req.iters, req.time_budget_s / max(float(est[0]), 1e-6))))
         one_way[size] = float(np.median([step() for _ in range(iters)]))

@@ -140,10 +140,11 @@ def _one_case(world: World, req: VerifyRequest, coll: Collective, algo: str, par
         checked.append("native")
         first = first or nfirst
     worst = [wrong, native_wrong or 0, vs_native or 0]
-    stats = torch.tensor(worst + [first_run], dtype=torch.float64)
+    stats = torch.tensor(worst + [first_run], dtype=torch.float64, device=device)  # NCCL reduces device tensors only
     world.collective(lambda: dist.all_reduce(stats, dist.ReduceOp.SUM))
     gathered = [None] * coll.ranks
     world.collective(lambda: dist.all_gather_object(gathered, (first, max_err)))
+    stats = stats.cpu()
     wrong, native_wrong_all, vs_native_all = (int(x) for x in stats[:3].tolist())
     record = {
         "op": coll.op, "algorithm": algo, "params": dict(schedule.params), "ranks": coll.ranks, "bytes": coll.nbytes,
@@ -159,7 +160,7 @@ def _one_case(world: World, req: VerifyRequest, coll: Collective, algo: str, par
         record.update({"native_correct": native_wrong_all == 0 if "numpy" in checked else None,
                        "native_wrong": native_wrong_all, "wrong_vs_native": vs_native_all})
     if req.timing:
-        iters = _iterations(req, float(stats[3]) / coll.ranks, torch, dist)
+        iters = _iterations(req, float(stats[3]) / coll.ranks, torch, dist, device)
         reset = lambda: reset_output(coll, rank, bufs)
         timing = time_collectively(lambda: execute(plan, bufs, board=world.board, timeout=world.timeout, slice_bytes=req.slice_bytes),
                                    reset,
@@ -171,9 +172,9 @@ def _one_case(world: World, req: VerifyRequest, coll: Collective, algo: str, par
     return record
 
 
-def _iterations(req: VerifyRequest, first_run_s: float, torch, dist) -> int:
+def _iterations(req: VerifyRequest, first_run_s: float, torch, dist, device) -> int:
     """Iterations that fit the time budget (same number on every rank)."""
-    est = torch.tensor([first_run_s], dtype=torch.float64)
+    est = torch.tensor([first_run_s], dtype=torch.float64, device=device)
     dist.all_reduce(est, dist.ReduceOp.MAX)
     per = max(float(est[0]), 1e-6) * 2.2  # executor and native, plus barriers
     return int(max(3, min(req.iters, req.time_budget_s / per)))
@@ -188,14 +189,15 @@ def _bandwidths(coll: Collective, timing, prefix: str) -> dict:
 def _compare_native(world: World, coll: Collective, out, theirs, mine, torch, dist) -> tuple[int, str]:
     """Elements where the executor and the native collective differ by more than twice the float bound (0 for exact types)."""
     factor = float_bound_factor(coll)
-    peak = torch.tensor([float(mine.abs().max()) if mine.numel() and mine.is_floating_point() else 0.0], dtype=torch.float64)
+    peak = torch.tensor([float(mine.abs().max()) if mine.numel() and mine.is_floating_point() else 0.0], dtype=torch.float64,
+                        device=world.device)
     world.collective(lambda: dist.all_reduce(peak, dist.ReduceOp.MAX))
     differ, first = 0, ""
     ours, ref = as_reference(out), as_reference(theirs)
     for off, count in result_regions(coll, world.rank):
         a, b = ours[off:off + count], ref[off:off + count]
         if a.dtype.kind == "f":
-            limit = 2 * factor * (coll.ranks * float(peak[0]) if coll.redop != "prod" else np.abs(b))
+            limit = 2 * factor * (coll.ranks * float(peak.cpu()[0]) if coll.redop != "prod" else np.abs(b))
             with np.errstate(invalid="ignore"):
                 bad = ~(np.abs(a - b) <= limit)
         else:
