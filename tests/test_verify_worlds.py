@@ -42,7 +42,9 @@ def worlds():
     for p in (2, 3, 4):
         exact = VerifyRequest(cases=CASES, sizes=EXACT_SIZES, dtypes=DTYPES, mode="exact", seed=p)
         random = VerifyRequest(cases=CASES, sizes=RANDOM_SIZES, dtypes=("float32", "float16", "bfloat16"), mode="random", seed=p)
-        sliced = VerifyRequest(cases=CASES, sizes=(776,), dtypes=("int32", "float32"), mode="exact", seed=p, slice_bytes=100)
+        # transfers cut into 25-element messages, posted per peer in the shared order (NCCL's mode, run here on gloo)
+        sliced = VerifyRequest(cases=CASES, sizes=(776,), dtypes=("int32", "float32"), mode="exact", seed=p, slice_bytes=100,
+                               ordered=True)
         records = run_local(_requests, p, "gloo", 60.0, (exact, random, sliced))[0]
         results[p] = _index(records)
     return results
@@ -60,7 +62,7 @@ def test_schedule_matches_numpy_and_native(worlds, spec, p):
         assert spec.refusal(p), "refused although the registry accepts this rank count"
         pytest.skip(f"{spec.op}/{spec.name} refuses p={p}: {records[0]['message']}")
     assert len(records) == len(EXACT_SIZES) * len(DTYPES) + len(RANDOM_SIZES) * 3 + 2
-    assert sum(r["slice_bytes"] == 100 for r in records) == 2  # transfers cut into 25-element messages
+    assert sum(r["slice_bytes"] == 100 and r["ordered"] for r in records) == 2
     for r in records:
         assert r["checked_against"] == ["numpy", "native"]
         assert r["correct"], r["first_error"]

@@ -91,12 +91,14 @@ def _reducer(redop: str):
 
 def execute(plan: RankPlan, bufs: dict, *, board: Board | None = None, timeout: float = 30.0,
             group=None, budget_bytes: int = DEFAULT_BUDGET, skip_send: int | None = None, trace: list | None = None,
-            slice_bytes: int = DEFAULT_SLICE) -> dict:
+            slice_bytes: int = DEFAULT_SLICE, ordered: bool | None = None) -> dict:
     """Run this rank's part of the schedule on `bufs` ('in', 'out', 'scratch' 1-D tensors); return counters.
 
     Transfers above `slice_bytes` travel as several messages (0 = never cut), so a reduction
     starts on the first slice while the others arrive. `skip_send` names a transfer this rank
-    silently does not send (fault injection for tests);
+    silently does not send (fault injection for tests); `ordered` posts every message to or
+    from one peer strictly in the shared order (default: only where matching ignores tags, i.e.
+    NCCL, whose per-pair stream would otherwise serialise a receive ahead of the send it waits on);
     `trace`, when given, collects (perf_counter seconds, event, transfer id) for a timeline.
     """
     import torch
@@ -124,6 +126,14 @@ def execute(plan: RankPlan, bufs: dict, *, board: Board | None = None, timeout: 
     ready_recvs: set[int] = set()  # receives whose local dependencies are done
     deferred: set[int] = set()  # in-place receives waiting for their local dependencies before being posted
     tag_matching = dist.get_backend(group) == "gloo"  # NCCL matches in posting order, so receives cannot be deferred
+    ordered = (not tag_matching) if ordered is None else ordered
+    peer_queues: dict[int, deque[int]] = {}  # ordered mode: every message with a peer, sends and receives, in the shared order
+    if ordered:
+        for tid in plan.mine:
+            t = ts[tid]
+            if t.src != t.dst:
+                peer_queues.setdefault(t.dst if t.src == me else t.src, deque()).append(tid)
+        recvs, send_queues = [], {}
     landed: dict[int, list[int]] = {}  # staged receive id -> slices arrived and not yet applied
     left: dict[int, int] = {}  # in-flight transfer id -> slices not yet done
     stages: dict[int, object] = {}  # staged receive id -> its staging tensor
@@ -160,7 +170,7 @@ def execute(plan: RankPlan, bufs: dict, *, board: Board | None = None, timeout: 
         """The destination view when a receive can land in place (a copy of one piece), else None."""
         t = ts[tid]
         pieces = [p for p in t.pieces if p.count]
-        if t.reduce or len(pieces) != 1 or not tag_matching:
+        if t.reduce or len(pieces) != 1 or not tag_matching or ordered:
             return None
         return view(bufs, pieces[0].dst_buf, pieces[0].dst_off, pieces[0].count)
 
@@ -264,6 +274,25 @@ def execute(plan: RankPlan, bufs: dict, *, board: Board | None = None, timeout: 
                 stages[tid] = plan.stage(tid, ts[tid].count, dtype, device)
                 post(tid, stages[tid], "recv")
                 staged += ts[tid].count * elem
+            for q in peer_queues.values():  # ordered mode: no limits, so nothing later can hold a budget an earlier one needs
+                while q:
+                    tid = q[0]
+                    if ts[tid].src == me:
+                        if tid not in ready_sends:
+                            break
+                        ready_sends.discard(tid)
+                        q.popleft()
+                        if tid == skip_send:
+                            finish(tid)
+                        else:
+                            post(tid, payload(tid), "send")
+                            counters["sent"] += 1
+                    else:
+                        q.popleft()
+                        stages[tid] = plan.stage(tid, ts[tid].count, dtype, device)
+                        post(tid, stages[tid], "recv")
+                        staged += ts[tid].count * elem
+                    progressed = True
             for q in send_queues.values():  # sends to one peer leave in the shared order
                 while q and q[0] in ready_sends:
                     tid = q.popleft()

@@ -44,6 +44,7 @@ class VerifyRequest:
     time_budget_s: float = 2.0
     check_limit: int = 16 * 2**20
     slice_bytes: int = DEFAULT_SLICE
+    ordered: bool | None = None  # None: the backend's default (per-peer posting order only on NCCL)
     skip_send_rank: int | None = None
     sabotage: str | None = None
 
@@ -115,7 +116,8 @@ def _one_case(world: World, req: VerifyRequest, coll: Collective, algo: str, par
         skip = next((tid for tid in plan.mine if schedule.transfers[tid].src == rank and schedule.transfers[tid].dst != rank), None)
     mine = rank_input(coll, rank, req.mode, req.seed)
     bufs = fresh_buffers(coll, schedule.scratch_count, rank, mine, device)
-    run = lambda: execute(plan, bufs, board=world.board, timeout=world.timeout, skip_send=skip, slice_bytes=req.slice_bytes)
+    run = lambda: execute(plan, bufs, board=world.board, timeout=world.timeout, skip_send=skip, slice_bytes=req.slice_bytes,
+                          ordered=req.ordered)
 
     t0 = time.perf_counter()
     counters = run()
@@ -154,7 +156,8 @@ def _one_case(world: World, req: VerifyRequest, coll: Collective, algo: str, par
         "correct": (wrong == 0 and (vs_native_all == 0 if req.native else True)) if checked else None,
         "wrong": wrong, "max_abs_err": max(m for _, m in gathered), "bound_factor": float_bound_factor(coll),
         "first_error": next((f for f, _ in gathered if f), ""),
-        "transfers": len(schedule.transfers), "slice_bytes": req.slice_bytes, "messages_rank0": counters["messages"],
+        "transfers": len(schedule.transfers), "slice_bytes": req.slice_bytes, "ordered": req.ordered,
+        "messages_rank0": counters["messages"],
     }
     if req.native:
         record.update({"native_correct": native_wrong_all == 0 if "numpy" in checked else None,
@@ -162,7 +165,8 @@ def _one_case(world: World, req: VerifyRequest, coll: Collective, algo: str, par
     if req.timing:
         iters = _iterations(req, float(stats[3]) / coll.ranks, torch, dist, device)
         reset = lambda: reset_output(coll, rank, bufs)
-        timing = time_collectively(lambda: execute(plan, bufs, board=world.board, timeout=world.timeout, slice_bytes=req.slice_bytes),
+        timing = time_collectively(lambda: execute(plan, bufs, board=world.board, timeout=world.timeout, slice_bytes=req.slice_bytes,
+                                                   ordered=req.ordered),
                                    reset,
                                    iters, req.warmup, device)
         record.update(_bandwidths(coll, timing, ""))
