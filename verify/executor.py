@@ -3,15 +3,16 @@
 Every rank walks the same topological order of the schedule. A rank posts a send as soon as
 the transfers it depends on *on this rank* are done, and sends to one peer in topological
 order; it posts receives in topological order into staging buffers (up to a byte budget) and
-copies or reduces a received message into place once its own dependencies are done. Local
-transfers (src == dst) are copies or reductions in memory. Why it cannot deadlock: the
-earliest transfer (in the shared order) that is not finished has all its dependencies done,
-so its sender has posted it (all earlier sends to that peer are finished) and its receiver has
-posted the receive (all earlier receives are finished, so the budget has room); a rank only
-ever blocks on its earliest pending message. Messages carry the transfer id as their tag and
-are also posted in the same order per pair, so both tag matching (gloo) and in-order matching
-(NCCL) pair them correctly. Because receives are posted ahead, the reduction of one chunk
-overlaps the arrival of the next.
+copies or reduces a received message into place once its own dependencies are done (on gloo,
+a plain copy is received in place instead, once its dependencies allow). Local transfers
+(src == dst) are copies or reductions in memory. Why it cannot deadlock: the earliest transfer
+(in the shared order) that is not finished has all its dependencies done, so its sender has
+posted it (all earlier sends to that peer are finished) and its receiver has posted the
+receive (all earlier receives are finished, so the budget has room); a rank only ever blocks
+on its earliest pending message. Messages carry the transfer id as their tag; on NCCL, which
+ignores tags and runs a pair's messages in posting order, the executor posts every message
+with one peer in the shared order ("ordered" mode). Because receives are posted ahead, the
+reduction of one chunk overlaps the arrival of the next. See docs/verify.md.
 """
 
 from __future__ import annotations
