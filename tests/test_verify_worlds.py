@@ -110,6 +110,13 @@ def test_a_skipped_send_ends_within_the_timeout_with_rank_step_and_peer():
             os.kill(pid, 0)
 
 
+def test_a_crashing_rank_is_named_rather_than_the_ranks_left_waiting_for_it():
+    req = VerifyRequest(cases=(("allreduce", "ring", {}),), sizes=(776,), fail_rank=2)
+    with pytest.raises(CollsimError, match=r"^rank 2: RuntimeError: injected failure on rank 2"):
+        run_local(verify_job, 3, "gloo", 10.0, (req,))
+    assert not multiprocessing.active_children()
+
+
 def test_a_rank_error_is_reported_once_and_cleans_up():
     req = VerifyRequest(cases=(("allreduce", "ring", {}),), sizes=(776,), sabotage="no-such-sabotage")
     with pytest.raises(CollsimError, match="sabotage: unknown 'no-such-sabotage'"):

@@ -110,7 +110,12 @@ def _child(job, rank: int, ranks: int, backend: str, init_method: str, timeout: 
         results.put(("error", rank, str(exc)))
     except BaseException as exc:  # report anything to the parent rather than dying silently
         tail = "".join(traceback.format_exception(exc)[-3:]).strip().replace("\n", " | ")
-        results.put(("error", rank, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} [{tail[-400:]}]"))
+        text = str(exc).lower()
+        # a timeout or a peer's closed connection is a consequence of a hang or a crash elsewhere
+        consequence = ("timed out", "timeout", "connection closed", "connection reset", "pair closure", "read error",
+                       "broken pipe", "socket closed")
+        kind = "hang" if any(k in text for k in consequence) else "error"
+        results.put((kind, rank, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} [{tail[-400:]}]"))
     finally:
         results.close()
         results.join_thread()
@@ -193,7 +198,11 @@ def _collect(procs, results, board: Board, timeout: float) -> list[Any]:
 
 
 def _diagnose(failures: dict[int, tuple[str, str]], board: Board) -> str:
-    """One line: the root cause of a hang when the board shows it, else the first rank's error."""
+    """One line: a rank's own error first (others time out because of it), else the root of the hang from the board."""
+    errors = {r: msg for r, (kind, msg) in failures.items() if kind == "error" and r >= 0}
+    if errors:
+        rank = min(errors)
+        return f"rank {rank}: {errors[rank]}"
     hangs = {r: msg for r, (kind, msg) in failures.items() if kind == "hang"}
     if hangs:
         cause = blame(board)

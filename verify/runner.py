@@ -45,7 +45,8 @@ class VerifyRequest:
     check_limit: int = 16 * 2**20
     slice_bytes: int = DEFAULT_SLICE
     ordered: bool | None = None  # None: the backend's default (per-peer posting order only on NCCL)
-    skip_send_rank: int | None = None
+    skip_send_rank: int | None = None  # fault injection: this rank skips its first network send
+    fail_rank: int | None = None  # fault injection: this rank raises before running the schedule
     sabotage: str | None = None
 
 
@@ -114,6 +115,8 @@ def _one_case(world: World, req: VerifyRequest, coll: Collective, algo: str, par
     skip = None
     if req.skip_send_rank == rank:
         skip = next((tid for tid in plan.mine if schedule.transfers[tid].src == rank and schedule.transfers[tid].dst != rank), None)
+    if req.fail_rank == rank:
+        raise RuntimeError(f"injected failure on rank {rank}")
     mine = rank_input(coll, rank, req.mode, req.seed)
     bufs = fresh_buffers(coll, schedule.scratch_count, rank, mine, device)
     run = lambda: execute(plan, bufs, board=world.board, timeout=world.timeout, skip_send=skip, slice_bytes=req.slice_bytes,
