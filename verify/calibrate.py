@@ -1,0 +1,215 @@
+"""Calibration: ping-pong between rank pairs for alpha and beta, timed local reductions for gamma.
+
+The result is a simulator LinkProfile (YAML or JSON) that `collsim cost`, `compare` and the
+simulator load.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from simulator.profile import LinkProfile
+
+from .fit import LineFit, fit_alpha_beta, fit_rate
+from .launch import World
+
+DEFAULT_SIZES = tuple(2**k for k in range(0, 27, 2))  # 1 B .. 64 MiB, every factor of 4
+GAMMA_SIZES = tuple(2**k for k in range(20, 25))  # 1 .. 16 MiB of float32 reduced in place
+
+
+@dataclass(frozen=True)
+class CalibrateRequest:
+    """Sizes, iterations and the pattern; `synthetic` adds a known delay (alpha_s, beta) to every message.
+
+    Patterns: 'pingpong' (pairs (0,1), (2,3), ... bounce a message; one-way = round trip / 2),
+    'ring' (every rank sends to the next and receives from the previous at once, as one step of a
+    ring collective does; one-way = the step's time) and 'executor' (the same one-step shift,
+    but as a one-transfer-per-rank Schedule run by the schedule executor, so its per-message
+    overhead is part of alpha). Ping-pong is the textbook measurement; the other two measure a
+    message under the same concurrency (and, for 'executor', the same code) as the timed schedules.
+    """
+
+    sizes: tuple[int, ...] = DEFAULT_SIZES
+    iters: int = 20
+    warmup: int = 3
+    concurrent: bool = True
+    pattern: str = "pingpong"
+    gamma: bool = True
+    synthetic: tuple[float, float] | None = None
+    time_budget_s: float = 1.0
+
+
+def pingpong_job(world: World, req: CalibrateRequest) -> dict:
+    """Every rank: one-way times per size (median of round trips / 2) for its pair, and its local reduction rate."""
+    import torch
+    import torch.distributed as dist
+
+    rank, p = world.rank, world.ranks
+    if req.pattern == "executor":
+        return _executor_job(world, req)
+    if req.pattern == "ring":
+        pairs = [(r, (r + 1) % p) for r in range(p)]
+        mine = ("ring", (rank + 1) % p, (rank - 1) % p)
+    else:
+        pairs = [(a, a + 1) for a in range(0, p - 1, 2)] if req.concurrent else [(0, 1)]
+        mine = next(((a, b) for a, b in pairs if rank in (a, b)), None)
+    one_way: dict[int, float] = {}
+    for size in req.sizes:
+        world.board.beat(rank)
+        buf = torch.zeros(size, dtype=torch.uint8, device=world.device)
+        rbuf = torch.zeros_like(buf)
+        warm = [_round_trip(buf, rank, mine, req.synthetic, rbuf) for _ in range(max(req.warmup, 1))]
+        est = torch.tensor([warm[-1]], dtype=torch.float64, device=world.device)  # NCCL reduces device tensors only
+        dist.all_reduce(est, dist.ReduceOp.MAX)  # every rank runs the same number of rounds
+        iters = int(max(3, min(req.iters, req.time_budget_s / max(float(est[0]), 1e-6))))
+        per_message = 1.0 if req.pattern == "ring" else 0.5  # a ring step is one message each way; a round trip two
+        samples = [_round_trip(buf, rank, mine, req.synthetic, rbuf) * per_message for _ in range(iters)]
+        if mine is not None:
+            one_way[size] = float(np.median(samples))
+    result = {"rank": rank, "pair": (rank, (rank + 1) % p) if req.pattern == "ring" else mine, "one_way_s": one_way,
+              "pattern": req.pattern}
+    if req.gamma:
+        result["gamma_points"] = _reduction_times(world.device)
+    return result
+
+
+def shift_schedule(ranks: int, nbytes: int):
+    """One ring step as a Schedule: every rank sends `nbytes` of its input to the next rank's output."""
+    from simulator.collective import Collective
+    from simulator.schedule import Piece, Schedule, Transfer
+
+    coll = Collective("allgather", ranks, nbytes * ranks, "uint8")
+    offs = coll.block_offsets
+    ts = [Transfer(r, r, (r + 1) % ranks, (Piece("in", 0, "out", int(offs[r]), nbytes),), False, (), 0) for r in range(ranks)]
+    return Schedule(coll, "shift", ts)
+
+
+def _executor_job(world: World, req: CalibrateRequest) -> dict:
+    """Per size: the median time of the executor running one shift step (every rank sends and receives once)."""
+    import torch
+    import torch.distributed as dist
+
+    from .data import fresh_buffers
+    from .executor import RankPlan, execute
+
+    rank, p = world.rank, world.ranks
+    one_way: dict[int, float] = {}
+    for size in req.sizes:
+        world.board.beat(rank)
+        schedule = shift_schedule(p, size)
+        plan = RankPlan.build(schedule, rank)
+        bufs = fresh_buffers(schedule.collective, 0, rank, torch.zeros(size, dtype=torch.uint8), world.device)
+
+        def step(plan=plan, bufs=bufs) -> float:
+            dist.barrier()
+            t0 = time.perf_counter()
+            execute(plan, bufs, board=world.board, timeout=world.timeout)
+            return time.perf_counter() - t0
+
+        warm = [step() for _ in range(max(req.warmup, 1))]
+        est = torch.tensor([warm[-1]], dtype=torch.float64, device=world.device)  # NCCL reduces device tensors only
+        dist.all_reduce(est, dist.ReduceOp.MAX)
+        iters = int(max(3, min(req.iters, req.time_budget_s / max(float(est[0]), 1e-6))))
+        one_way[size] = float(np.median([step() for _ in range(iters)]))
+    result = {"rank": rank, "pair": (rank, (rank + 1) % p), "one_way_s": one_way, "pattern": req.pattern}
+    if req.gamma:
+        result["gamma_points"] = _reduction_times(world.device)
+    return result
+
+
+def _round_trip(buf, rank: int, pair, synthetic, rbuf=None) -> float:
+    """One barrier-aligned round trip between the pair (0 on ranks outside it); seconds."""
+    import torch.distributed as dist
+
+    dist.barrier()
+    if pair is None:
+        return 0.0
+    if pair[0] == "ring":  # receive first: on gloo a message that arrives before its receive is posted is slower
+        _, nxt, prv = pair
+        t0 = time.perf_counter()
+        recv = dist.irecv(buf, prv)  # into `buf` while `rbuf` (same size) goes out
+        if synthetic is not None:
+            time.sleep(synthetic[0] + buf.numel() * synthetic[1])
+        send = dist.isend(rbuf, nxt)
+        recv.wait()
+        send.wait()
+        return time.perf_counter() - t0
+    a, b = pair
+    peer = b if rank == a else a
+    t0 = time.perf_counter()
+    if rank == a:
+        _send(buf, peer, synthetic)
+        dist.recv(buf, peer)
+    else:
+        dist.recv(buf, peer)
+        _send(buf, peer, synthetic)
+    return time.perf_counter() - t0
+
+
+def _send(buf, peer: int, synthetic: tuple[float, float] | None) -> None:
+    import torch.distributed as dist
+
+    if synthetic is not None:
+        time.sleep(synthetic[0] + buf.numel() * synthetic[1])
+    dist.send(buf, peer)
+
+
+def _reduction_times(device) -> list[tuple[int, float]]:
+    """(bytes reduced, seconds) for in-place float32 additions of several sizes (median of 5)."""
+    import torch
+
+    points = []
+    for nbytes in GAMMA_SIZES:
+        a = torch.ones(nbytes // 4, device=device)
+        b = torch.ones(nbytes // 4, device=device)
+        times = []
+        for _ in range(6):
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            t0 = time.perf_counter()
+            a.add_(b)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            times.append(time.perf_counter() - t0)
+        points.append((nbytes, float(np.median(times[1:]))))
+    return points
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The fitted link, gamma and the raw points."""
+
+    fit: LineFit
+    gamma_s_per_byte: float
+    backend: str
+    ranks: int
+    pairs: list
+    gamma_points: list
+    pattern: str = "pingpong"
+
+    def profile(self) -> LinkProfile:
+        """The simulator's link profile for this calibration."""
+        meta = {"backend": self.backend, "ranks": self.ranks, "pattern": self.pattern, "pairs": self.pairs, "host": platform.node(),
+                "fit": {"r2": self.fit.r2, "r2_log": self.fit.r2_log, "crossover_bytes": self.fit.crossover_bytes,
+                        "max_rel_residual": self.fit.max_rel_residual,
+                        "sizes": list(self.fit.sizes), "one_way_s": list(self.fit.times_s)},
+                "gamma_points": [list(p) for p in self.gamma_points],
+                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        how = {"ring": "ring exchange", "executor": "executor shift step"}.get(self.pattern, "ping-pong")
+        return LinkProfile(self.fit.alpha_s, self.fit.bandwidth_Bps, self.gamma_s_per_byte,
+                           f"collsim calibrate: {how} on {self.backend}, {self.ranks} ranks", (), meta)
+
+
+def combine(results: list[dict], backend: str) -> Calibration:
+    """Fit alpha and beta to the median over pairs of the one-way times, and gamma to the reduction times."""
+    sizes = sorted({s for r in results for s in r["one_way_s"]})
+    times = [float(np.median([r["one_way_s"][s] for r in results if s in r["one_way_s"]])) for s in sizes]
+    fit = fit_alpha_beta(sizes, times)
+    points = [pt for r in results for pt in r.get("gamma_points", [])]
+    gamma = fit_rate([p[0] for p in points], [p[1] for p in points]) if points else 0.0
+    pairs = sorted({tuple(r["pair"]) for r in results if r["pair"]})
+    return Calibration(fit, gamma, backend, len(results), [list(p) for p in pairs], points, results[0].get("pattern", "pingpong"))
