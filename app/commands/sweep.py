@@ -15,6 +15,7 @@ from simulator.units import parse_size_range
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
 from ..engine_args import add_engine_args, engine_options, resolve_topology
+from ..nccl_log import result_row, save_logs
 from ..output import emit_json, progress, table
 
 COLUMNS = ["size", "count", "type", "redop", "root", "time(us)", "algbw", "busbw"]
@@ -34,6 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_algo_params(p)
     add_engine_args(p)
     p.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
+    p.add_argument("--nccl-log", metavar="FILE", help="also write nccl-tests logs (FILE, or FILE-ALGO for each of several algorithms)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -73,6 +75,11 @@ def run(args: argparse.Namespace) -> int:
         writer.writeheader()
         writer.writerows(rows)
         atomic_write(args.csv, buf.getvalue())
+    logs = []
+    if args.nccl_log:
+        by_algo = {spec.name: [result_row(r["size"], r["count"], r["type"], r["redop"], r["root"], r["time_us"] * 1e-6, None)
+                               for r in rows if r["algorithm"] == spec.name] for spec in specs}
+        logs = save_logs(args.nccl_log, op, ranks, by_algo, f"collsim sweep on {topology.name} (simulated)")
     if args.json:
         emit_json({"op": op, "ranks": ranks, "topology": topology.name, "gamma_s_per_byte": gamma,
                    "ports": options.ports, "contention": options.contention, "rows": rows, "skipped": skipped})
@@ -90,4 +97,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"# {name}: not for {ranks} ranks ({reason})")
     if args.csv:
         print(f"# wrote {args.csv}")
+    for path in logs:
+        print(f"# wrote {path}")
     return 0

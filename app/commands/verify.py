@@ -58,6 +58,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--nccl-proto", help="force NCCL_PROTO (e.g. Simple, LL, LL128)")
     add_algo_params(p)
     p.add_argument("--csv", metavar="PATH", help="also write the rows as CSV")
+    p.add_argument("--nccl-log", metavar="PATH", help="also write the schedule's timings as nccl-tests logs "
+                                                     "(PATH, or PATH-ALGO per algorithm) that collsim fit reads")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -122,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
             "seed": args.seed, "nccl_algo": args.nccl_algo, "nccl_proto": args.nccl_proto}
     if args.csv:
         write_csv(args.csv, records)
+    if args.nccl_log:
+        write_nccl_logs(args.nccl_log, records, args.backend)
     if args.json:
         emit_json({**meta, "passed": not failed, "records": records})
     else:
@@ -142,6 +146,23 @@ def run_request(req, ranks: int, backend: str, timeout: float, torchrun: bool) -
 
 ROW_FIELDS = ("op", "algorithm", "ranks", "bytes", "count", "dtype", "redop", "root", "correct", "wrong", "wrong_vs_native",
               "time_s", "algbw_GBps", "busbw_GBps", "native_time_s", "native_algbw_GBps", "native_busbw_GBps", "native_wrong")
+
+
+def write_nccl_logs(path: str, records: list[dict], backend: str) -> None:
+    """The timed rows of each (op, algorithm) as nccl-tests logs (the schedule's out-of-place time)."""
+    from ..nccl_log import result_row, save_logs
+
+    timed = [r for r in records if r.get("status") == "ok" and "time_s" in r]
+    if not timed:
+        raise CollsimError("nccl-log: nothing was timed (was --no-time given?); no log written")
+    for op in dict.fromkeys(r["op"] for r in timed):
+        mine = [r for r in timed if r["op"] == op]
+        rows = {}
+        for r in mine:
+            rows.setdefault(r["algorithm"], []).append(
+                result_row(r["bytes"], r["count"], r["dtype"], r["redop"], r["root"], r["time_s"], r.get("wrong", 0)))
+        save_logs(path if len({x["op"] for x in timed}) == 1 else f"{path}.{op}", op, mine[0]["ranks"], rows,
+                  f"collsim verify on {backend}")
 
 
 def write_csv(path: str, records: list[dict]) -> None:
