@@ -11,10 +11,15 @@ from .commands import COMMANDS
 
 DESCRIPTION = """collsim: teach, predict and check collective communication between GPUs.
 
-Algorithms are written once as schedules (who sends which chunk to whom); collsim proves them
-right on numpy buffers, prices them with closed-form alpha-beta-gamma models, and compares them.
-Sizes follow nccl-tests: per-rank buffer for allreduce/broadcast/reduce, total buffer for
-allgather/reduce_scatter/alltoall/gather/scatter. Sizes read 4096, 64KiB, 1MB, 2GiB or 1e6."""
+Every algorithm is written once as a schedule (who sends which chunk to whom, after what).
+collsim proves schedules right on numpy buffers (check), draws them (draw, app), prices them
+with closed forms (cost) and a discrete-event simulator on real topologies (simulate, sweep),
+runs them on real torch.distributed backends (verify, calibrate, compare), and reads real
+nccl-tests logs, NCCL's tuning model and MSCCL algorithm files (fit, nccl-model, import-msccl).
+
+Sizes follow nccl-tests: the per-rank buffer for allreduce/broadcast/reduce, the total buffer
+for allgather/reduce_scatter/alltoall/gather/scatter. They read 4096, 64KiB, 1MB, 2GiB or 1e6.
+Run `collsim COMMAND --help` for each command; every command takes --json."""
 
 
 def build_parser() -> argparse.ArgumentParser:
