@@ -19,7 +19,7 @@ nccl-tests logs, NCCL's tuning model and MSCCL algorithm files (fit, nccl-model,
 
 Sizes follow nccl-tests: the per-rank buffer for allreduce/broadcast/reduce, the total buffer
 for allgather/reduce_scatter/alltoall/gather/scatter. They read 4096, 64KiB, 1MB, 2GiB or 1e6.
-Run `collsim COMMAND --help` for each command; every command takes --json."""
+Run `collsim COMMAND --help` for each command; every command that prints results takes --json."""
 
 
 def build_parser() -> argparse.ArgumentParser:

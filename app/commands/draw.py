@@ -11,6 +11,7 @@ from simulator.units import parse_size
 
 from ..args import add_algo_params, add_op, algo_params
 from ..diagram import render_svg
+from ..output import emit_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,6 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--root", type=int, default=0, help="root rank for rooted collectives (default 0)")
     add_algo_params(p)
     p.add_argument("-o", "--output", required=True, help="SVG file to write")
+    p.add_argument("--json", action="store_true", help="print what was drawn as JSON")
     p.set_defaults(func=run)
 
 
@@ -34,5 +36,9 @@ def run(args: argparse.Namespace) -> int:
     coll = Collective(args.op, args.ranks, parse_size(elements, "elements"), "int8", root=args.root)
     schedule = build_schedule(coll, args.algo, **algo_params(args))
     atomic_write(args.output, render_svg(schedule))
+    if args.json:
+        emit_json({"output": args.output, "op": coll.op, "algorithm": args.algo, "ranks": coll.ranks, "elements": coll.count,
+                   "steps": schedule.num_steps, "messages": len(schedule.network_transfers())})
+        return 0
     print(f"wrote {args.output}: {schedule.num_steps} steps, {len(schedule.network_transfers())} messages")
     return 0
