@@ -251,16 +251,8 @@ class ScheduleBuilder:
             if count <= 0:
                 continue
             st = state.get((src, p.src_buf)) or self._region(src, p.src_buf)
-            starts, writers, readers = st.starts, st.writers, st.readers
-            lo = p.src_off
-            hi = lo + count
-            i0 = bisect_left(starts, lo)
-            if i0 == len(starts) or starts[i0] != lo:
-                i0 = st._split(lo)
-            i1 = bisect_left(starts, hi, i0)
-            if i1 == len(starts) or starts[i1] != hi:
-                i1 = st._split(hi)
-            for i in range(i0, i1):
+            writers, readers = st.writers, st.readers
+            for i in st.span(p.src_off, p.src_off + count):
                 w = writers[i]
                 if w:
                     deps.update(w)
@@ -270,16 +262,8 @@ class ScheduleBuilder:
             if count <= 0:
                 continue
             st = state.get((dst, p.dst_buf)) or self._region(dst, p.dst_buf)
-            starts, writers, readers, base = st.starts, st.writers, st.readers, st.base
-            lo = p.dst_off
-            hi = lo + count
-            i0 = bisect_left(starts, lo)
-            if i0 == len(starts) or starts[i0] != lo:
-                i0 = st._split(lo)
-            i1 = bisect_left(starts, hi, i0)
-            if i1 == len(starts) or starts[i1] != hi:
-                i1 = st._split(hi)
-            for i in range(i0, i1):
+            writers, readers, base = st.writers, st.readers, st.base
+            for i in st.span(p.dst_off, p.dst_off + count):
                 rs = readers[i]
                 if rs:
                     deps.update(rs)
