@@ -358,22 +358,10 @@ def _allreduce_double_binary_tree(p, n, m, chunks=1):
 # (p-1)(alpha + n/p beta), REFERENCE's pairwise (p-1) alpha + (p-1)/p n beta.
 
 @closed_form("allgather", "direct")
-def _allgather_direct(p, n, m):
-    return (p - 1) * (m.alpha + n / p * m.beta)
-
-
 @closed_form("alltoall", "direct")
-def _alltoall_direct(p, n, m):
-    return (p - 1) * (m.alpha + n / p * m.beta)
-
-
 @closed_form("gather", "direct")
-def _gather_direct(p, n, m):
-    return (p - 1) * (m.alpha + n / p * m.beta)
-
-
 @closed_form("scatter", "direct")
-def _scatter_direct(p, n, m):
+def _direct_one_port(p, n, m):
     return (p - 1) * (m.alpha + n / p * m.beta)
 
 
