@@ -1,6 +1,6 @@
 """How long building each algorithm's schedule takes, and how many transfers it has.
 
-usage: python benchmarks/build_schedules.py [--ranks 32,128] [--big-ring 1024] [--json PATH]
+usage: python -m benchmarks.build_schedules [--ranks 32,128] [--big-ring 1024] [--json PATH]
 """
 
 from __future__ import annotations
@@ -11,14 +11,11 @@ import os
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from app.output import table  # noqa: E402
-from simulator.algorithms import all_specs, build_schedule  # noqa: E402
-from simulator.collective import Collective  # noqa: E402
-from simulator.units import parse_rank_range  # noqa: E402
+from app.output import table
+from simulator.algorithms import all_specs, build_schedule
+from simulator.collective import Collective
+from simulator.units import parse_rank_range
 
 
 def time_build(op: str, name: str, p: int, repeat: int) -> tuple[float, int]:

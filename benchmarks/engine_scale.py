@@ -5,9 +5,9 @@ engine time, simpy events, events per second. The raw simpy event rate (a proces
 timeouts, and bare timeouts with a callback) is measured in the same run on the same machine, so
 the ratio "engine events/s / raw simpy events/s" is meaningful even on a busy machine.
 
-    python benchmarks/engine_scale.py                  # the full table (several minutes on 2 cores)
-    python benchmarks/engine_scale.py --quick          # p = 64 and 256 only
-    python benchmarks/engine_scale.py --json out.json
+    python -m benchmarks.engine_scale                  # the full table (several minutes on 2 cores)
+    python -m benchmarks.engine_scale --quick          # p = 64 and 256 only
+    python -m benchmarks.engine_scale --json out.json
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 CASES = [
     ("allreduce", "ring", 64, "ideal:64"),
@@ -115,7 +114,8 @@ def main() -> int:
     rows = []
     for op, algo, ranks, spec in (QUICK if args.quick else CASES):
         try:
-            out = subprocess.run([sys.executable, __file__, "--case", f"{op}|{algo}|{ranks}|{spec}"], capture_output=True,
+            case = f"{op}|{algo}|{ranks}|{spec}"
+            out = subprocess.run([sys.executable, "-m", "benchmarks.engine_scale", "--case", case], capture_output=True,
                                  text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=args.timeout)
         except subprocess.TimeoutExpired:
             rows.append({"op": op, "algorithm": algo, "ranks": ranks, "topology": spec,

@@ -1,6 +1,6 @@
 """Accuracy on the shared nccl-tests logs: cross-validated alpha-beta fits, and NCCL's own model against the logs.
 
-    python benchmarks/fit_accuracy.py [--data ../shared/data/nccl-tests] [--json PATH]
+    python -m benchmarks.fit_accuracy [--data tests/data/nccl-tests] [--json PATH]
 
 Prints two tables (the ones in docs/fit.md): the median absolute percentage error of the
 cross-validated ring fit (one segment, and piecewise with 3) per log, and how far NCCL's tuning
@@ -14,15 +14,14 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from app.commands.nccl_model import compare
+from app.output import table
+from simulator.fit import fit_measurements
+from simulator.formats.nccl_tests import read_log
+from simulator.nccl_model import System
+from simulator.profile import atomic_write
 
-from app.commands.nccl_model import compare  # noqa: E402
-from app.output import table  # noqa: E402
-from simulator.fit import fit_measurements  # noqa: E402
-from simulator.formats.nccl_tests import read_log  # noqa: E402
-from simulator.nccl_model import System  # noqa: E402
-from simulator.profile import atomic_write  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 # The system behind each log, read off its first line (hardware named by the source). NICs: per node.
 SYSTEMS = {
@@ -45,7 +44,7 @@ def _pct(value: float | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "nccl-tests"))
+    parser.add_argument("--data", default=str(ROOT / "tests" / "data" / "nccl-tests"))
     parser.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
     args = parser.parse_args(argv)
     fits, models = [], []

@@ -1,6 +1,6 @@
 """What one GPU allows: CUDA tensors through the executor at world size 1, native NCCL collectives at world size 1, and gamma.
 
-    python benchmarks/gpu_check.py [--json PATH]
+    python -m benchmarks.gpu_check [--json PATH]
 
 With no CUDA device it says so, runs the same checks on CPU with gloo (so the script itself is
 exercised anywhere) and exits 0; with --require-gpu it exits 3 instead.
@@ -12,18 +12,15 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from app.output import table  # noqa: E402
-from simulator.algorithms import all_specs  # noqa: E402
-from simulator.profile import atomic_write  # noqa: E402
-from simulator.units import parse_size_range  # noqa: E402
-from verify.calibrate import GAMMA_SIZES, _reduction_times  # noqa: E402
-from verify.fit import fit_rate  # noqa: E402
-from verify.launch import run_local  # noqa: E402
-from verify.runner import VerifyRequest, verify_job  # noqa: E402
+from app.output import table
+from simulator.algorithms import all_specs
+from simulator.profile import atomic_write
+from simulator.units import parse_size_range
+from verify.calibrate import GAMMA_SIZES, _reduction_times
+from verify.fit import fit_rate
+from verify.launch import run_local
+from verify.runner import VerifyRequest, verify_job
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """Speed of the MSCCL importer and exporter: the shared XML files, and export -> import of ring at growing p.
 
-    python benchmarks/msccl.py [--repeat 3] [--json PATH]
+    python -m benchmarks.msccl [--repeat 3] [--json PATH]
 """
 
 from __future__ import annotations
@@ -11,13 +11,11 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from app.output import table  # noqa: E402
-from simulator.algorithms import build_schedule  # noqa: E402
-from simulator.collective import Collective  # noqa: E402
-from simulator.formats.msccl import check_msccl, export_msccl, import_msccl, read_msccl, roundtrip  # noqa: E402
-from simulator.profile import atomic_write  # noqa: E402
+from app.output import table
+from simulator.algorithms import build_schedule
+from simulator.collective import Collective
+from simulator.formats.msccl import check_msccl, export_msccl, import_msccl, read_msccl, roundtrip
+from simulator.profile import atomic_write
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "msccl"
 

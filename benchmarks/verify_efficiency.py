@@ -8,8 +8,8 @@ Prints one row per (P, op, size): executor and native busbw, their ratio, the cl
 prediction from each calibrated profile and its error; then the summary against the goals
 (executor >= 0.5x native busbw at >= 16 MiB; model within 25% median).
 
-    python benchmarks/verify_efficiency.py                 # p = 2 and 4, 64 KiB .. 64 MiB
-    python benchmarks/verify_efficiency.py --ranks 2 --sizes 64KiB:4MiB:4 --json out.json
+    python -m benchmarks.verify_efficiency                 # p = 2 and 4, 64 KiB .. 64 MiB
+    python -m benchmarks.verify_efficiency --ranks 2 --sizes 64KiB:4MiB:4 --json out.json
 """
 
 from __future__ import annotations
@@ -18,19 +18,16 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from app.output import table  # noqa: E402
-from simulator.profile import atomic_write  # noqa: E402
-from simulator.units import parse_rank_range, parse_size_range  # noqa: E402
-from verify.calibrate import CalibrateRequest, combine, pingpong_job  # noqa: E402
-from verify.compare import error_table, predictions  # noqa: E402
-from verify.launch import run_local  # noqa: E402
-from verify.runner import VerifyRequest, verify_job  # noqa: E402
+from app.output import table
+from simulator.profile import atomic_write
+from simulator.units import parse_rank_range, parse_size_range
+from verify.calibrate import CalibrateRequest, combine, pingpong_job
+from verify.compare import error_table, predictions
+from verify.launch import run_local
+from verify.runner import VerifyRequest, verify_job
 
 OPS = ("allreduce", "allgather", "reduce_scatter")
 

@@ -1,15 +1,13 @@
-"""Shared fixtures: where the shared data lives."""
+"""Shared fixtures: the real logs, MSCCL files and SimGrid table under tests/data."""
 
 from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+TEST_DATA = Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    path = SHARED / "data"
-    if not path.is_dir():
-        pytest.fail(f"../shared/data not found at {path}: the fixtures live beside the checkout")
-    return path
+    """The fixture folder (tests/data; sources and licences in its README)."""
+    return TEST_DATA

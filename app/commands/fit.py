@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "the per-size error and the median absolute percentage error for sizes >= 64 KiB and for\n"
                     "all sizes are printed. --piecewise fits separate size ranges (NCCL's LL -> LL128 ->\n"
                     "Simple protocol regimes). --out writes the fit as a link profile file (YAML/JSON).",
-        epilog="examples: collsim fit ../shared/data/nccl-tests/04_h100_p5_1node_8gpu_allreduce_awsbatch.txt\n"
+        epilog="examples: collsim fit tests/data/nccl-tests/04_h100_p5_1node_8gpu_allreduce_awsbatch.txt\n"
                "          collsim fit LOG --piecewise --out h100.yaml\n"
                "          collsim fit LOG --algo best --json")
     p.add_argument("log", metavar="LOG", help="an nccl-tests output file (prefixes, NCCL INFO noise and the old format are fine)")
