@@ -17,6 +17,7 @@ import numpy as np
 
 from .collective import normalize_op
 from .errors import CollsimError
+from .ops import lookup
 
 CostFn = Callable[..., np.ndarray]
 CLOSED_FORMS: dict[tuple[str, str], CostFn] = {}
@@ -96,15 +97,6 @@ def predict(op: str, name: str, p: int, sizes, model: LinkModel, **params) -> np
                                       dtype=np.float64), n.shape).copy()
 
 
-# Bytes that some rank must at least move, as a multiple of n (single port).
-_BANDWIDTH_BOUND = {
-    "allreduce": lambda p: 2 * (p - 1) / p,
-    "allgather": lambda p: (p - 1) / p, "reduce_scatter": lambda p: (p - 1) / p,
-    "scatter": lambda p: (p - 1) / p, "gather": lambda p: (p - 1) / p, "alltoall": lambda p: (p - 1) / p,
-    "broadcast": lambda p: 1.0, "reduce": lambda p: 1.0,
-}
-
-
 def lower_bound(op: str, p: int, sizes, model: LinkModel) -> np.ndarray:
     """ceil(lg p) alpha + W beta: no single-port algorithm can beat it (REFERENCE.md, Thakur et al. 2005).
 
@@ -115,7 +107,7 @@ def lower_bound(op: str, p: int, sizes, model: LinkModel) -> np.ndarray:
     n = np.asarray(sizes, dtype=np.float64)
     if p == 1:
         return np.zeros_like(n)
-    return lg(p) * model.alpha + _BANDWIDTH_BOUND[normalize_op(op)](p) * n * model.beta
+    return lg(p) * model.alpha + lookup(op).bandwidth_bound(p) * n * model.beta
 
 
 # ---- ring family (Patarasuk & Yuan 2009; Thakur et al. 2005) ---------------------------------
