@@ -243,4 +243,4 @@ def narrate(transfer: Transfer, payload: list[np.ndarray]) -> str:
     verb = "adds it in" if transfer.reduce else "stores it"
     if transfer.local:
         return f"rank {transfer.src} {'reduces' if transfer.reduce else 'copies'} {what} within itself"
-    return f"rank {transfer.src} sends {what} to rank {transfer.dst}, which {verb}"
+    return f"rank {transfer.src} sends {what}, to rank {transfer.dst}, which {verb}"
