@@ -16,6 +16,7 @@ import numpy as np
 from simulator import interpret
 from simulator.errors import CollsimError
 from simulator.interpret import Contributors, initial_state
+from simulator.ops import SPECS
 from simulator.schedule import Schedule
 
 MAX_RANKS = 16
@@ -36,9 +37,10 @@ def symbolic_states(schedule: Schedule) -> list[StepState]:
     p = coll.ranks
     if p > MAX_RANKS:
         raise CollsimError(f"ranks: {p} is too many to draw; pictures take at most {MAX_RANKS} ranks")
-    if coll.op == "alltoall":
-        raise CollsimError("op: alltoall pictures are not supported yet (each element has its own destination); "
-                           "draw allreduce, allgather, reduce_scatter, broadcast, reduce, gather or scatter")
+    if coll.spec.send == "pairs":
+        drawable = ", ".join(name for name, spec in SPECS.items() if spec.send != "pairs")
+        raise CollsimError(f"op: {coll.op} pictures are not supported yet (each element has its own destination); "
+                           f"draw {drawable}")
     values = Contributors(p)
     outs = lambda state: np.stack([state[r]["out"] for r in range(p)])
     states = [StepState(outs(initial_state(schedule, values)), [])]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from simulator.algorithms import build_schedule, get
-from simulator.collective import Collective
+from simulator.collective import DTYPES, Collective, normalize_dtype
 from simulator.errors import CollsimError
 from simulator.schedule import Schedule
 
@@ -89,7 +89,7 @@ def verify_job(world: World, req: VerifyRequest) -> list[dict]:
         for dtype in req.dtypes:
             for size in req.sizes:
                 world.board.beat(world.rank)
-                elem = Collective("allreduce", 1, 0, dtype).elem_size
+                elem = DTYPES[normalize_dtype(dtype)]
                 whole = size - size % elem  # like nccl-tests: count = bytes / element size
                 coll = Collective(spec.op, world.ranks, whole, dtype, req.root % world.ranks, req.redop)
                 records.append(_one_case(world, req, coll, algo, params, torch, dist))
