@@ -217,3 +217,10 @@ def test_a_new_collective_is_one_entry(monkeypatch):
     b2 = ScheduleBuilder(c, "broken")
     b2.copy(0, 1, "out", 0, 2)
     assert not check(b2.build()).ok
+
+
+def test_contributors_beyond_64_ranks_use_python_ints():
+    p = 66
+    c = Collective("allgather", p, p, "int8")
+    state = interpret.run(build_schedule(c, "ring"), Contributors(p))
+    assert [int(x) for x in state[5]["out"]] == [1 << r for r in range(p)]
