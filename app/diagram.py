@@ -21,6 +21,8 @@ from simulator.schedule import Schedule
 
 MAX_RANKS = 16
 MAX_ELEMENTS = 64
+# Ops whose pictures make sense: every element of 'out' has one meaning on all ranks (not alltoall's pairs).
+DRAWABLE_OPS = tuple(name for name, spec in SPECS.items() if spec.send != "pairs")
 
 
 @dataclass
@@ -38,9 +40,8 @@ def symbolic_states(schedule: Schedule) -> list[StepState]:
     if p > MAX_RANKS:
         raise CollsimError(f"ranks: {p} is too many to draw; pictures take at most {MAX_RANKS} ranks")
     if coll.spec.send == "pairs":
-        drawable = ", ".join(name for name, spec in SPECS.items() if spec.send != "pairs")
         raise CollsimError(f"op: {coll.op} pictures are not supported yet (each element has its own destination); "
-                           f"draw {drawable}")
+                           f"draw {', '.join(DRAWABLE_OPS)}")
     values = Contributors(p)
     outs = lambda state: np.stack([state[r]["out"] for r in range(p)])
     states = [StepState(outs(initial_state(schedule, values)), [])]

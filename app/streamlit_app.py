@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.diagram import MAX_RANKS, render_svg
+from app.diagram import DRAWABLE_OPS, MAX_RANKS, render_svg
 from app.figures import collective_for_picture, cost_figure, whatif_figure
 from simulator.algorithms import build_schedule, get, names_for
 from simulator.collective import OPS
@@ -34,7 +34,7 @@ with step_tab:
     st.markdown("Pick a collective and an algorithm: each row is a rank's buffer, each column the state after "
                 "a step, arrows are the messages of that step. Colours come from running the schedule itself.")
     cols = st.columns(4)
-    op = cols[0].selectbox("collective", [o for o in OPS if o != "alltoall"], key="step-op")
+    op = cols[0].selectbox("collective", list(DRAWABLE_OPS), key="step-op")
     algo = cols[1].selectbox("algorithm", names_for(op), key="step-algo")
     ranks = cols[2].slider("ranks", 1, MAX_RANKS, 4, key="step-ranks")
     elements = cols[3].slider("elements per buffer", 1, 64, 2 * ranks, key="step-elements")
