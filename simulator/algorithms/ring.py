@@ -32,7 +32,7 @@ def ring_transfers(group: Sequence[int], segs: Sequence[Seg], chunks: int = 1, r
     block there and for member i+1's own send of it (write after read), exactly what
     ScheduleBuilder infers.
     """
-    q = len(group)
+    group, q = list(group), len(group)
     pieces = [[(region(buf, off, count),) for off, count in chunked(seg, chunks)] for seg in segs]
     full = [seg[1] > 0 for seg in segs]
     transfers: list[Transfer] = []
@@ -42,19 +42,21 @@ def ring_transfers(group: Sequence[int], segs: Sequence[Seg], chunks: int = 1, r
         for s in range(q - 1):
             row = [0] * q
             prev = rs_first[s - 1] if s else None
+            at = step + s
             for i in range(q):
                 blk = (i - s - 1) % q
                 row[i] = tid = len(transfers)
                 src, dst = group[i], group[(i + 1) % q]
                 for c, piece in enumerate(pieces[blk]):
                     deps = (prev[i - 1] + c,) if prev is not None and full[blk] else ()
-                    add(new_transfer(tid + c, src, dst, piece, True, deps, step + s))
+                    add(new_transfer(tid + c, src, dst, piece, True, deps, at))
             rs_first.append(row)
     if allgather:
         step0 = step + (q - 1 if reduce_scatter else 0)
         ag_prev: list[int] | None = None
         for s in range(q - 1):
             row = [0] * q
+            at = step0 + s
             for i in range(q):
                 blk = (i - s) % q
                 row[i] = tid = len(transfers)
@@ -70,7 +72,7 @@ def ring_transfers(group: Sequence[int], segs: Sequence[Seg], chunks: int = 1, r
                             wait.append(rs_first[q - 2][i - 1] + c if s == 0 else rs_first[s - 1][i] + c)
                             wait.append(rs_first[s][j] + c)
                         deps = tuple(sorted(set(wait)))
-                    add(new_transfer(tid + c, src, dst, piece, False, deps, step0 + s))
+                    add(new_transfer(tid + c, src, dst, piece, False, deps, at))
             ag_prev = row
     return transfers
 
