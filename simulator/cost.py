@@ -91,14 +91,16 @@ def engine_times(op: str, name: str, p: int, sizes, model: LinkModel, **params) 
 
     Each size is rounded to whole bytes and built as an int8 collective, so every size is allowed.
     """
+    spec = get(op, name)
     key = tuple(sorted(_given(params).items()))
     sizes = np.asarray(sizes, dtype=np.float64)
-    out = [_engine_time(normalize_op(op), name, p, int(round(float(n))), model, key) for n in sizes.ravel()]
+    out = [_engine_time(spec.build, spec.op, name, p, int(round(float(n))), model, key) for n in sizes.ravel()]
     return np.asarray(out, dtype=np.float64).reshape(sizes.shape)
 
 
 @lru_cache(maxsize=4096)
-def _engine_time(op: str, name: str, p: int, nbytes: int, model: LinkModel, params: tuple) -> float:
+def _engine_time(builder, op: str, name: str, p: int, nbytes: int, model: LinkModel, params: tuple) -> float:
+    """One simulated time; `builder` keys the cache so that re-registering a name never reuses old times."""
     from .engine import EngineOptions, simulate  # the engine imports the trace writer, which imports this module
     from .topology import ideal
 
