@@ -32,49 +32,58 @@ def ring_transfers(group: Sequence[int], segs: Sequence[Seg], chunks: int = 1, r
     block there and for member i+1's own send of it (write after read), exactly what
     ScheduleBuilder infers.
     """
-    group, q = list(group), len(group)
+    group = list(group)
     pieces = [[(region(buf, off, count),) for off, count in chunked(seg, chunks)] for seg in segs]
     full = [seg[1] > 0 for seg in segs]
     transfers: list[Transfer] = []
-    add = transfers.append
-    rs_first: list[list[int]] = []  # rs_first[s][i]: id of member i's first chunk message in reduce-scatter step s
-    if reduce_scatter:
-        for s in range(q - 1):
-            row = [0] * q
-            prev = rs_first[s - 1] if s else None
-            at = step + s
-            for i in range(q):
-                blk = (i - s - 1) % q
-                row[i] = tid = len(transfers)
-                src, dst = group[i], group[(i + 1) % q]
-                for c, piece in enumerate(pieces[blk]):
-                    deps = (prev[i - 1] + c,) if prev is not None and full[blk] else ()
-                    add(new_transfer(tid + c, src, dst, piece, True, deps, at))
-            rs_first.append(row)
+    rs_first = _reduce_scatter(transfers, group, pieces, full, step) if reduce_scatter else None
     if allgather:
-        step0 = step + (q - 1 if reduce_scatter else 0)
-        ag_prev: list[int] | None = None
-        for s in range(q - 1):
-            row = [0] * q
-            at = step0 + s
-            for i in range(q):
-                blk = (i - s) % q
-                row[i] = tid = len(transfers)
-                j = (i + 1) % q
-                src, dst = group[i], group[j]
-                for c, piece in enumerate(pieces[blk]):
-                    deps: tuple[int, ...] = ()
-                    if full[blk]:
-                        wait = []
-                        if ag_prev is not None:
-                            wait.append(ag_prev[i - 1] + c)
-                        if reduce_scatter:
-                            wait.append(rs_first[q - 2][i - 1] + c if s == 0 else rs_first[s - 1][i] + c)
-                            wait.append(rs_first[s][j] + c)
-                        deps = tuple(sorted(set(wait)))
-                    add(new_transfer(tid + c, src, dst, piece, False, deps, at))
-            ag_prev = row
+        _allgather(transfers, group, pieces, full, step + (len(group) - 1 if reduce_scatter else 0), rs_first)
     return transfers
+
+
+def _reduce_scatter(transfers: list[Transfer], group: list[int], pieces: list, full: list[bool], step: int) -> list[list[int]]:
+    """Append the reduce-scatter; rs_first[s][i] is the id of member i's first chunk message in step s."""
+    q, add = len(group), transfers.append
+    rs_first: list[list[int]] = []
+    for s in range(q - 1):
+        row = [0] * q
+        prev = rs_first[s - 1] if s else None
+        at = step + s
+        for i in range(q):
+            blk = (i - s - 1) % q
+            row[i] = tid = len(transfers)
+            src, dst = group[i], group[(i + 1) % q]
+            for c, piece in enumerate(pieces[blk]):
+                deps = (prev[i - 1] + c,) if prev is not None and full[blk] else ()
+                add(new_transfer(tid + c, src, dst, piece, True, deps, at))
+        rs_first.append(row)
+    return rs_first
+
+
+def _allgather(transfers: list[Transfer], group: list[int], pieces: list, full: list[bool], step: int,
+               rs_first: list[list[int]] | None) -> None:
+    """Append the allgather (after the reduce-scatter whose first-message ids are `rs_first`, if any)."""
+    q, add = len(group), transfers.append
+    ag_prev: list[int] | None = None
+    for s in range(q - 1):
+        row = [0] * q
+        at = step + s
+        for i in range(q):
+            blk = (i - s) % q
+            row[i] = tid = len(transfers)
+            j = (i + 1) % q
+            src, dst = group[i], group[j]
+            for c, piece in enumerate(pieces[blk]):
+                deps: tuple[int, ...] = ()
+                if full[blk]:
+                    wait = [] if ag_prev is None else [ag_prev[i - 1] + c]
+                    if rs_first is not None:
+                        wait.append(rs_first[q - 2][i - 1] + c if s == 0 else rs_first[s - 1][i] + c)
+                        wait.append(rs_first[s][j] + c)
+                    deps = tuple(sorted(set(wait)))
+                add(new_transfer(tid + c, src, dst, piece, False, deps, at))
+        ag_prev = row
 
 
 def _ring_phase(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg], chunks: int, buf: str, step: int,
