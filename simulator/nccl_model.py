@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .collective import normalize_op
+from .collective import busbw_factor, normalize_op
 from .errors import CollsimError
 
 ALGORITHMS = ("tree", "ring", "nvls")
@@ -229,3 +229,21 @@ def choose(system: System, op: str, sizes) -> tuple[list[tuple[str, str]], np.nd
     grid = np.vstack([times[k] for k in keys])
     best = np.argmin(grid, axis=0)
     return [keys[i] for i in best], grid[best, np.arange(grid.shape[1])], times
+
+
+def compare(system: System, op: str, measurements: list[tuple[int, float]]) -> dict:
+    """NCCL's pick and predicted time next to measured times, with median absolute percentage errors."""
+    if not measurements:
+        raise CollsimError("compare: the log has no row with a size and a time > 0 to compare with")
+    sizes = [s for s, _ in measurements]
+    measured = np.array([t for _, t in measurements])
+    picks, best, _ = choose(system, op, sizes)
+    err = (best - measured) / measured * 100.0
+    factor = busbw_factor(op, system.ranks)
+    rows = [{"bytes": s, "measured_s": float(m), "pick": f"{a}/{p}", "predicted_s": float(b), "error_pct": float(e),
+             "measured_busbw_GBps": s / m * factor / 1e9, "predicted_busbw_GBps": s / b * factor / 1e9}
+            for s, m, (a, p), b, e in zip(sizes, measured, picks, best, err)]
+    big = np.array(sizes) >= 64 * 1024
+    return {"rows": rows,
+            "median_abs_pct_error_ge_64KiB": float(np.median(np.abs(err[big]))) if big.any() else None,
+            "median_abs_pct_error_all": float(np.median(np.abs(err)))}

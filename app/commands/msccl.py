@@ -7,6 +7,7 @@ import sys
 
 from simulator.algorithms import build_schedule
 from simulator.collective import DTYPES, Collective
+from simulator.engine import simulate
 from simulator.errors import CollsimError
 from simulator.formats.msccl import (
     PLACEMENTS,
@@ -15,9 +16,9 @@ from simulator.formats.msccl import (
     import_msccl,
     read_msccl,
     roundtrip,
-    simulate_schedule,
 )
 from simulator.profile import atomic_write
+from simulator.topology import parse_topology
 from simulator.units import SIZE_HELP, format_size, parse_size
 
 from ..args import SIZE_MEANING, add_algo_params, add_op, algo_params
@@ -80,7 +81,8 @@ def run_import(args: argparse.Namespace) -> int:
     wanted = algo.placements if args.check and placement is None else [placement or algo.placements[0]]
     imports = [import_msccl(algo, size, args.dtype, pl) for pl in wanted]
     checks = [check_msccl(imp) for imp in imports] if args.check else []
-    sims = [simulate_schedule(imp.schedule, args.topology) for imp in imports] if args.simulate else []
+    topology = parse_topology(args.topology) if args.simulate else None
+    sims = [simulate(imp.schedule, topology) for imp in imports] if topology is not None else []
     rows = []
     for k, imp in enumerate(imports):
         s = imp.schedule
