@@ -6,6 +6,7 @@ import argparse
 import csv
 import io
 import os
+import sys
 
 from simulator.algorithms import all_specs, get, names_for
 from simulator.algorithms.registry import check_ranks, resolve_params
@@ -116,7 +117,11 @@ def run(args: argparse.Namespace) -> int:
                         slice_bytes=parse_size(args.slice, "slice"))
     if args.root < 0 or args.root >= ranks:
         raise CollsimError(f"root: {args.root} is not a rank of {ranks}; expected 0..{ranks - 1}")
-    records = run_request(req, ranks, args.backend, args.timeout, torchrun)
+    try:
+        records = run_request(req, ranks, args.backend, args.timeout, torchrun)
+    except KeyboardInterrupt:
+        print("collsim: verify: interrupted; every rank was stopped", file=sys.stderr)
+        return 130
     if records is None:  # a torchrun rank other than 0: rank 0 prints
         return 0
     failed = [r for r in records if r.get("correct") is False]
