@@ -15,8 +15,11 @@ from .errors import CollsimError
 class Schedule(Protocol):
     """What these checks read of a schedule. simulator.schedule.Schedule fits it; that module imports this one, never the reverse."""
 
-    collective: Collective
-    transfers: Sequence[Any]
+    @property
+    def collective(self) -> Collective: ...
+
+    @property
+    def transfers(self) -> Sequence[Any]: ...
 
     def buffer_size(self, rank: int, buf: str) -> int: ...
 
