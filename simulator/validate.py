@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
+from .collective import Collective
 from .errors import CollsimError
 
-if TYPE_CHECKING:
-    from .schedule import Schedule
+
+class Schedule(Protocol):
+    """What these checks read of a schedule. simulator.schedule.Schedule fits it; that module imports this one, never the reverse."""
+
+    @property
+    def collective(self) -> Collective: ...
+
+    @property
+    def transfers(self) -> Sequence[Any]: ...
+
+    def buffer_size(self, rank: int, buf: str) -> int: ...
+
 
 # Above this many transfers, the "writer is an ancestor" check (bitsets) is skipped and only
 # the definedness of data in dependency order is checked.
