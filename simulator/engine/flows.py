@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from .maxmin import max_min_rates
+from .maxmin import progressive_filling
 
 # schedule(delay, flow, version): ask for flow_done(flow, version) `delay` seconds from now
 Schedule = Callable[[float, int, int], None]
@@ -69,27 +69,28 @@ class Flows:
 
     def reshare(self, seed_links, now: float) -> None:
         """Bring the bytes left up to `now` and give every flow connected to `seed_links` its max-min rate."""
+        link_flows, flow_links = self.link_flows, self.links
         comp_links = set(seed_links)
         stack = list(comp_links)
-        comp_flows: dict[int, None] = {}
+        comp_flows: set[int] = set()
         while stack:
-            for f in self.link_flows.get(stack.pop(), ()):
+            for f in link_flows.get(stack.pop(), ()):
                 if f not in comp_flows:
-                    comp_flows[f] = None
-                    for link in self.links[f]:
+                    comp_flows.add(f)
+                    for link in flow_links[f]:
                         if link not in comp_links:
                             comp_links.add(link)
                             stack.append(link)
         if not comp_flows:
             return
-        flows = list(comp_flows)
         remaining, rate, last = self.remaining, self.rate, self.last
-        for f in flows:
+        for f in comp_flows:
             rem = remaining[f] - rate[f] * (now - last[f])
             remaining[f] = rem if rem > 0 else 0.0
             last[f] = now
-        new_rates = max_min_rates([self.links[f] for f in flows], self._capacity)
-        for f, new in zip(flows, new_rates):
+        users = {link: link_flows[link] for link in comp_links if link in link_flows}
+        new_rates = progressive_filling({f: flow_links[f] for f in comp_flows}, users, self._capacity)
+        for f, new in new_rates.items():
             if new != rate[f]:
                 rate[f] = new
                 self.version[f] += 1
