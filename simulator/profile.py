@@ -1,7 +1,8 @@
 """A measured or fitted link profile (alpha, bandwidth, gamma) saved as an editable YAML/JSON file.
 
-Calibration (`collsim calibrate`) and log fitting (`collsim fit`) write one; the simulator loads it
-to set every link's latency and bandwidth (`--profile FILE`), and the cost model to price algorithms.
+Calibration (`collsim calibrate`) and log fitting (`collsim fit`) write one. It reaches a machine (closed
+forms, the engine's links and message regimes) only through simulator.profile_adapter, which states what
+alpha means per message, how it is split over a route's links and how segments are chosen by size.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class LinkProfile:
 
     @property
     def model(self) -> LinkModel:
-        """The cost model's view of this profile."""
+        """The top-level alpha and bandwidth as a LinkModel (per size, with segments: ProfileAdapter.link_model)."""
         return LinkModel.from_bandwidth(self.alpha_s, self.bandwidth_Bps, self.gamma_s_per_byte)
 
     def to_dict(self) -> dict:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
-from pathlib import Path
 
 from simulator.algorithms import get
 from simulator.algorithms.registry import check_ranks, resolve_params
@@ -23,8 +21,8 @@ from ..output import emit_json, table
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compare", help="predicted vs measured time of an algorithm, per size",
-        description="Predict the time of one (op, algorithm) with the closed form (and the event engine when it is "
-                    "installed) from a calibrated link profile, measure the same schedule on a real backend (or read a "
+        description="Predict the time of one (op, algorithm) with the closed form and the event engine from a "
+                    "calibrated link profile, measure the same schedule on a real backend (or read a "
                     "`collsim verify --json` file), and print the error per size and the median absolute percentage error.",
         epilog="examples:\n"
                "  collsim calibrate --ranks 4 --out gloo.yaml\n"
@@ -35,7 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ranks", type=int, help="ranks (default: the measured file's)")
     p.add_argument("--sizes", default="64KiB:64MiB:4", help="sizes to measure (default 64KiB:64MiB:4; ignored with --measured)")
     p.add_argument("--dtype", default="float32", help="element type of the measured run (default float32)")
-    p.add_argument("--profile", help="link profile from `collsim calibrate` (alpha, bandwidth, gamma)")
+    p.add_argument("--profile", help="link profile from `collsim calibrate` or `collsim fit` (alpha per message, bandwidth, "
+                                     "gamma, per-size segments; docs/model.md)")
     p.add_argument("--alpha", help="latency per message instead of a profile, e.g. 50us")
     p.add_argument("--bandwidth", help="bandwidth instead of a profile, e.g. 3GB/s")
     p.add_argument("--gamma", default="0", help="reduction cost in s/B with --alpha/--bandwidth (default 0)")
@@ -64,34 +63,14 @@ def _profile(args: argparse.Namespace) -> LinkProfile:
     return LinkProfile(m.alpha, 1 / m.beta, m.gamma, "command line")
 
 
-def _measured_from_file(path: str, op: str, algo: str, ranks: int | None) -> tuple[int, list[int], list[float], dict]:
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise CollsimError(f"measured: cannot read {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise CollsimError(f"measured: {path} line {exc.lineno}: not valid JSON ({exc.msg}); "
-                           "expected `collsim verify --json` output") from None
-    records = data.get("records") if isinstance(data, dict) else None
-    if not isinstance(records, list):
-        raise CollsimError(f"measured: {path} has no 'records' list; expected `collsim verify --json` output")
-    rows = [r for r in records if r.get("op") == op and r.get("algorithm") == algo and "time_s" in r
-            and (ranks is None or r.get("ranks") == ranks)]
-    if not rows:
-        found = sorted({f"{r.get('op')}/{r.get('algorithm')} p={r.get('ranks')}" for r in records})
-        raise CollsimError(f"measured: {path} has no timed {op}/{algo}{'' if ranks is None else f' p={ranks}'} rows; it has: "
-                           f"{', '.join(found) or 'nothing timed'}")
-    return int(rows[0]["ranks"]), [int(r["bytes"]) for r in rows], [float(r["time_s"]) for r in rows], dict(rows[0].get("params") or {})
-
-
 def run(args: argparse.Namespace) -> int:
-    from verify.compare import error_table, predictions
+    from verify.compare import error_table, load_measured, predictions
 
     op = normalize_op(args.op)
     spec = get(op, args.algo)
     profile = _profile(args)
     if args.measured:
-        ranks, sizes, times, params = _measured_from_file(args.measured, op, args.algo, args.ranks)
+        ranks, sizes, times, params = load_measured(args.measured, op, args.algo, args.ranks)
         source = args.measured
     else:
         if args.ranks is None:
@@ -109,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         source = f"measured now on {args.backend}"
     predicted = predictions(op, args.algo, ranks, sizes, profile, params, args.dtype)
     if not predicted:
-        raise CollsimError(f"algo: no model can predict {op}/{args.algo} (no closed form registered, no engine installed)")
+        raise CollsimError(f"algo: no model can predict {op}/{args.algo}")
     rows, summary = error_table(sizes, times, predicted)
     for row in rows:
         row.update(op=op, algorithm=args.algo, ranks=ranks)

@@ -11,7 +11,7 @@ import argparse
 from simulator.algorithms import get, names_for
 from simulator.algorithms.registry import check_ranks, resolve_params
 from simulator.collective import Collective, normalize_op
-from simulator.cost import CLOSED_FORM, LinkModel, estimate, lower_bound
+from simulator.cost import CLOSED_FORM, ENGINE, LinkModel, estimate, has_closed_form, lower_bound
 from simulator.errors import CollsimError
 from simulator.units import parse_bandwidth, parse_size_range, parse_time
 
@@ -31,9 +31,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--algo", help="algorithm name (default: compare all for the op)")
     p.add_argument("--ranks", type=int, required=True, help="number of ranks p")
     add_collective(p, size_default="1MiB")
-    p.add_argument("--alpha", default="2us", help="latency per message: 2us, 0.5ms or seconds (default 2us)")
-    p.add_argument("--bandwidth", default="25GB/s", help="per-direction link bandwidth: 25GB/s, 400Gbit/s or B/s (default 25GB/s)")
-    p.add_argument("--gamma", default="0", help="reduction cost in seconds per byte, e.g. 1e-11 (default 0)")
+    p.add_argument("--alpha", help="latency per message: 2us, 0.5ms or seconds (default 2us)")
+    p.add_argument("--bandwidth", help="per-direction link bandwidth: 25GB/s, 400Gbit/s or B/s (default 25GB/s)")
+    p.add_argument("--gamma", help="reduction cost in seconds per byte, e.g. 1e-11 (default 0)")
+    p.add_argument("--profile", metavar="FILE", help="a link profile (collsim calibrate / fit) instead of --alpha/--bandwidth/"
+                                                     "--gamma; a piecewise profile prices each size with its segment")
     add_algo_params(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -49,10 +51,25 @@ def _gamma(text: str) -> float:
     return value
 
 
+def _profile_adapter(args: argparse.Namespace):
+    """The profile adapter for --profile (None without it); --profile excludes --alpha, --bandwidth and --gamma."""
+    if not args.profile:
+        return None
+    given = [flag for flag in ("alpha", "bandwidth", "gamma") if getattr(args, flag) is not None]
+    if given:
+        raise CollsimError(f"profile: give either --profile or --{'/--'.join(given)}, not both")
+    from simulator.profile import load_profile
+    from simulator.profile_adapter import ProfileAdapter
+
+    return ProfileAdapter(load_profile(args.profile))
+
+
 def run(args: argparse.Namespace) -> int:
     op = normalize_op(args.op)
     sizes = parse_size_range(args.size, "size")
-    model = LinkModel.from_bandwidth(parse_time(args.alpha, "alpha"), parse_bandwidth(args.bandwidth), _gamma(args.gamma))
+    adapter = _profile_adapter(args)
+    model = adapter.profile.model if adapter else LinkModel.from_bandwidth(
+        parse_time(args.alpha or "2us", "alpha"), parse_bandwidth(args.bandwidth or "25GB/s"), _gamma(args.gamma or "0"))
     for size in sizes:  # validates ranks, dtype and root once per size
         Collective(op, args.ranks, size, args.dtype, args.root)
     names = [args.algo] if args.algo else names_for(op)
@@ -64,9 +81,13 @@ def run(args: argparse.Namespace) -> int:
             continue
         check_ranks(spec, args.ranks)
         params = resolve_params(spec, algo_params(args, tuple(p.name for p in spec.params) if not args.algo else None))
-        est = estimate(op, name, args.ranks, sizes, model, **params)
-        results.append((name, params, est.times, est.method))
-    bounds = lower_bound(op, args.ranks, sizes, model)
+        if adapter:
+            method = CLOSED_FORM if has_closed_form(op, name) else ENGINE
+            results.append((name, params, adapter.predict(op, name, args.ranks, sizes, **params), method))
+        else:
+            est = estimate(op, name, args.ranks, sizes, model, **params)
+            results.append((name, params, est.times, est.method))
+    bounds = adapter.lower_bound(op, args.ranks, sizes) if adapter else lower_bound(op, args.ranks, sizes, model)
     rows = []
     for name, params, times, method in results:
         for size, t, lb in zip(sizes, times, bounds):
@@ -90,8 +111,9 @@ def _print_text(args: argparse.Namespace, model: LinkModel, sizes: list[int], re
     """The table: one row per algorithm (one size) or one column per algorithm (several); engine times marked."""
     engine = [name for name, _, _, method in results if method != CLOSED_FORM]
     how = "closed forms" + (f"; * = event engine on ideal:{args.ranks}, no closed form" if engine else "")
-    print(f"# {normalize_op(args.op)}, p={args.ranks}, alpha={args.alpha}, bandwidth={args.bandwidth}, "
-          f"gamma={model.gamma:g} s/B ({how}; times in us, bandwidths in GB/s)")
+    machine = (f"profile {args.profile}" if args.profile else
+               f"alpha={args.alpha or '2us'}, bandwidth={args.bandwidth or '25GB/s'}, gamma={model.gamma:g} s/B")
+    print(f"# {normalize_op(args.op)}, p={args.ranks}, {machine} ({how}; times in us, bandwidths in GB/s)")
     if len(sizes) == 1:
         best = min(r["time_s"] for r in rows)
         print(table(["algorithm", "time(us)", "algbw", "busbw", "x bound", "model", ""],
