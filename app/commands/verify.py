@@ -60,6 +60,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--csv", metavar="PATH", help="also write the rows as CSV")
     p.add_argument("--nccl-log", metavar="PATH", help="also write the schedule's timings as nccl-tests logs "
                                                      "(PATH, or PATH-ALGO per algorithm) that collsim fit reads")
+    p.add_argument("--program", metavar="FILE", help="run a program's collectives on real process groups instead (docs/programs.md): "
+                                                    "a mis-ordered one ends in an error naming every rank's pending call; "
+                                                    "swapped same-shaped calls are caught by their data")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -87,6 +90,10 @@ def cases_from_args(args: argparse.Namespace, ranks: int | None) -> tuple[tuple[
 def run(args: argparse.Namespace) -> int:
     from verify.launch import in_torchrun
 
+    if args.program:
+        from verify.program import run_cli
+
+        return run_cli(args)
     if args.iters < 1 or args.warmup < 0:
         raise CollsimError(f"iters: {args.iters} timed and {args.warmup} warm-up iterations; expected iters >= 1 and warmup >= 0")
     dtypes = tuple(normalize_dtype(d.strip()) for d in args.dtype.split(",") if d.strip())
