@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--microbatches", type=int, help="micro-batches per step (default 2 x pp with pipelines, else 1)")
     p.add_argument("--seq-len", type=int, help="tokens per sequence (default the model's)")
     p.add_argument("--bucket", default=format_size(DDP_BUCKET), help="DDP gradient bucket size (default 25MiB, torch's bucket_cap_mb=25)")
-    p.add_argument("--out", metavar="PATH", help="write the program as YAML, or JSON for a .json path (faster to read back for large programs)")
+    p.add_argument("--out", metavar="PATH", help="write the program as YAML, or JSON for a .json path (faster to read back when large)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 
