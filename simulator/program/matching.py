@@ -51,7 +51,8 @@ def _describe(shape: dict) -> str:
 
 
 def _differs(a: dict, b: dict) -> list[str]:
-    fields = [k for k in ("op", "size", "dtype", "root", "redop") if a.get(k) != b.get(k)]
+    fields = [k for k in ("op", "size", "dtype") if a.get(k) != b.get(k)]
+    fields += [k for k in ("root", "redop") if k in a and k in b and a[k] != b[k]]  # only where both ops have one
     if not fields and "name" in a and "name" in b and a["name"] != b["name"]:
         fields.append("name")  # same shape, different tensors: runs, and silently mixes data up
     return fields
