@@ -125,6 +125,10 @@ class _Runner:
             return dist.scatter(out, scatter_list=pieces, src=op.root, group=group, async_op=True)
         raise CollsimError(f"op: {op.op} is not run by verify --program")
 
+    def _stuck(self, issued: dict, done: list[bool], note: str | None = None) -> dict:
+        pending = [self.labels[i] for i in sorted(issued) if self.ops[i].is_collective or self.ops[i].is_p2p]
+        return {"rank": self.rank, "status": "hang", "pending": pending, "completed": sum(done), "note": note}
+
     def run(self) -> dict:
         """Issue in stream order until every operation completed or nothing moved for the timeout."""
         n = len(self.ops)
@@ -142,7 +146,10 @@ class _Runner:
                 finished = now >= work if isinstance(work, float) else work.is_completed()
                 if finished:
                     if not isinstance(work, float):
-                        work.wait()  # raises the backend's error, if any
+                        try:
+                            work.wait()  # raises the backend's error, if any
+                        except RuntimeError as exc:  # a peer that gave up closed its connections: this rank is stuck too
+                            return self._stuck(issued, done, f"{self.labels[i]} failed: {str(exc).splitlines()[0][:120]}")
                     del issued[i]
                     done[i], left, moved = True, left - 1, True
             for stream, order in heads.items():
@@ -163,8 +170,7 @@ class _Runner:
                 last = now
                 self.world.board.beat(self.rank)
             elif now - last > self.world.timeout:
-                pending = [self.labels[i] for i in sorted(issued) if self.ops[i].is_collective or self.ops[i].is_p2p]
-                return {"rank": self.rank, "status": "hang", "pending": pending, "completed": sum(done)}
+                return self._stuck(issued, done)
             else:
                 time.sleep(_POLL_S)
         wrong = []
