@@ -199,17 +199,17 @@ class _Step:
             if self.s.fsdp:
                 self.grad.gather(layer, m, "f", layers, i)
             self.tp_in(b)
-            b.compute(self.attn_flops)
+            b.compute(self.attn_flops, f"fwd{m}.{layer}.attn")
             self.tp_out(b)
             self.tp_in(b)
             if lay.ep > 1:
                 b.coll("alltoall", lay.ep_group(b.t, b.d, b.p), self.act_bytes * self.s.model.top_k, name=f"dispatch{m}.{layer}")
-            b.compute(self.mlp_flops)
+            b.compute(self.mlp_flops, f"fwd{m}.{layer}.mlp")
             if lay.ep > 1:
                 b.coll("alltoall", lay.ep_group(b.t, b.d, b.p), self.act_bytes * self.s.model.top_k, name=f"combine{m}.{layer}")
             self.tp_out(b)
         if b.p == lay.pp - 1:
-            b.compute(self.head_flops)
+            b.compute(self.head_flops, f"fwd{m}.head")
         else:
             b.record(f"act{m}_out", "compute")
             b.wait(f"act{m}_out", "send_fwd")
@@ -223,7 +223,7 @@ class _Step:
             b.record(f"grad{m}_in", "recv_bwd")
             b.wait(f"grad{m}_in", "compute")
         else:
-            b.compute(2 * self.head_flops)
+            b.compute(2 * self.head_flops, f"bwd{m}.head")
             if last:
                 self.grad.produced(b, self.embed_params + self.s.model.hidden, "head")
         layers = list(reversed(self._layers(b.p)))
@@ -233,12 +233,12 @@ class _Step:
             self.tp_in(b)  # backward of the MLP's output all-reduce/reduce-scatter
             if lay.ep > 1:
                 b.coll("alltoall", lay.ep_group(b.t, b.d, b.p), self.act_bytes * self.s.model.top_k, name=f"combine_grad{m}.{layer}")
-            b.compute(2 * self.mlp_flops)
+            b.compute(2 * self.mlp_flops, f"bwd{m}.{layer}.mlp")
             if lay.ep > 1:
                 b.coll("alltoall", lay.ep_group(b.t, b.d, b.p), self.act_bytes * self.s.model.top_k, name=f"dispatch_grad{m}.{layer}")
             self.tp_out(b)
             self.tp_in(b)
-            b.compute(2 * self.attn_flops)
+            b.compute(2 * self.attn_flops, f"bwd{m}.{layer}.attn")
             self.tp_out(b)
             if last:
                 self.grad.produced(b, self.dense_layer_params, f"layer{layer}", self.expert_layer_params)
