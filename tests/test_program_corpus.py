@@ -187,3 +187,22 @@ def test_events_that_order_streams_correctly_pass():
             - {op: compute, time: 1ms, after: [bucket]}
         """
     assert check_program(prog(text)) == []
+
+
+def test_the_worked_example_in_the_docs_says_what_the_checker_says():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "programs.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", doc, re.S)
+    step = yaml.safe_load(blocks[0])
+    program = program_from_dict(step, source="step.yaml")
+    assert check_program(program) == [] and "OK: step.yaml: 4 ranks, 4 groups, 32 operations" in doc
+    moved = yaml.safe_load(blocks[1])[0]  # rank 0's edited list; rank 3 likewise with dp1 and tp1
+    step["ranks"][0] = moved
+    step["ranks"][3] = [dict(op, group={"dp0": "dp1", "tp0": "tp1"}.get(op.get("group"), op.get("group")))
+                        if "group" in op else op for op in moved]
+    problems = check_program(program_from_dict(step, source="bug.yaml"))
+    assert len(problems) == 1 and f"bug.yaml: deadlock: {problems[0].message}\n" in doc
+    step["ranks"][0] = yaml.safe_load(blocks[0])["ranks"][0]  # only rank 3 moved: serialised, no cycle
+    assert check_program(program_from_dict(step, source="bug.yaml")) == []
