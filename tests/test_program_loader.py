@@ -132,3 +132,14 @@ def test_lint_program_cli(tmp_path, capsys):
     (tmp_path / "broken.yaml").write_text("world: [\n")
     assert main(["lint-program", str(tmp_path / "broken.yaml")]) == 2
     assert capsys.readouterr().err.startswith("collsim: error: broken.yaml: not valid YAML")
+
+
+def test_verify_program_refuses_what_it_cannot_run(tmp_path, capsys):
+    path = tmp_path / "big.yaml"
+    path.write_text("world: 64\nranks: {}\n")
+    assert main(["verify", "--program", str(path)]) == 2
+    assert "big.yaml: world: 64 ranks would start 64 local processes; expected at most 32" in capsys.readouterr().err
+    assert main(["verify", "--program", str(path), "--backend", "nccl"]) == 2
+    assert "backend: verify --program runs on gloo" in capsys.readouterr().err
+    assert main(["verify", "--program", str(path), "--ranks", "4"]) == 2
+    assert "ranks: --ranks 4 but big.yaml has a world of 64" in capsys.readouterr().err

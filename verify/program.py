@@ -26,6 +26,7 @@ from .launch import World
 
 TORCH_DTYPES = ("float32", "float16", "bfloat16", "int32", "int64", "float64", "uint8", "int8")
 _POLL_S = 0.0005
+MAX_LOCAL_RANKS = 32
 
 
 def _values(torch, identity: int, rank: int, count: int, dtype):
@@ -232,6 +233,11 @@ def verify_program(program: Program, backend: str = "gloo", timeout: float = 30.
     """
     from .launch import run_local
 
+    if backend != "gloo":
+        raise CollsimError(f"backend: verify --program runs on gloo (CPU tensors); {backend!r} is not supported for programs yet")
+    if program.world > MAX_LOCAL_RANKS:
+        raise CollsimError(f"{program.source}: world: {program.world} ranks would start {program.world} local processes; "
+                           f"expected at most {MAX_LOCAL_RANKS} for verify --program (lint-program checks any size)")
     for rank, ops in program.ranks.items():
         for i, op in enumerate(ops):
             if (op.is_collective or op.is_p2p) and op.dtype not in TORCH_DTYPES:
