@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from ..units import format_size
 from .graph import dependencies, labels
 from .model import SEND, Op, Program
 
@@ -31,8 +32,6 @@ class Problem:
 
 
 def _shape(op: Op) -> dict:
-    from ..units import format_size
-
     shape = {"op": op.op, "size": format_size(op.nbytes or 0), "dtype": op.dtype}
     if op.root is not None:
         shape["root"] = op.root
@@ -129,7 +128,7 @@ class _Checker:
             if key is not None:
                 arrived.setdefault(key, set()).add(r)
                 parties = self.parties(key)
-                if not all(p in arrived[key] for p in parties):
+                if len(arrived[key]) < len(parties):  # arrivals are distinct members
                     continue
                 finished = [(p, self.meetings[key][p]) for p in parties]
             for rank, idx in finished:
