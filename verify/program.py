@@ -19,7 +19,7 @@ from datetime import timedelta
 
 from simulator.collective import DTYPES, REDUCING
 from simulator.errors import CollsimError
-from simulator.program.graph import dependencies, labels
+from simulator.program.graph import dependencies, labels, meetings
 from simulator.program.model import COMPUTE, RECORD, SEND, WAIT, Program
 
 from .launch import World
@@ -35,6 +35,18 @@ def _values(torch, identity: int, rank: int, count: int, dtype):
     return (((identity + 1) * (j + 1) + 3 * rank) % 31).to(dtype)
 
 
+def tensor_identities(program: Program) -> dict[tuple[int, int], int]:
+    """A number per (rank, op index) naming the tensor each call moves: calls that meet share one, unless every
+    member names its collective, when each name counts (so swapped same-shaped calls get different numbers)."""
+    keys: dict[tuple[int, int], str] = {}
+    for key, calls in meetings(program).items():
+        named = key[0] == "group" and all(program.ranks[r][i].name for r, i in calls.items())
+        for r, i in calls.items():
+            keys[(r, i)] = f"name:{program.ranks[r][i].name}" if named else repr(key)
+    number = {k: n for n, k in enumerate(sorted(set(keys.values())))}
+    return {node: number[k] for node, k in keys.items()}
+
+
 class _Runner:
     def __init__(self, world: World, program: Program, max_count: int, compute_scale: float):
         import torch
@@ -46,24 +58,11 @@ class _Runner:
         self.labels = labels(self.ops)
         self.deps = dependencies(self.ops)
         self.max_count, self.scale = max_count, compute_scale
-        self.all_labels = {r: labels(ops) for r, ops in program.ranks.items()}
-        idents = sorted({self._identity_key(r, i) for r, ops in program.ranks.items() for i, op in enumerate(ops)
-                         if op.is_collective or op.is_p2p})
-        self.identity = {key: n for n, key in enumerate(idents)}
+        self.identity = tensor_identities(program)
         timeout = timedelta(seconds=world.timeout * 2 + 30)  # outlasts our own progress timeout, which names the waits
         self.groups = {name: dist.new_group(ranks=sorted(members), timeout=timeout) for name, members in program.groups.items()}
         self.everyone = dist.new_group(ranks=list(range(world.ranks)), timeout=timeout)
         self.checks: list[tuple[int, object, object]] = []  # (op index, actual tensor, expected tensor)
-
-    def _identity_key(self, rank: int, index: int) -> str:
-        op = self.program.ops(rank)[index]
-        if op.name:
-            return "name:" + op.name
-        label = self.all_labels[rank][index]
-        if op.is_p2p:  # a send and its recv share an identity: "sender->receiver #k"
-            src, dst = (rank, op.peer) if op.op == SEND else (op.peer, rank)
-            return f"p2p:{src}->{dst}#{label.split('#')[1].split()[0]}"
-        return "call:" + label
 
     def _count(self, index: int) -> int:
         op = self.ops[index]
@@ -73,7 +72,7 @@ class _Runner:
         """Start one communication; return its Work."""
         torch, dist, op = self.torch, self.dist, self.ops[index]
         dtype = getattr(torch, op.dtype if op.dtype in TORCH_DTYPES else "float32")
-        ident = self.identity[self._identity_key(self.rank, index)]
+        ident = self.identity[(self.rank, index)]
         n = self._count(index)
         if op.is_p2p:
             if op.op == SEND:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import RECORD, WAIT, Op
+from .model import RECORD, SEND, WAIT, Op, Program
 
 
 def dependencies(ops: list[Op]) -> list[list[int]]:
@@ -77,4 +77,22 @@ def labels(ops: list[Op]) -> list[str]:
             out.append(f'{op.op} "{op.event}"')
         else:
             out.append(f"{op.op}{tag or f' op[{i}]'}")
+    return out
+
+
+def meetings(program: Program) -> dict[tuple, dict[int, int]]:
+    """Which calls meet: ('group', name, k) -> {rank: op index} for the k-th call of each member on a group,
+    ('p2p', src, dst, k) -> {src: send index, dst: recv index} for the k-th message of an ordered pair."""
+    out: dict[tuple, dict[int, int]] = {}
+    for rank, ops in program.ranks.items():
+        count: dict[tuple, int] = {}
+        for i, op in enumerate(ops):
+            if op.is_collective:
+                base: tuple = ("group", op.group)
+            elif op.is_p2p:
+                base = ("p2p", rank, op.peer) if op.op == SEND else ("p2p", op.peer, rank)
+            else:
+                continue
+            count[base] = count.get(base, 0) + 1
+            out.setdefault(base + (count[base],), {})[rank] = i
     return out

@@ -15,8 +15,8 @@ from collections import deque
 from dataclasses import dataclass
 
 from ..units import format_size
-from .graph import dependencies, labels
-from .model import SEND, Op, Program
+from .graph import dependencies, labels, meetings
+from .model import Op, Program
 
 
 @dataclass(frozen=True)
@@ -63,23 +63,8 @@ class _Checker:
         self.ops = {r: program.ops(r) for r in range(program.world)}
         self.labels = {r: labels(ops) for r, ops in self.ops.items()}
         self.deps = {r: dependencies(ops) for r, ops in self.ops.items()}
-        # meeting key -> {rank: op index}; per rank op index -> meeting key
-        self.meetings: dict[tuple, dict[int, int]] = {}
-        self.key_of: dict[tuple[int, int], tuple] = {}
-        for r, ops in self.ops.items():
-            count: dict[tuple, int] = {}
-            for i, op in enumerate(ops):
-                if op.is_collective:
-                    base: tuple = ("group", op.group)
-                elif op.is_p2p:
-                    src, dst = (r, op.peer) if op.op == SEND else (op.peer, r)
-                    base = ("p2p", src, dst)
-                else:
-                    continue
-                count[base] = count.get(base, 0) + 1
-                key = base + (count[base],)
-                self.meetings.setdefault(key, {})[r] = i
-                self.key_of[(r, i)] = key
+        self.meetings = meetings(program)  # meeting key -> {rank: op index}
+        self.key_of = {(r, i): key for key, calls in self.meetings.items() for r, i in calls.items()}
 
     def parties(self, key: tuple) -> tuple[int, ...]:
         return self.p.groups[key[1]] if key[0] == "group" else (key[1], key[2])
