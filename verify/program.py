@@ -252,10 +252,12 @@ def verify_program(program: Program, backend: str = "gloo", timeout: float = 30.
         parts = []
         for r in results:
             if r["status"] == "hang":
-                parts.append(f"rank {r['rank']} waits in {', '.join(r['pending']) or 'nothing it issued (blocked before its next call)'}")
+                waits = ", ".join(r["pending"]) or "nothing it issued (blocked before its next call)"
+                parts.append(f"rank {r['rank']} waits in {waits}" + (" (a peer left)" if r["note"] else ""))
             else:
                 parts.append(f"rank {r['rank']} finished")
-        summary["error"] = f"hang: no progress for {timeout:g} s: " + "; ".join(parts)
+        why = f"no progress for {timeout:g} s" if any(r["note"] is None for r in hung) else "calls that cannot complete"
+        summary["error"] = f"hang: {why}: " + "; ".join(parts)
     elif wrong:
         summary["error"] = "wrong data: " + "; ".join(f"rank {r['rank']} in {', '.join(r['wrong'])}" for r in wrong)
     return summary
