@@ -99,6 +99,16 @@ def test_expert_parallel_all_to_alls():
     assert program.groups["ep0"] == tuple(range(8))
 
 
+def test_expert_gradients_are_reduced_over_the_ranks_holding_the_same_experts():
+    program = generate(build_spec("ep", "mixtral-8x7b", "h100", 16, ep=8))  # dp 16: two copies of each expert
+    assert program.groups["edp3"] == (3, 11) and program.groups["ep1"] == tuple(range(8, 16))
+    experts = [op for op in ops_of(program, 3, "allreduce") if op.group == "edp3"]
+    assert len(experts) == 32 and {op.nbytes for op in experts} == {3 * 4096 * 14336 * 2}  # one expert per rank, bf16
+    dense = sum(op.nbytes for op in ops_of(program, 3, "allreduce") if op.group == "dp0")
+    # attention (2 x 4096^2 + 2 x 4096 x 1024), router (4096 x 8), two norms per layer; embedding, head, final norm
+    assert dense == (32 * (41_943_040 + 32_768 + 8_192) + 2 * 32_000 * 4096 + 4096) * 2
+
+
 def test_hybrid_layout_is_nodes_by_gpus():
     spec = build_spec("hybrid", "llama2-70b", "h100", 32, tp=8, pp=2)
     program = generate(spec)
