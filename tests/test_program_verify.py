@@ -109,3 +109,15 @@ def test_every_kind_of_call_is_checked_and_swapped_same_shaped_calls_give_wrong_
     assert summary["error"] == ('wrong data: rank 0 in allreduce#1 (group dp, "grad_a"), allreduce#2 (group dp, "grad_b"); '
                                 'rank 1 in allreduce#1 (group dp, "grad_b"), allreduce#2 (group dp, "grad_a")')
     no_stray_processes()
+
+
+def test_a_generated_pipeline_step_runs_on_real_groups():
+    """Scenario output is a runnable program: 1F1B sends and receives on their own streams, joined by events."""
+    from simulator.program.scenarios import build_spec, generate
+
+    program = generate(build_spec("pp", "llama2-7b", "h100", 2, microbatches=2))
+    summary = verify_program(program, timeout=30.0)
+    assert summary["passed"], summary.get("error")
+    # stage 0 receives 2 gradients, stage 1 receives 2 activations
+    assert [r["checked"] for r in summary["ranks"]] == [2, 2]
+    no_stray_processes()
