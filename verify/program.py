@@ -29,10 +29,12 @@ _POLL_S = 0.0005
 MAX_LOCAL_RANKS = 32
 
 
-def _values(torch, identity: int, rank: int, count: int, dtype):
-    """Small integers, exact in every dtype even summed over 8 ranks: depend on the tensor's identity and the rank."""
+def _values(torch, identity: int, rank: int, count: int, dtype, redop: str = "sum"):
+    """Small integers that depend on the tensor's identity and the rank, so that results are exact in every dtype:
+    0..30 (0..14 for int8) summed over up to 8 ranks; 1s and 2s for a product."""
     j = torch.arange(count, dtype=torch.int64)
-    return (((identity + 1) * (j + 1) + 3 * rank) % 31).to(dtype)
+    x = (identity + 1) * (j + 1) + 3 * rank
+    return (x % 2 + 1 if redop == "prod" else x % (15 if dtype == torch.int8 else 31)).to(dtype)
 
 
 def tensor_identities(program: Program) -> dict[tuple[int, int], int]:
@@ -82,7 +84,7 @@ class _Runner:
             return _Waiter(dist.irecv(out, op.peer, group=self.everyone))
         members = sorted(self.program.groups[op.group])
         group, p, me = self.groups[op.group], len(members), members.index(self.rank)
-        inputs = [_values(torch, ident, r, n, dtype) for r in members]
+        inputs = [_values(torch, ident, r, n, dtype, op.redop) for r in members]
         redop = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}[op.redop]
         reduced = _reduce(torch, inputs, op.redop) if op.op in REDUCING else None
         if op.op == "allreduce":
