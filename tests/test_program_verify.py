@@ -87,14 +87,14 @@ ranks:
     - &ga {op: gather, group: all, size: 1200B, dtype: int32, root: 2}
     - &sc {op: scatter, group: all, size: 1200B, dtype: int32, root: 0}
     - {op: compute, time: 1ms, stream: c}
-    - {op: reduce, group: pair, size: 8B, root: 2}
+    - {op: reduce, group: pair, size: 8B, root: 2, redop: prod}
     - {op: send, peer: 1, size: 64B, name: x_out}  # a send and its recv meet by position; their names may differ
     # same shape, different tensors on the two ranks: completes, with wrong data
     - {op: allreduce, group: dp, size: 4KiB, name: grad_a}
     - {op: allreduce, group: dp, size: 4KiB, name: grad_b}
   1: [*ar, *ag, *rs, *bc, *a2a, *ga, *sc, {op: recv, peer: 0, size: 64B, name: x_in},
       {op: allreduce, group: dp, size: 4KiB, name: grad_b}, {op: allreduce, group: dp, size: 4KiB, name: grad_a}]
-  2: [*ar, *ag, *rs, *bc, *a2a, *ga, *sc, {op: reduce, group: pair, size: 8B, root: 2}]
+  2: [*ar, *ag, *rs, *bc, *a2a, *ga, *sc, {op: reduce, group: pair, size: 8B, root: 2, redop: prod}]
 """
 
 

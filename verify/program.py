@@ -26,6 +26,7 @@ from .launch import World
 
 TORCH_DTYPES = ("float32", "float16", "bfloat16", "int32", "int64", "float64", "uint8", "int8")
 _POLL_S = 0.0005
+_BEAT_S = 0.5
 MAX_LOCAL_RANKS = 32
 
 
@@ -141,6 +142,7 @@ class _Runner:
             heads.setdefault(op.stream, []).append(i)
         pos = {s: 0 for s in heads}
         left, last = n, time.monotonic()
+        beat = last
         while left:
             moved = False
             now = time.monotonic()
@@ -168,9 +170,11 @@ class _Runner:
                         issued[i] = now + op.seconds * self.scale
                     else:
                         issued[i] = self.issue(i)
+            if moved or now - beat > _BEAT_S:  # alive: the launcher's own hang check defers to this loop's timeout
+                beat = now
+                self.world.board.beat(self.rank)
             if moved:
                 last = now
-                self.world.board.beat(self.rank)
             elif now - last > self.world.timeout:
                 return self._stuck(issued, done)
             else:
