@@ -7,8 +7,6 @@ to set every link's latency and bandwidth (`--profile FILE`), and the cost model
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -16,6 +14,9 @@ import yaml
 
 from .cost import LinkModel
 from .errors import CollsimError
+from .fileio import atomic_write
+
+__all__ = ["LinkProfile", "Segment", "atomic_write", "load_profile"]  # atomic_write lives in fileio; kept here for old imports
 
 
 @dataclass(frozen=True)
@@ -91,16 +92,3 @@ def load_profile(path: str | Path) -> LinkProfile:
                            str(data.get("source", "")), segments, dict(data.get("meta") or {}))
     except (TypeError, ValueError, KeyError) as exc:
         raise CollsimError(f"profile: {path}: {exc}") from None
-
-
-def atomic_write(path: str | Path, text: str) -> None:
-    """Write a text file so that readers see either the old file or the whole new one."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
