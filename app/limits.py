@@ -114,11 +114,11 @@ def estimate_transfers(op: str, algo: str, ranks: int, chunks: int = 1, group: i
 
 def check_transfers(command: str, args: argparse.Namespace) -> None:
     """Refuse a request whose schedules would have more transfers than --max-transfers."""
+    limit = _max_transfers(args)
     ranks = _int_ranks(args)
     chunks = getattr(args, "chunks", None) or 1
     if ranks is None or (ranks <= SMALL and chunks <= SMALL):
         return
-    limit = _max_transfers(args)
     total = 0.0
     for op, algo in _algorithms(args):
         if get(op, algo).refusal(ranks):
@@ -162,6 +162,7 @@ def human(nbytes: float) -> str:
 
 def check_memory(command: str, args: argparse.Namespace) -> None:
     """Refuse a request estimated to need more than --max-memory: buffers checked on numpy, processes started, SVG drawn."""
+    _max_memory(args)
     ranks = _int_ranks(args)
     if command in ("check", "verify") and ranks is not None:
         text = args.size if command == "check" else args.sizes
@@ -203,8 +204,10 @@ def estimate_links(spec: str) -> float | None:
     from simulator.topology.spec import BUILDERS
 
     name, _, rest = spec.partition(":")
-    name = name.strip().lower().replace("-", "_")
-    if name not in BUILDERS and name not in PRESETS:
+    name = name.strip()
+    if name.lower().replace("-", "_") in BUILDERS:
+        name = name.lower().replace("-", "_")
+    elif name not in PRESETS:
         return None
     devices = 1
     for i, part in enumerate(p.strip() for p in rest.split(",") if p.strip()):

@@ -136,6 +136,18 @@ def parse_bandwidth(text: str | float, field: str = "bandwidth") -> float:
     return bps
 
 
+def parse_gamma(text: str | float, field: str = "gamma") -> float:
+    """Seconds per reduced byte from '1e-11' or a number: finite and >= 0."""
+    accepted = "seconds per byte >= 0 such as 1e-11"
+    try:
+        value = float(text)
+    except ValueError:
+        raise CollsimError(f"{field}: cannot read {text!r}; expected {accepted}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise CollsimError(f"{field}: {text!r} is not {accepted}")
+    return value
+
+
 def parse_rank_range(text: str | int, field: str = "ranks") -> list[int]:
     """Rank counts from '8', '2-17' or '2,4,8' (at most MAX_POINTS of them)."""
     accepted = "a count such as 8, a range 2-17 or a list 2,4,8"

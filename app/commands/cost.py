@@ -8,8 +8,7 @@ from simulator.algorithms import get, names_for
 from simulator.algorithms.registry import check_ranks, resolve_params
 from simulator.collective import DTYPES, Collective, normalize_dtype, normalize_op
 from simulator.cost import LinkModel, lower_bound, predict
-from simulator.errors import CollsimError
-from simulator.units import parse_bandwidth, parse_size_range, parse_time
+from simulator.units import parse_bandwidth, parse_gamma, parse_size_range, parse_time
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
 from ..output import emit_json, table
@@ -33,20 +32,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _gamma(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise CollsimError(f"gamma: cannot read {text!r}; expected seconds per byte such as 1e-11") from None
-    if value < 0:
-        raise CollsimError(f"gamma: {text!r} is negative; expected seconds per byte >= 0")
-    return value
-
-
 def run(args: argparse.Namespace) -> int:
     op = normalize_op(args.op)
     sizes = parse_size_range(args.size, "size", multiple=DTYPES[normalize_dtype(args.dtype)])
-    model = LinkModel.from_bandwidth(parse_time(args.alpha, "alpha"), parse_bandwidth(args.bandwidth), _gamma(args.gamma))
+    model = LinkModel.from_bandwidth(parse_time(args.alpha, "alpha"), parse_bandwidth(args.bandwidth), parse_gamma(args.gamma))
     for size in sizes:  # validates ranks, dtype and root once per size
         Collective(op, args.ranks, size, args.dtype, args.root)
     names = [args.algo] if args.algo else names_for(op)

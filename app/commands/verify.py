@@ -9,7 +9,7 @@ import os
 
 from simulator.algorithms import all_specs, get, names_for
 from simulator.algorithms.registry import check_ranks, resolve_params
-from simulator.collective import normalize_dtype, normalize_op
+from simulator.collective import DTYPES, normalize_dtype, normalize_op
 from simulator.errors import CollsimError
 from simulator.units import parse_size, parse_size_range
 
@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--algo", help="algorithm, or a comma list (default: every algorithm for the op)")
     p.add_argument("--all", action="store_true", help="every registered (op, algorithm)")
     p.add_argument("--sizes", "--size", dest="sizes", default="1KiB:16MiB:4",
-                   help="sizes in bytes: START:END[:FACTOR] or a list (default 1KiB:16MiB:4); rounded down to whole elements")
+                   help="sizes in bytes: START:END[:FACTOR] or a list (default 1KiB:16MiB:4); whole elements of every --dtype")
     p.add_argument("--dtype", default="float32", help=f"element type, or a comma list: {', '.join(VERIFY_DTYPES)} (default float32)")
     p.add_argument("--root", type=int, default=0, help="root rank for broadcast, reduce, gather, scatter (default 0)")
     p.add_argument("--redop", default="sum", help="reduction: sum, prod, max, min (default sum)")
@@ -95,7 +95,10 @@ def run(args: argparse.Namespace) -> int:
             raise CollsimError(f"dtype: {d} is not verified on torch.distributed; expected one of {', '.join(VERIFY_DTYPES)}")
     if args.redop not in ("sum", "prod", "max", "min"):
         raise CollsimError(f"redop: unknown reduction {args.redop!r}; expected one of sum, prod, max, min")
-    sizes = tuple(parse_size_range(args.sizes, "sizes"))
+    sizes = tuple(parse_size_range(args.sizes, "sizes", multiple=max(DTYPES[d] for d in dtypes)))
+    for d, size in ((d, s) for d in dtypes for s in sizes if s % DTYPES[d]):
+        raise CollsimError(f"sizes: {size} bytes is not a whole number of {d} elements ({DTYPES[d]} bytes each); "
+                           f"expected a multiple of {DTYPES[d]}")
     torchrun = in_torchrun()
     if torchrun and args.ranks is not None and args.ranks != int(os.environ["WORLD_SIZE"]):
         raise CollsimError(f"ranks: --ranks {args.ranks} but torchrun started {os.environ['WORLD_SIZE']} processes; leave --ranks out")

@@ -46,7 +46,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 10.0
 MEMORY_LIMIT = 2 * 2**30
 SENTINEL = b"collsim corpus sentinel: must stay unchanged\n"
-ERROR_LINE = re.compile(r"^collsim(?: [\w-]+)?: error: ")
+ERROR_LINE = re.compile(r"^collsim(?: [\w-]+)*: error: ")
 
 
 @dataclass(frozen=True)
@@ -174,6 +174,8 @@ def run_cli(argv: list[str], workdir: Path, tmpdir: Path | None = None, mode: st
     logs = workdir.parent / f"{workdir.name}-logs"
     logs.mkdir(exist_ok=True)
     out, err = logs / "stdout", logs / "stderr"
+    if mode == "fork":
+        import app.cli  # noqa: F401  - imported once here, so that every forked child starts with it loaded
     start_rss = _rss_bytes() if mode == "fork" else 0
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
