@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "floats within (p-1) u sum|x|, see docs/verify.md), and time both the nccl-tests way.",
         epilog="examples:\n"
                "  collsim verify --ranks 4 --op allreduce --algo ring --sizes 1KiB:16MiB --native\n"
-               "  collsim verify --ranks 3 --all --sizes 0,28,4100 --dtype float32,int64 --no-time\n"
+               "  collsim verify --ranks 3 --all --sizes 0,56,4104 --dtype float32,int64 --no-time\n"
                "  torchrun --nproc-per-node 8 -m app.cli verify --backend nccl --op allreduce --algo ring --sizes 1MiB:1GiB")
     p.add_argument("--backend", default="gloo", help="gloo (CPU) or nccl (one GPU per rank) (default gloo)")
     p.add_argument("--ranks", type=int, help="processes in the local world (not with torchrun, which sets it)")
