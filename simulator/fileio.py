@@ -29,26 +29,33 @@ def check_outputs(paths: Mapping[str, str | os.PathLike | None]) -> None:
             continue
         text = os.fspath(raw)
         accepted = "expected a file path in an existing, writable directory"
-        if not text.strip():
-            raise CollsimError(f"{field}: {text!r} is not a file path; {accepted}")
-        path = Path(text).expanduser()
+        path = Path(text).expanduser() if text.strip() else None
+        reason = _unwritable(path) if path is not None else "it is not a file path"
+        if reason:
+            raise CollsimError(f"{field}: cannot write {text!r}: {reason}; {accepted}")
         resolved = path.resolve()
-        if any(resolved == Path(tree) or Path(tree) in resolved.parents for tree in _SYSTEM_TREES):
-            raise CollsimError(f"{field}: {text!r} is under {resolved.parts[0]}{resolved.parts[1]}, not a place for files; {accepted}")
-        if resolved.is_dir():
-            raise CollsimError(f"{field}: {text!r} is a directory; {accepted}")
-        parent = resolved.parent
-        if not parent.exists():
-            raise CollsimError(f"{field}: the directory of {text!r} does not exist; {accepted}")
-        if not parent.is_dir():
-            raise CollsimError(f"{field}: {str(path.parent)!r} in {text!r} is not a directory; {accepted}")
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise CollsimError(f"{field}: the directory of {text!r} is not writable; {accepted}")
-        if resolved.exists() and not resolved.is_file():
-            raise CollsimError(f"{field}: {text!r} exists and is not a regular file; {accepted}")
         if resolved in seen:
             raise CollsimError(f"{field}: {text!r} is also given for {seen[resolved]}; expected a different file for each output")
         seen[resolved] = field
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why a file could not be written at `path`, or None."""
+    resolved = path.resolve()
+    if any(resolved == Path(tree) or Path(tree) in resolved.parents for tree in _SYSTEM_TREES):
+        return f"it is under {'/'.join(resolved.parts[:2]).replace('//', '/')}, which is not a place for files"
+    if resolved.is_dir():
+        return "it is a directory"
+    parent = resolved.parent
+    if not parent.exists():
+        return f"its directory {str(path.parent)!r} does not exist"
+    if not parent.is_dir():
+        return f"{str(path.parent)!r} is not a directory"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"its directory {str(path.parent)!r} is not writable"
+    if resolved.exists() and not resolved.is_file():
+        return "it exists and is not a regular file"
+    return None
 
 
 def atomic_write(path: str | os.PathLike, text: str) -> None:

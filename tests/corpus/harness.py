@@ -14,7 +14,8 @@ for every case:
 - it stayed under 2 GiB: in fork mode RLIMIT_AS is set to the child's VmSize at fork + 2 GiB, and in both
   modes the peak RSS (from wait4) above the starting RSS must stay under 2 GiB;
 - no process is left behind: the command runs as the leader of a new session, and its process group
-  must be empty once it has exited (leftovers are killed, and the case fails);
+  must hold no running process once it has exited (leftovers are killed, and the case fails; zombies
+  that wait for init to reap them have exited and do not count);
 - no temporary file or directory is left: TMPDIR points at a fresh empty directory that must still be
   empty afterwards.
 
@@ -81,7 +82,7 @@ class Result:
     seconds: float
     timed_out: bool
     peak_rss_above_start: int  # bytes
-    leftover_processes: bool
+    leftover_processes: list[str]  # 'PID command line' of each process still in the group (then killed)
     leftover_tmp: list[str]
 
     @property
@@ -164,6 +165,27 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+def _group_members(pgid: int) -> list[str]:
+    """'PID command line' of every process in the group (for the failure message)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                members.append(f"{entry} [{fields[0]}] {cmd.strip()[:200]}")
+        except (OSError, IndexError, ValueError):
+            continue
+    return members
+
+
+def _running(members: list[str]) -> list[str]:
+    """Members that have not exited (a zombie, '[Z]', has: it only waits for init to reap it)."""
+    return [m for m in members if " [Z] " not in m]
+
+
 def run_cli(argv: list[str], workdir: Path, tmpdir: Path | None = None, mode: str = "fork",
             timeout_s: float = TIMEOUT_S, signal: tuple[int, float] | None = None) -> Result:
     """Run `collsim ARGV` in `workdir` with TMPDIR=`tmpdir` (a fresh one beside workdir if None)."""
@@ -201,11 +223,11 @@ def run_cli(argv: list[str], workdir: Path, tmpdir: Path | None = None, mode: st
             break
         time.sleep(0.005)
     seconds = time.monotonic() - start
-    leftover = False
+    leftover: list[str] = []
     deadline = time.monotonic() + 0.5  # grace for children that are already exiting
-    while _group_alive(pid):
+    while _group_alive(pid) and _running(_group_members(pid)):
         if time.monotonic() > deadline:
-            leftover = True
+            leftover = _running(_group_members(pid))
             os.killpg(pid, _signal.SIGKILL)
             break
         time.sleep(0.01)
@@ -257,7 +279,7 @@ def run_case(case: Case, tmp_path: Path) -> Result:
     if case.accepted is not None:
         assert case.accepted in last, f"error does not say {case.accepted!r}: {last}"
     assert result.peak_rss_above_start < MEMORY_LIMIT, f"peak RSS {result.peak_rss_above_start / 2**30:.1f} GiB above start: {shown}"
-    assert not result.leftover_processes, f"processes left behind (killed now): {shown}"
+    assert not result.leftover_processes, f"processes left behind (killed now): {result.leftover_processes}: {shown}"
     assert not result.leftover_tmp, f"left in TMPDIR: {result.leftover_tmp}: {shown}"
     after = _snapshot(workdir)
     assert after == before, f"files changed: {sorted(set(after) ^ set(before)) or 'contents'}: {shown}"

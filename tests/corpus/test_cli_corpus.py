@@ -6,6 +6,7 @@ Accepted inputs that used to be refused or mishandled are tested positively at t
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -422,9 +423,23 @@ def app_cases() -> list[Case]:
     ]
 
 
+def signal_cases() -> list[Case]:
+    """A long run stopped by SIGINT or SIGTERM: one error line, no output file, no process or temporary file left."""
+    long_sweep = ["sweep", "--op", "allreduce", "--ranks", "64", "--sizes", "1KiB:1GiB", "--csv", "out.csv"]
+    return [
+        bad("sweep-sigint", long_sweep, "interrupted", outputs=["out.csv"], signal=(signal.SIGINT, 1.0)),
+        bad("sweep-sigterm", long_sweep, "terminated", outputs=["out.csv"], signal=(signal.SIGTERM, 1.0)),
+        bad("sweep-sigterm-existing-csv", long_sweep, "terminated", outputs=["out.csv"], preexisting=True,
+            signal=(signal.SIGTERM, 1.0)),
+        bad("subprocess-size-abc", [*COST, "--size", "1KiB:1MiB:abc"], "size", "abc", mode="subprocess"),
+        bad("subprocess-simulate-two-outputs", [*SIM, "--trace", "ok.json", "--export", "missing/x.csv"], "export",
+            outputs=["ok.json"], mode="subprocess"),
+    ]
+
+
 CASES = (output_cases() + size_cases() + link_number_cases() + algorithms_cases() + check_cases() + draw_cases() + cost_cases()
          + topology_cases() + simulate_cases() + sweep_cases() + verify_cases() + calibrate_cases() + compare_cases()
-         + fit_cases() + nccl_model_cases() + msccl_cases() + app_cases())
+         + fit_cases() + nccl_model_cases() + msccl_cases() + app_cases() + signal_cases())
 SUBCOMMANDS = ("algorithms", "check", "draw", "cost", "topologies", "topology", "simulate", "sweep", "verify", "calibrate",
                "compare", "fit", "nccl-model", "import-msccl", "export-msccl", "app")
 
