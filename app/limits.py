@@ -15,6 +15,7 @@ import re
 from simulator.algorithms import all_specs, build_schedule, get, names_for
 from simulator.collective import Collective, normalize_op
 from simulator.errors import CollsimError
+from simulator.units import format_count as about
 from simulator.units import parse_rank_range, parse_size, parse_size_range
 
 DEFAULT_MAX_TRANSFERS = "5e7"
@@ -33,14 +34,6 @@ def add_limit_args(parser: argparse.ArgumentParser) -> None:
                              f"algorithms together (default {DEFAULT_MAX_TRANSFERS})")
     parser.add_argument("--max-memory", default=DEFAULT_MAX_MEMORY, metavar="SIZE",
                         help=f"refuse up front a request estimated to need more memory than SIZE (default {DEFAULT_MAX_MEMORY})")
-
-
-def about(count: float) -> str:
-    """'2e10' for 2.1e10: the order of magnitude a person compares at a glance."""
-    if count < 1000:
-        return f"{count:.0f}"
-    mantissa, exponent = f"{count:.0e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
 
 
 def _max_transfers(args: argparse.Namespace) -> float:
@@ -218,5 +211,5 @@ def estimate_links(spec: str) -> float | None:
                 for number in text.split("x"):
                     devices *= int(number)
     if name in PRESETS:
-        devices *= 8
+        devices *= PRESETS[name].gpus_per_node
     return float(devices) * devices if name == "ideal" else 8.0 * devices

@@ -56,7 +56,7 @@ def parse_size(text: str | int, field: str = "size") -> int:
             raise CollsimError(f"{field}: unknown unit {unit!r} in {text!r}; expected {SIZE_HELP}")
         nbytes = value * _SIZE_UNITS[unit]
     if nbytes > MAX_SIZE:
-        raise CollsimError(f"{field}: {text!r} is over the largest size collsim takes, 1PiB ({MAX_SIZE} bytes); expected {SIZE_HELP}")
+        raise CollsimError(f"{field}: {text!r} is over the largest size collsim takes, 1024TiB ({MAX_SIZE} bytes); expected {SIZE_HELP}")
     if nbytes != int(nbytes):
         raise CollsimError(f"{field}: {text!r} is not a whole number of bytes; expected {SIZE_HELP}")
     return int(nbytes)
@@ -95,7 +95,7 @@ def parse_size_range(text: str, field: str = "sizes", multiple: int = 1) -> list
         raise CollsimError(f"{field}: {text!r} needs 0 < START <= END, e.g. 1KiB:1GiB")
     points = math.floor(math.log(end / start) / math.log(factor) + 1e-9) + 1
     if points > MAX_POINTS:
-        raise CollsimError(f"{field}: {text!r} gives about {points:.0e} sizes, over the limit of {MAX_POINTS}; "
+        raise CollsimError(f"{field}: {text!r} gives about {format_count(points)} sizes, over the limit of {MAX_POINTS}; "
                            "expected a larger FACTOR or a shorter range")
     sizes = [start]
     for k in range(1, points):
@@ -170,6 +170,14 @@ def parse_rank_range(text: str | int, field: str = "ranks") -> list[int]:
     if len(out) > MAX_POINTS:
         raise CollsimError(f"{field}: {text!r} names {len(out)} rank counts, over the limit of {MAX_POINTS}")
     return out
+
+
+def format_count(count: float) -> str:
+    """'2e10' for 2.1e10, '999' for 999: the order of magnitude a person compares at a glance."""
+    if count < 1000:
+        return f"{count:.0f}"
+    mantissa, exponent = f"{count:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
 
 
 def format_size(nbytes: float) -> str:
