@@ -60,8 +60,17 @@ def check_ranges(args: argparse.Namespace) -> None:
         raise CollsimError(f"root: {root} is not a rank of {ranks}; expected 0..{ranks - 1}")
 
 
+def check_not_empty(args: argparse.Namespace) -> None:
+    """Refuse an option or argument given as '' (which would otherwise fall back to a default, or read '.')."""
+    outputs = getattr(args, "_outputs", {})
+    for dest, value in vars(args).items():
+        if isinstance(value, str) and not value.strip() and dest not in outputs and not dest.startswith("_"):
+            raise CollsimError(f"{dest.replace('_', '-')}: {value!r} is empty; expected a value, see the command's --help")
+
+
 def preflight(args: argparse.Namespace) -> None:
     """Every check above, then the request-size limits for the commands that have them."""
+    check_not_empty(args)
     check_ranges(args)
     fields = getattr(args, "_outputs", {})
     check_outputs({field: getattr(args, dest, None) for dest, field in fields.items()})

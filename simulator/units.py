@@ -155,16 +155,13 @@ def parse_rank_range(text: str | int, field: str = "ranks") -> list[int]:
     for part in str(text).split(","):
         part = part.strip()
         try:
-            if "-" in part[1:]:
-                lo, hi = (int(x) for x in part.split("-", 1))
-                if hi < lo or len(out) + hi - lo + 1 > MAX_POINTS:
-                    raise CollsimError(f"{field}: {text!r} names {max(hi - lo + 1, 0)} rank counts in {part!r}; "
-                                       f"expected a range LO-HI with LO <= HI and at most {MAX_POINTS} counts")
-                out.extend(range(lo, hi + 1))
-            else:
-                out.append(int(part))
+            lo, hi = (int(x) for x in part.split("-", 1)) if "-" in part[1:] else (int(part), int(part))
         except ValueError:
             raise CollsimError(f"{field}: cannot read {text!r}; expected {accepted}") from None
+        if hi < lo or len(out) + hi - lo + 1 > MAX_POINTS:
+            raise CollsimError(f"{field}: {part!r} in {text!r} is not a range LO-HI with LO <= HI of at most {MAX_POINTS} counts; "
+                               f"expected {accepted}")
+        out.extend(range(lo, hi + 1))
     if not out or min(out) < 1:
         raise CollsimError(f"{field}: {text!r} must name rank counts >= 1; expected {accepted}")
     if len(out) > MAX_POINTS:

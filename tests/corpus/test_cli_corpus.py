@@ -252,7 +252,7 @@ def topology_cases() -> list[Case]:
         ("lat-negative", "switch:8,lat=-1us", "lat", None),
         ("unknown", "bogus:8", "topology", "bogus:8"),
         ("torus-bad", "torus:4x", "topology", None),
-        ("empty", "", "topology", None),
+        ("empty", "", "spec", None),
         ("missing-file", "missing.yaml", "missing.yaml", None),
         ("unknown-option", "switch:8,colour=red", "colour", None),
     ]
@@ -423,6 +423,24 @@ def app_cases() -> list[Case]:
     ]
 
 
+def empty_value_cases() -> list[Case]:
+    """'' given for an option or argument is refused, not read as 'use the default' (or as the directory '.')."""
+    return [bad(f"empty-{i}", argv, field, "''") for i, argv, field in [
+        ("simulate-algo", ["simulate", "--op", "allreduce", "--algo", "", "--ranks", "4"], "algo"),
+        ("cost-algo", [*COST, "--algo", ""], "algo"),
+        ("simulate-topology", [*SIM, "--topology", ""], "topology"),
+        ("simulate-profile", [*SIM, "--profile", ""], "profile"),
+        ("sweep-op", ["sweep", "--op", "", "--ranks", "4"], "op"),
+        ("fit-log", ["fit", ""], "log"),
+        ("import-file", ["import-msccl", ""], "file"),
+        ("compare-measured", [*COMPARE, "--measured", ""], "measured"),
+        ("nccl-model-compare", ["nccl-model", "--compare", ""], "compare"),
+        ("verify-dtype", [*VERIFY, "--dtype", ""], "dtype"),
+        ("check-dtype", [*CHECK, "--dtype", ""], "dtype"),
+        ("export-name", [*EXPORT, "--name", ""], "name"),
+    ]]
+
+
 def signal_cases() -> list[Case]:
     """A long run stopped by SIGINT or SIGTERM: one error line, no output file, no process or temporary file left."""
     long_sweep = ["sweep", "--op", "allreduce", "--ranks", "64", "--sizes", "1KiB:1GiB", "--csv", "out.csv"]
@@ -439,7 +457,7 @@ def signal_cases() -> list[Case]:
 
 CASES = (output_cases() + size_cases() + link_number_cases() + algorithms_cases() + check_cases() + draw_cases() + cost_cases()
          + topology_cases() + simulate_cases() + sweep_cases() + verify_cases() + calibrate_cases() + compare_cases()
-         + fit_cases() + nccl_model_cases() + msccl_cases() + app_cases() + signal_cases())
+         + fit_cases() + nccl_model_cases() + msccl_cases() + app_cases() + empty_value_cases() + signal_cases())
 SUBCOMMANDS = ("algorithms", "check", "draw", "cost", "topologies", "topology", "simulate", "sweep", "verify", "calibrate",
                "compare", "fit", "nccl-model", "import-msccl", "export-msccl", "app")
 
