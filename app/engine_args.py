@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from simulator import units
 from simulator.engine import EngineOptions
 from simulator.errors import CollsimError
 from simulator.profile import load_profile
@@ -46,15 +47,7 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
 
 def parse_gamma(text: str | None) -> float | None:
     """Seconds per reduced byte from the command line, or None when not given."""
-    if text is None:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise CollsimError(f"gamma: cannot read {text!r}; expected seconds per byte such as 1e-11") from None
-    if not value >= 0:
-        raise CollsimError(f"gamma: {text!r} is negative; expected seconds per byte >= 0")
-    return value
+    return None if text is None else units.parse_gamma(text)
 
 
 def _pairs(values: list[str], field: str, accepted: str) -> list[tuple[str, str]]:

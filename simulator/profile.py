@@ -8,8 +8,6 @@ alpha means per message, how it is split over a route's links and how segments a
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -17,6 +15,9 @@ import yaml
 
 from .cost import LinkModel
 from .errors import CollsimError
+from .fileio import atomic_write
+
+__all__ = ["LinkProfile", "Segment", "atomic_write", "load_profile"]  # atomic_write lives in fileio; kept here for old imports
 
 
 @dataclass(frozen=True)
@@ -92,16 +93,3 @@ def load_profile(path: str | Path) -> LinkProfile:
                            str(data.get("source", "")), segments, dict(data.get("meta") or {}))
     except (TypeError, ValueError, KeyError) as exc:
         raise CollsimError(f"profile: {path}: {exc}") from None
-
-
-def atomic_write(path: str | Path, text: str) -> None:
-    """Write a text file so that readers see either the old file or the whole new one."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from simulator.collective import normalize_op
 
-    op = normalize_op(args.op) if args.op else None
+    op = normalize_op(args.op) if args.op is not None else None
     specs = [s for s in all_specs() if op is None or s.op == op]
     rows = [{
         "op": s.op, "algorithm": s.name, "ranks": s.ranks_rule,

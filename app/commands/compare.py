@@ -12,7 +12,7 @@ from simulator.collective import normalize_op
 from simulator.cost import LinkModel
 from simulator.errors import CollsimError
 from simulator.profile import LinkProfile, atomic_write, load_profile
-from simulator.units import parse_bandwidth, parse_size_range, parse_time
+from simulator.units import parse_bandwidth, parse_gamma, parse_size_range, parse_time
 
 from ..args import add_algo_params, add_op, algo_params
 from ..output import emit_json, table
@@ -55,10 +55,7 @@ def _profile(args: argparse.Namespace) -> LinkProfile:
         return load_profile(args.profile)
     if not (args.alpha and args.bandwidth):
         raise CollsimError("profile: give --profile FILE (from `collsim calibrate`) or both --alpha and --bandwidth")
-    try:
-        gamma = float(args.gamma)
-    except ValueError:
-        raise CollsimError(f"gamma: cannot read {args.gamma!r}; expected seconds per byte such as 1e-10") from None
+    gamma = parse_gamma(args.gamma)
     m = LinkModel.from_bandwidth(parse_time(args.alpha), parse_bandwidth(args.bandwidth), gamma)
     return LinkProfile(m.alpha, 1 / m.beta, m.gamma, "command line")
 

@@ -10,10 +10,10 @@ import argparse
 
 from simulator.algorithms import get, names_for
 from simulator.algorithms.registry import check_ranks, resolve_params
-from simulator.collective import Collective, normalize_op
+from simulator.collective import DTYPES, Collective, normalize_dtype, normalize_op
 from simulator.cost import CLOSED_FORM, ENGINE, LinkModel, estimate, has_closed_form, lower_bound
 from simulator.errors import CollsimError
-from simulator.units import parse_bandwidth, parse_size_range, parse_time
+from simulator.units import parse_bandwidth, parse_gamma, parse_size_range, parse_time
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
 from ..output import emit_json, table
@@ -41,16 +41,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _gamma(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise CollsimError(f"gamma: cannot read {text!r}; expected seconds per byte such as 1e-11") from None
-    if value < 0:
-        raise CollsimError(f"gamma: {text!r} is negative; expected seconds per byte >= 0")
-    return value
-
-
 def _profile_adapter(args: argparse.Namespace):
     """The profile adapter for --profile (None without it); --profile excludes --alpha, --bandwidth and --gamma."""
     if not args.profile:
@@ -66,10 +56,10 @@ def _profile_adapter(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     op = normalize_op(args.op)
-    sizes = parse_size_range(args.size, "size")
+    sizes = parse_size_range(args.size, "size", multiple=DTYPES[normalize_dtype(args.dtype)])
     adapter = _profile_adapter(args)
     model = adapter.profile.model if adapter else LinkModel.from_bandwidth(
-        parse_time(args.alpha or "2us", "alpha"), parse_bandwidth(args.bandwidth or "25GB/s"), _gamma(args.gamma or "0"))
+        parse_time(args.alpha or "2us", "alpha"), parse_bandwidth(args.bandwidth or "25GB/s"), parse_gamma(args.gamma or "0"))
     for size in sizes:  # validates ranks, dtype and root once per size
         Collective(op, args.ranks, size, args.dtype, args.root)
     names = [args.algo] if args.algo else names_for(op)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from simulator.errors import CollsimError
 from simulator.topology import BUILDERS, NETWORKS, PRESETS, build_preset, parse_topology
 from simulator.topology.spec import COMMON_OPTIONS
 
@@ -27,7 +28,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     show.add_argument("--links", action="store_true", help="list every link (id, ends, latency, bandwidth)")
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(func=run_show)
-    t.set_defaults(func=lambda args: (t.print_help(), 2)[1])
+    t.set_defaults(func=_no_action)
+
+
+def _no_action(args: argparse.Namespace) -> int:
+    raise CollsimError("topology: give an action: show SPEC (e.g. collsim topology show switch:8)")
 
 
 def run_list(args: argparse.Namespace) -> int:

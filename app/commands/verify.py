@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from simulator.algorithms import all_specs, get, names_for
 from simulator.algorithms.registry import check_ranks, resolve_params
-from simulator.collective import normalize_dtype, normalize_op
+from simulator.collective import DTYPES, normalize_dtype, normalize_op
 from simulator.errors import CollsimError
 from simulator.units import parse_size, parse_size_range
 
@@ -33,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "floats within (p-1) u sum|x|, see docs/verify.md), and time both the nccl-tests way.",
         epilog="examples:\n"
                "  collsim verify --ranks 4 --op allreduce --algo ring --sizes 1KiB:16MiB --native\n"
-               "  collsim verify --ranks 3 --all --sizes 0,28,4100 --dtype float32,int64 --no-time\n"
+               "  collsim verify --ranks 3 --all --sizes 0,56,4104 --dtype float32,int64 --no-time\n"
                "  torchrun --nproc-per-node 8 -m app.cli verify --backend nccl --op allreduce --algo ring --sizes 1MiB:1GiB")
     p.add_argument("--backend", default="gloo", help="gloo (CPU) or nccl (one GPU per rank) (default gloo)")
     p.add_argument("--ranks", type=int, help="processes in the local world (not with torchrun, which sets it)")
@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--algo", help="algorithm, or a comma list (default: every algorithm for the op)")
     p.add_argument("--all", action="store_true", help="every registered (op, algorithm)")
     p.add_argument("--sizes", "--size", dest="sizes", default="1KiB:16MiB:4",
-                   help="sizes in bytes: START:END[:FACTOR] or a list (default 1KiB:16MiB:4); rounded down to whole elements")
+                   help="sizes in bytes: START:END[:FACTOR] or a list (default 1KiB:16MiB:4); whole elements of every --dtype")
     p.add_argument("--dtype", default="float32", help=f"element type, or a comma list: {', '.join(VERIFY_DTYPES)} (default float32)")
     p.add_argument("--root", type=int, default=0, help="root rank for broadcast, reduce, gather, scatter (default 0)")
     p.add_argument("--redop", default="sum", help="reduction: sum, prod, max, min (default sum)")
@@ -134,7 +134,11 @@ def checked_values(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[int
             raise CollsimError(f"dtype: {d} is not verified on torch.distributed; expected one of {', '.join(VERIFY_DTYPES)}")
     if args.redop not in ("sum", "prod", "max", "min"):
         raise CollsimError(f"redop: unknown reduction {args.redop!r}; expected one of sum, prod, max, min")
-    return dtypes, tuple(parse_size_range(args.sizes, "sizes"))
+    sizes = tuple(parse_size_range(args.sizes, "sizes", multiple=max(DTYPES[d] for d in dtypes)))
+    for d, size in ((d, s) for d in dtypes for s in sizes if s % DTYPES[d]):
+        raise CollsimError(f"sizes: {size} bytes is not a whole number of {d} elements ({DTYPES[d]} bytes each); "
+                           f"expected a multiple of {DTYPES[d]}")
+    return dtypes, sizes
 
 
 def world_ranks(args: argparse.Namespace, torchrun: bool) -> int:
