@@ -67,9 +67,10 @@ def test_pipelined_chain_and_hierarchical_formulas():
             np.testing.assert_allclose(predict("allreduce", "hierarchical", p, SIZES, m, group=g), want, rtol=1e-12)
 
 
-def test_every_algorithm_has_a_closed_form():
+def test_only_the_engine_timed_showcase_lacks_a_closed_form():
+    # bidirectional_ring is the one built-in that is timed by the engine on ideal:P (docs/architecture.md)
     missing = [(s.op, s.name) for s in all_specs() if (s.op, s.name) not in CLOSED_FORMS]
-    assert not missing
+    assert missing == [("allgather", "bidirectional_ring")]
 
 
 def _params(spec, p, k):
