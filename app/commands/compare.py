@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
-from pathlib import Path
+import math
 
 from simulator.algorithms import get
 from simulator.algorithms.registry import check_ranks, resolve_params
@@ -14,7 +13,8 @@ from simulator.collective import normalize_op
 from simulator.cost import LinkModel
 from simulator.errors import CollsimError
 from simulator.profile import LinkProfile, atomic_write, load_profile
-from simulator.units import parse_bandwidth, parse_size_range, parse_time
+from simulator.readfile import read_data
+from simulator.units import parse_bandwidth, parse_size, parse_size_range, parse_time
 
 from ..args import add_algo_params, add_op, algo_params
 from ..output import emit_json, table
@@ -65,23 +65,44 @@ def _profile(args: argparse.Namespace) -> LinkProfile:
 
 
 def _measured_from_file(path: str, op: str, algo: str, ranks: int | None) -> tuple[int, list[int], list[float], dict]:
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise CollsimError(f"measured: cannot read {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise CollsimError(f"measured: {path} line {exc.lineno}: not valid JSON ({exc.msg}); "
-                           "expected `collsim verify --json` output") from None
+    data = read_data(path, "measured")
     records = data.get("records") if isinstance(data, dict) else None
     if not isinstance(records, list):
         raise CollsimError(f"measured: {path} has no 'records' list; expected `collsim verify --json` output")
+    for i, r in enumerate(records):
+        if not isinstance(r, dict):
+            raise CollsimError(f"measured: {path}: records[{i}] is {str(r)[:40]!r}; expected a mapping "
+                               "{op, algorithm, ranks, bytes, time_s} as `collsim verify --json` writes")
     rows = [r for r in records if r.get("op") == op and r.get("algorithm") == algo and "time_s" in r
             and (ranks is None or r.get("ranks") == ranks)]
     if not rows:
         found = sorted({f"{r.get('op')}/{r.get('algorithm')} p={r.get('ranks')}" for r in records})
         raise CollsimError(f"measured: {path} has no timed {op}/{algo}{'' if ranks is None else f' p={ranks}'} rows; it has: "
-                           f"{', '.join(found) or 'nothing timed'}")
-    return int(rows[0]["ranks"]), [int(r["bytes"]) for r in rows], [float(r["time_s"]) for r in rows], dict(rows[0].get("params") or {})
+                           f"{', '.join(found[:10]) or 'nothing timed'}")
+    return _checked_rows(path, records, rows)
+
+
+def _checked_rows(path: str, records: list, rows: list[dict]) -> tuple[int, list[int], list[float], dict]:
+    """(ranks, bytes, seconds, params) of the matching rows, each value checked, errors naming records[i] and the field."""
+    sizes, times = [], []
+    for r in rows:
+        where = f"measured: {path}: records[{next(i for i, x in enumerate(records) if x is r)}]"
+        value = r.get("bytes")
+        if isinstance(value, str):
+            value = parse_size(value, f"{where} bytes")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise CollsimError(f"{where} bytes is {value!r}; expected a byte count >= 1 such as 65536 or \"64KiB\"")
+        t = r["time_s"]
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+            raise CollsimError(f"{where} time_s is {t!r}; expected a finite time in seconds > 0")
+        sizes.append(value)
+        times.append(float(t))
+    p, params = rows[0].get("ranks"), rows[0].get("params") or {}
+    if isinstance(p, bool) or not isinstance(p, int) or p < 1:
+        raise CollsimError(f"measured: {path}: ranks is {p!r}; expected a rank count >= 1")
+    if not isinstance(params, dict):
+        raise CollsimError(f"measured: {path}: params is {params!r}; expected a mapping of algorithm parameters")
+    return p, sizes, times, dict(params)
 
 
 def run(args: argparse.Namespace) -> int:
