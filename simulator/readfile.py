@@ -88,6 +88,8 @@ def read_data(path: str | Path, what: str):
     """Parsed YAML (or JSON for a .json name), with the size cap and limits on nesting and expansion."""
     path = Path(path)
     text = read_text(path, what)
+    if not text.strip():
+        raise CollsimError(f"{what}: {path} is empty; expected {'JSON' if path.suffix.lower() == '.json' else 'YAML'} data")
     if path.suffix.lower() == ".json":
         return parse_json(text, path, what)
     return parse_yaml(text, path, what)
