@@ -5,6 +5,8 @@ Run with `collsim app` (or `streamlit run app/streamlit_app.py`).
 
 from __future__ import annotations
 
+import math
+
 import streamlit as st
 
 from app.diagram import MAX_RANKS, render_svg
@@ -13,19 +15,56 @@ from simulator.algorithms import build_schedule, get, names_for
 from simulator.collective import OPS
 from simulator.cost import LinkModel
 from simulator.errors import CollsimError
-from simulator.units import parse_bandwidth, parse_size_range, parse_time
+from simulator.topology.model import check_link_value
+from simulator.units import parse_bandwidth, parse_size, parse_size_range, parse_time
 
 st.set_page_config(page_title="collsim", layout="wide")
 st.title("collsim: how GPUs talk in collectives")
 
 
+MAX_POINTS = 256  # sizes per curve: more makes the page slow (13,870 sizes took 44 s) without a visibly better plot
+SIZES_HELP = "START:END[:FACTOR] such as 1KiB:1GiB:4, or a list such as 1KiB,64KiB,1MiB"
+
+
+def sizes_input(text: str, field: str = "sizes") -> list[int]:
+    """Sizes from a text field, at most MAX_POINTS of them, counted before any is made; else a CollsimError naming the field."""
+    text = str(text).strip()
+    parts = text.split(":")
+    if not text or len(parts) > 3:
+        raise CollsimError(f"{field}: {text!r} is not a size range; expected {SIZES_HELP}")
+    if len(parts) == 1:
+        points = text.count(",") + 1
+    else:
+        start, end = parse_size(parts[0], field), parse_size(parts[1], field)
+        factor = _factor(parts[2], text, field) if len(parts) == 3 else 2.0
+        points = math.floor(math.log(end / start) / math.log(factor) + 1e-9) + 1 if 0 < start <= end else 1
+    if points > MAX_POINTS:
+        raise CollsimError(f"{field}: {text!r} gives {points:,} sizes, over the limit of {MAX_POINTS} per curve; "
+                           "use a larger FACTOR or a shorter range")
+    sizes = parse_size_range(text, field)
+    if not sizes:
+        raise CollsimError(f"{field}: {text!r} names no size; expected {SIZES_HELP}")
+    return sizes
+
+
+def _factor(text: str, whole: str, field: str) -> float:
+    try:
+        factor = float(text)
+    except ValueError:
+        factor = math.nan
+    if not math.isfinite(factor) or factor <= 1:
+        raise CollsimError(f"{field}: FACTOR {text!r} in {whole!r} is not a number > 1; expected {SIZES_HELP}")
+    return factor
+
+
 def link_inputs(prefix: str, alpha: str = "2us", bandwidth: str = "25GB/s") -> LinkModel:
-    """Latency, bandwidth and gamma inputs, parsed like the command line parses them."""
+    """Latency, bandwidth and gamma inputs, parsed like the command line parses them; finite, bandwidth > 0."""
     cols = st.columns(3)
     a = cols[0].text_input("latency per message (alpha)", alpha, key=f"{prefix}-alpha")
     b = cols[1].text_input("bandwidth per direction", bandwidth, key=f"{prefix}-bw")
     g = cols[2].number_input("gamma (s per reduced byte)", value=0.0, format="%g", key=f"{prefix}-gamma", min_value=0.0)
-    return LinkModel.from_bandwidth(parse_time(a, "alpha"), parse_bandwidth(b), g)
+    latency = check_link_value("alpha", parse_time(a, "alpha"), "")
+    return LinkModel.from_bandwidth(latency, check_link_value("bandwidth", parse_bandwidth(b), ""), g)
 
 
 step_tab, cost_tab, whatif_tab = st.tabs(["Step through", "Cost curves", "What-if hardware"])
@@ -55,7 +94,7 @@ with cost_tab:
     sizes_c = cols[2].text_input("sizes (START:END[:FACTOR])", "1KiB:1GiB:4", key="cost-sizes")
     try:
         model = link_inputs("cost")
-        sizes = parse_size_range(sizes_c)
+        sizes = sizes_input(sizes_c)
         st.plotly_chart(cost_figure(op_c, int(ranks_c), sizes, model, "time"), use_container_width=True)
         st.plotly_chart(cost_figure(op_c, int(ranks_c), sizes, model, "busbw"), use_container_width=True)
     except CollsimError as exc:
@@ -73,7 +112,7 @@ with whatif_tab:
         model_a = link_inputs("a", "3us", "50GB/s")
         st.subheader("Machine B")
         model_b = link_inputs("b", "10us", "100GB/s")
-        st.plotly_chart(whatif_figure(op_w, int(ranks_w), parse_size_range(sizes_w), {"A": model_a, "B": model_b}),
+        st.plotly_chart(whatif_figure(op_w, int(ranks_w), sizes_input(sizes_w), {"A": model_a, "B": model_b}),
                         use_container_width=True)
     except CollsimError as exc:
         st.error(str(exc))
