@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 
 from simulator.errors import CollsimError
+from simulator.fileio import all_or_nothing
 
 from .commands import COMMANDS
+from .limits import add_limit_args
+from .preflight import LIMITED, output_fields, preflight
 
 DESCRIPTION = """collsim: teach, predict and check collective communication between GPUs.
 
@@ -28,9 +33,29 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
     for module in COMMANDS:
         module.add_parser(sub)
-    for choice in sub.choices.values():
+    for name, choice in _leaves(sub):
         choice.formatter_class = argparse.RawDescriptionHelpFormatter
+        if name in LIMITED:
+            add_limit_args(choice)
+        choice.set_defaults(_command=name, _outputs=output_fields(choice))
     return parser
+
+
+def _leaves(sub: argparse._SubParsersAction, prefix: str = ""):
+    """(command name, parser) for every command, nested ones ('topology show') included."""
+    for name, choice in sub.choices.items():
+        yield prefix + name, choice
+        for action in choice._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                yield from _leaves(action, f"{prefix}{name} ")
+
+
+class Terminated(Exception):
+    """SIGTERM, raised in the main thread so that cleanup runs and no output is written."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,13 +64,32 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "func"):
         parser.print_help()
         return 2
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
-        return int(args.func(args) or 0)
+        with all_or_nothing():  # every output file of the run is written at the end, or none
+            preflight(args)
+            return int(args.func(args) or 0)
     except CollsimError as exc:
-        print(f"collsim: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc), 2)
+    except KeyboardInterrupt:
+        return _fail("interrupted (SIGINT); no output file written", 130)
+    except Terminated:
+        return _fail("terminated (SIGTERM); no output file written", 143)
     except BrokenPipeError:
         return 0
+    except MemoryError:
+        return _fail("out of memory: the request is too large for this machine; use smaller --size or --ranks", 2)
+    except RecursionError:
+        return _fail("input nested too deeply to read; expected a flatter file", 2)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"collsim: error: {' '.join(message.split())}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -17,6 +15,9 @@ import yaml
 
 from .cost import LinkModel
 from .errors import CollsimError
+from .fileio import atomic_write
+
+__all__ = ["LinkProfile", "Segment", "atomic_write", "load_profile"]  # atomic_write lives in fileio; kept here for old imports
 
 
 @dataclass(frozen=True)
@@ -127,16 +128,3 @@ def load_profile(path: str | Path) -> LinkProfile:
     gamma = number(data, "gamma_s_per_byte", "", 0) if "gamma_s_per_byte" in data else 0.0
     return LinkProfile(float(number(data, "alpha_s", "", 0)), float(number(data, "bandwidth_Bps", "", 0)), float(gamma),
                        data.get("source", ""), tuple(segments), dict(meta))
-
-
-def atomic_write(path: str | Path, text: str) -> None:
-    """Write a text file so that readers see either the old file or the whole new one."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -24,52 +24,95 @@ _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Zµ/]*
 SIZE_HELP = "a byte count such as 4096, 1e6, 64KiB, 1MB or 2GiB (KiB/MiB/GiB = powers of 2, KB/MB/GB = powers of 10)"
 
 
+MAX_SIZE = 2**50  # 1PiB: larger than any buffer a run moves, small enough for exact float arithmetic
+MAX_POINTS = 10000  # sizes in one range, rank counts in one list
+
+
 def _split(text: str, field: str, accepted: str) -> tuple[float, str]:
     match = _NUMBER.match(str(text))
     if not match:
         raise CollsimError(f"{field}: cannot read {text!r}; expected {accepted}")
-    return float(match.group(1)), match.group(2).lower()
+    value = float(match.group(1))
+    if not math.isfinite(value):
+        raise CollsimError(f"{field}: {text!r} is too large to be a number; expected {accepted}")
+    return value, match.group(2).lower()
+
+
+def _finite(value: float, text, field: str, accepted: str) -> float:
+    if not math.isfinite(value):
+        raise CollsimError(f"{field}: {text!r} is not a finite number; expected {accepted}")
+    return value
 
 
 def parse_size(text: str | int, field: str = "size") -> int:
-    """Bytes from '64KiB', '1MB', '2GiB', '1e6' or a plain integer."""
+    """Bytes from '64KiB', '1MB', '2GiB', '1e6' or a plain integer (at most MAX_SIZE)."""
     if isinstance(text, int):
         if text < 0:
             raise CollsimError(f"{field}: {text} is negative; expected {SIZE_HELP}")
-        return text
-    value, unit = _split(text, field, SIZE_HELP)
-    if unit not in _SIZE_UNITS:
-        raise CollsimError(f"{field}: unknown unit {unit!r} in {text!r}; expected {SIZE_HELP}")
-    nbytes = value * _SIZE_UNITS[unit]
-    if not math.isfinite(nbytes) or nbytes != int(nbytes):
-        raise CollsimError(f"{field}: {text!r} is not a whole number of bytes")
+        nbytes: float = text
+    else:
+        value, unit = _split(text, field, SIZE_HELP)
+        if unit not in _SIZE_UNITS:
+            raise CollsimError(f"{field}: unknown unit {unit!r} in {text!r}; expected {SIZE_HELP}")
+        nbytes = value * _SIZE_UNITS[unit]
+    if nbytes > MAX_SIZE:
+        raise CollsimError(f"{field}: {text!r} is over the largest size collsim takes, 1PiB ({MAX_SIZE} bytes); expected {SIZE_HELP}")
+    if nbytes != int(nbytes):
+        raise CollsimError(f"{field}: {text!r} is not a whole number of bytes; expected {SIZE_HELP}")
     return int(nbytes)
 
 
-def parse_size_range(text: str, field: str = "sizes") -> list[int]:
-    """Sizes from 'A:B' (powers of two from A to B), 'A:B:F' (factor F) or a comma list."""
+def _factor(text: str, spec: str, field: str) -> float:
+    try:
+        factor = float(text)
+    except ValueError:
+        factor = float("nan")
+    if not (math.isfinite(factor) and factor > 1):
+        raise CollsimError(f"{field}: FACTOR {text!r} in {spec!r} is not a number > 1; expected START:END:FACTOR such as 1KiB:1GiB:4")
+    return factor
+
+
+def parse_size_range(text: str, field: str = "sizes", multiple: int = 1) -> list[int]:
+    """Sizes from 'A:B' (powers of two from A to B), 'A:B:F' (factor F) or a comma list; at least one, at most MAX_POINTS.
+
+    Sizes a range generates between its ends are rounded to a multiple of `multiple` (the element size), so that a
+    range such as 1e6:1e9:1.5 never asks for a size the user did not type and the dtype cannot hold.
+    """
+    text = str(text)
     if ":" not in text:
-        return [parse_size(part, field) for part in text.split(",") if part.strip()]
+        sizes = [parse_size(part.strip(), field) for part in text.split(",") if part.strip()]
+        if not sizes:
+            raise CollsimError(f"{field}: {text!r} names no size; expected {SIZE_HELP}, a list A,B,C or a range START:END[:FACTOR]")
+        if len(sizes) > MAX_POINTS:
+            raise CollsimError(f"{field}: {len(sizes)} sizes, over the limit of {MAX_POINTS}; expected fewer sizes")
+        return sizes
     parts = text.split(":")
     if len(parts) not in (2, 3):
         raise CollsimError(f"{field}: {text!r} should be START:END or START:END:FACTOR, e.g. 1KiB:1GiB")
-    start, end = parse_size(parts[0], field), parse_size(parts[1], field)
-    factor = float(parts[2]) if len(parts) == 3 else 2.0
-    if start <= 0 or end < start or factor <= 1:
-        raise CollsimError(f"{field}: {text!r} needs 0 < START <= END and FACTOR > 1")
-    sizes, size = [], float(start)
-    while size <= end * (1 + 1e-12):
-        sizes.append(int(round(size)))
-        size *= factor
-    return sizes
+    start, end = parse_size(parts[0].strip(), field), parse_size(parts[1].strip(), field)
+    factor = _factor(parts[2].strip(), text, field) if len(parts) == 3 else 2.0
+    if start <= 0 or end < start:
+        raise CollsimError(f"{field}: {text!r} needs 0 < START <= END, e.g. 1KiB:1GiB")
+    points = math.floor(math.log(end / start) / math.log(factor) + 1e-9) + 1
+    if points > MAX_POINTS:
+        raise CollsimError(f"{field}: {text!r} gives about {points:.0e} sizes, over the limit of {MAX_POINTS}; "
+                           "expected a larger FACTOR or a shorter range")
+    sizes = [start]
+    for k in range(1, points):
+        size = max(multiple, round(start * factor**k / multiple) * multiple)
+        sizes.append(min(size, end))
+    if end not in sizes and end <= start * factor ** (points - 1) * (1 + 1e-12):
+        sizes[-1] = end
+    return list(dict.fromkeys(sizes))
 
 
 def parse_time(text: str | float, field: str = "alpha") -> float:
     """Seconds from '2us', '1.5ms', '3e-6' or a plain number of seconds."""
+    accepted = "a time such as 2us, 0.5ms or 3e-6 (seconds)"
     if isinstance(text, (int, float)):
-        value, unit = float(text), ""
+        value, unit = _finite(float(text), text, field, accepted), ""
     else:
-        value, unit = _split(text, field, "a time such as 2us, 0.5ms or 3e-6 (seconds)")
+        value, unit = _split(text, field, accepted)
     if unit not in _TIME_UNITS:
         raise CollsimError(f"{field}: unknown time unit {unit!r} in {text!r}; use s, ms, us or ns")
     seconds = value * _TIME_UNITS[unit]
@@ -80,33 +123,40 @@ def parse_time(text: str | float, field: str = "alpha") -> float:
 
 def parse_bandwidth(text: str | float, field: str = "bandwidth") -> float:
     """Bytes per second from '25GB/s', '400Gbit/s', '1e10' or a plain number of B/s."""
+    accepted = "a bandwidth such as 25GB/s, 400Gbit/s or 1e10 (bytes/s)"
     if isinstance(text, (int, float)):
-        value, unit = float(text), ""
+        value, unit = _finite(float(text), text, field, accepted), ""
     else:
-        value, unit = _split(text, field, "a bandwidth such as 25GB/s, 400Gbit/s or 1e10 (bytes/s)")
+        value, unit = _split(text, field, accepted)
     if unit not in _BW_UNITS:
         raise CollsimError(f"{field}: unknown bandwidth unit {unit!r} in {text!r}; use B/s, GB/s, GiB/s or Gbit/s")
     bps = value * _BW_UNITS[unit]
-    if bps <= 0:
-        raise CollsimError(f"{field}: {text!r} must be a bandwidth > 0")
+    if not bps > 0:
+        raise CollsimError(f"{field}: {text!r} must be a bandwidth > 0; expected {accepted}")
     return bps
 
 
 def parse_rank_range(text: str | int, field: str = "ranks") -> list[int]:
-    """Rank counts from '8', '2-17' or '2,4,8'."""
+    """Rank counts from '8', '2-17' or '2,4,8' (at most MAX_POINTS of them)."""
+    accepted = "a count such as 8, a range 2-17 or a list 2,4,8"
     out: list[int] = []
     for part in str(text).split(","):
         part = part.strip()
         try:
             if "-" in part[1:]:
-                lo, hi = part.split("-", 1)
-                out.extend(range(int(lo), int(hi) + 1))
+                lo, hi = (int(x) for x in part.split("-", 1))
+                if hi < lo or len(out) + hi - lo + 1 > MAX_POINTS:
+                    raise CollsimError(f"{field}: {text!r} names {max(hi - lo + 1, 0)} rank counts in {part!r}; "
+                                       f"expected a range LO-HI with LO <= HI and at most {MAX_POINTS} counts")
+                out.extend(range(lo, hi + 1))
             else:
                 out.append(int(part))
         except ValueError:
-            raise CollsimError(f"{field}: cannot read {text!r}; expected a count such as 8, a range 2-17 or a list 2,4,8") from None
+            raise CollsimError(f"{field}: cannot read {text!r}; expected {accepted}") from None
     if not out or min(out) < 1:
-        raise CollsimError(f"{field}: {text!r} must name rank counts >= 1")
+        raise CollsimError(f"{field}: {text!r} must name rank counts >= 1; expected {accepted}")
+    if len(out) > MAX_POINTS:
+        raise CollsimError(f"{field}: {text!r} names {len(out)} rank counts, over the limit of {MAX_POINTS}")
     return out
 
 

@@ -39,6 +39,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     ranks = parse_rank_range(args.ranks)
     sizes = parse_size_range(args.size, "size")
+    if args.root >= min(ranks):
+        raise CollsimError(f"root: {args.root} is not a rank of {min(ranks)}; expected 0..{min(ranks) - 1} for --ranks {args.ranks}")
     if args.all:
         op = normalize_op(args.op) if args.op else None
         specs = [s for s in all_specs() if op is None or s.op == op]
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         params = algo_params(args, tuple(x.name for x in spec.params))
         status, message = "pass", ""
         for size in sizes:
-            coll = Collective(spec.op, p, size, args.dtype, args.root % p)
+            coll = Collective(spec.op, p, size, args.dtype, args.root)
             try:
                 schedule = build_schedule(coll, spec.name, **params)
             except CollsimError as exc:

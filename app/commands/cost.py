@@ -6,7 +6,7 @@ import argparse
 
 from simulator.algorithms import get, names_for
 from simulator.algorithms.registry import check_ranks, resolve_params
-from simulator.collective import Collective, normalize_op
+from simulator.collective import DTYPES, Collective, normalize_dtype, normalize_op
 from simulator.cost import LinkModel, lower_bound, predict
 from simulator.errors import CollsimError
 from simulator.units import parse_bandwidth, parse_size_range, parse_time
@@ -45,7 +45,7 @@ def _gamma(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     op = normalize_op(args.op)
-    sizes = parse_size_range(args.size, "size")
+    sizes = parse_size_range(args.size, "size", multiple=DTYPES[normalize_dtype(args.dtype)])
     model = LinkModel.from_bandwidth(parse_time(args.alpha, "alpha"), parse_bandwidth(args.bandwidth), _gamma(args.gamma))
     for size in sizes:  # validates ranks, dtype and root once per size
         Collective(op, args.ranks, size, args.dtype, args.root)
