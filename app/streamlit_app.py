@@ -5,8 +5,6 @@ Run with `collsim app` (or `streamlit run app/streamlit_app.py`).
 
 from __future__ import annotations
 
-import math
-
 import streamlit as st
 
 from app.diagram import MAX_RANKS, render_svg
@@ -16,45 +14,22 @@ from simulator.collective import OPS
 from simulator.cost import LinkModel
 from simulator.errors import CollsimError
 from simulator.topology.model import check_link_value
-from simulator.units import parse_bandwidth, parse_size, parse_size_range, parse_time
+from simulator.units import parse_bandwidth, parse_size_range, parse_time
 
 st.set_page_config(page_title="collsim", layout="wide")
 st.title("collsim: how GPUs talk in collectives")
 
 
-MAX_POINTS = 256  # sizes per curve: more makes the page slow (13,870 sizes took 44 s) without a visibly better plot
-SIZES_HELP = "START:END[:FACTOR] such as 1KiB:1GiB:4, or a list such as 1KiB,64KiB,1MiB"
+MAX_POINTS = 256  # sizes per curve in the app: 13,870 took 44 s to draw, with no visibly better plot
 
 
 def sizes_input(text: str, field: str = "sizes") -> list[int]:
-    """Sizes from a text field, at most MAX_POINTS of them, counted before any is made; else a CollsimError naming the field."""
-    text = str(text).strip()
-    parts = text.split(":")
-    if not text or len(parts) > 3:
-        raise CollsimError(f"{field}: {text!r} is not a size range; expected {SIZES_HELP}")
-    if len(parts) == 1:
-        points = text.count(",") + 1
-    else:
-        start, end = parse_size(parts[0], field), parse_size(parts[1], field)
-        factor = _factor(parts[2], text, field) if len(parts) == 3 else 2.0
-        points = math.floor(math.log(end / start) / math.log(factor) + 1e-9) + 1 if 0 < start <= end else 1
-    if points > MAX_POINTS:
-        raise CollsimError(f"{field}: {text!r} gives {points:,} sizes, over the limit of {MAX_POINTS} per curve; "
-                           "use a larger FACTOR or a shorter range")
+    """Sizes from a text field (parsed like --sizes, which counts a range before making it), at most MAX_POINTS."""
     sizes = parse_size_range(text, field)
-    if not sizes:
-        raise CollsimError(f"{field}: {text!r} names no size; expected {SIZES_HELP}")
+    if len(sizes) > MAX_POINTS:
+        raise CollsimError(f"{field}: {text!r} gives {len(sizes):,} sizes, over the app's limit of {MAX_POINTS} per curve; "
+                           "use a larger FACTOR or a shorter range")
     return sizes
-
-
-def _factor(text: str, whole: str, field: str) -> float:
-    try:
-        factor = float(text)
-    except ValueError:
-        factor = math.nan
-    if not math.isfinite(factor) or factor <= 1:
-        raise CollsimError(f"{field}: FACTOR {text!r} in {whole!r} is not a number > 1; expected {SIZES_HELP}")
-    return factor
 
 
 def link_inputs(prefix: str, alpha: str = "2us", bandwidth: str = "25GB/s") -> LinkModel:
