@@ -27,7 +27,7 @@ LOG_LINES = LOG.splitlines()
 FIRST_ROW = LOG_LINES[3]          # '           8             2     float     sum      -1    20.25 ...'
 XML = (DATA / "msccl" / "ndv4_ag-1k-512k.xml").read_text()
 BIG = b"# " + b"x" * (50 * 2**20) + b"\n"  # 50 MiB: refused up front, before reading
-LIMIT = "over the limit of 16 MiB"
+LIMIT = "over the limit of"
 
 TOPOLOGY = {
     "collsim_topology": 1, "name": "two-boxes",
@@ -114,6 +114,8 @@ def _file_level(fmt: str, name: str, argv: list[str], structured: bool, others: 
         case("topscalar", {name: '"just text"'}, name, accepted="expected"),
         case("syntax", {name: "{nope" if as_json else "a: [1, 2\nb: }"}, "line", accepted="not valid"),
     ]
+    cases.append(case("over-data-cap", {name: (" " * 3 * 2**20) + ("{}" if as_json else "a: 1\n")}, name, "3 MiB",
+                      "over the limit of 2 MiB"))
     if not as_json:
         cases.append(case("billion-laughs", {name: BILLION_LAUGHS}, name, accepted="at most 1,000,000"))
         cases.append(case("python-tag", {name: "!!python/object/apply:os.system ['true']\n"}, name, accepted="not valid YAML"))
