@@ -299,6 +299,27 @@ def _log_cases() -> list[Case]:
 
 # ---- MSCCL XML ---------------------------------------------------------------------------------------------
 
+# Two gpus swap halves (an allgather): each gpu has a sending and a receiving threadblock with one step each.
+TINY_XML = """<algo name="tiny" proto="Simple" nchannels="1" nchunksperloop="2" ngpus="2" coll="allgather" inplace="1" outofplace="0">
+""" + "".join(f"""  <gpu id="{g}" i_chunks="0" o_chunks="2" s_chunks="0">
+    <tb id="0" send="{1 - g}" recv="-1" chan="0">
+      <step s="0" type="s" srcbuf="o" srcoff="{g}" dstbuf="o" dstoff="{g}" cnt="1" depid="-1" deps="-1" hasdep="0"/>
+    </tb>
+    <tb id="1" send="-1" recv="{1 - g}" chan="0">
+      <step s="0" type="r" srcbuf="o" srcoff="{1 - g}" dstbuf="o" dstoff="{1 - g}" cnt="1" depid="-1" deps="-1" hasdep="0"/>
+    </tb>
+  </gpu>
+""" for g in (0, 1)) + "</algo>\n"
+
+
+def _tiny_cycle() -> str:
+    """gpu 0's send waits for its receive, and the receive waits for the send: a dependency cycle."""
+    head, rest = TINY_XML.split('<gpu id="1"', 1)
+    head = head.replace('depid="-1" deps="-1" hasdep="0"', 'depid="1" deps="0" hasdep="1"', 1)
+    head = head.replace('depid="-1" deps="-1" hasdep="0"', 'depid="0" deps="0" hasdep="1"', 1)
+    return head + '<gpu id="1"' + rest
+
+
 def _xml_with(old: str, new: str, text: str = XML) -> str:
     assert old in text, old
     return text.replace(old, new, 1)
@@ -344,6 +365,11 @@ def _msccl_cases() -> list[Case]:
             accepted="wait forever"),
         bad("child", _xml_with("<tb ", "<threadblock ").replace("</tb>", "</threadblock>", 1), "<threadblock>", accepted="expected <tb>"),
         bad("flag", _xml_with('inplace="1"', 'inplace="2"'), "inplace", "2", "0 or 1"),
+        bad("dependency-cycle", _tiny_cycle(), "deadlock", "waits for tb 1 step 0", "waits for tb 0 step 0"),
+        bad("unmatched-receive", _xml_with('type="s" srcbuf="o" srcoff="1"', 'type="nop" srcbuf="o" srcoff="1"', TINY_XML),
+            "a.xml:7", "gpu 0 receives 1 times from gpu 1", "only 0 times"),
+        bad("send-to-nobody", _xml_with('<tb id="0" send="1" recv="-1"', '<tb id="0" send="-1" recv="-1"', TINY_XML),
+            "send=-1", accepted="no send peer"),
         bad("algo-line", _xml_with(algo_line, algo_line.replace('outofplace="0"', 'outofplace="0" inplace2="1"')
                                    .replace('inplace="1"', 'inplace="0"', 1)), "inplace=0 and outofplace=0",
             accepted="at least one placement"),
@@ -419,6 +445,7 @@ GOOD_FILES = [
     ([*FIT, "l.txt"], {"l.txt": LOG}),
     (["nccl-model", "--compare", "l.txt"], {"l.txt": LOG}),
     (["import-msccl", "a.xml", "--check"], {"a.xml": XML}),
+    (["import-msccl", "a.xml", "--check"], {"a.xml": TINY_XML}),
     ([*COMPARE, "m.json"], {"m.json": json.dumps(MEASURED)}),
     ([*COMPARE, "m.json"], {"m.json": json.dumps(_edit(MEASURED, "records.0.bytes", "64KiB"))}),  # sizes as people write them
 ]
