@@ -50,10 +50,11 @@ def read_bytes(path: str | Path, what: str, cap: int = MAX_INPUT_BYTES) -> bytes
     path = Path(path)
     limit = input_limit(cap)
     try:
-        with open(path, "rb") as handle:
+        # O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting forever; it is then refused below
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode):
-                raise CollsimError(f"{what}: {path} is not a regular file; expected a file path")
+                raise CollsimError(f"{what}: {path} is not a regular file (a device, pipe or socket); expected a file path")
             if info.st_size > limit:
                 raise CollsimError(f"{what}: {path} is {_mib(info.st_size)}, over the limit of {_mib(limit)} for input files; "
                                    f"set {_LIMIT_ENV} to raise it")

@@ -1,5 +1,8 @@
 """The safe input reader: size caps, UTF-8, YAML/JSON nesting and alias limits, with the line where it can be known."""
 
+import os
+from pathlib import Path
+
 import pytest
 
 from simulator.errors import CollsimError
@@ -60,3 +63,11 @@ def test_yaml_errors_are_one_line_with_the_line_number(tmp_path):
     with pytest.raises(CollsimError) as info:
         read_data(_write(tmp_path, "bad.yaml", "a: 1\nb: [1, 2\nc: }\n"), "test")
     assert "\n" not in str(info.value) and "not valid YAML" in str(info.value) and " line " in str(info.value)
+
+
+def test_devices_and_pipes_are_refused_without_waiting(tmp_path):
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)  # no writer: a plain open() would wait forever
+    for path in (fifo, Path("/dev/zero")):
+        with pytest.raises(CollsimError, match="is not a regular file"):
+            read_data(path, "test")

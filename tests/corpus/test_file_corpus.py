@@ -99,6 +99,7 @@ def _file_level(fmt: str, name: str, argv: list[str], structured: bool, others: 
         case("directory", {f"{name}/x": "x"}, name, accepted="Is a directory"),
         case("binary", {name: bytes(range(256)) * 4}, name, accepted="expected UTF-8 text" if structured else None),
         case("oversize", {name: BIG}, name, "50 MiB", LIMIT),
+        Case(f"{fmt}-device", [*argv, "/dev/zero"], "/dev/zero", accepted="not a regular file", files=dict(others or {})),
     ]
     if fmt == "log":  # logs tolerate other encodings in the noise around the table; a binary file has no rows
         cases[2] = case("binary", {name: bytes(range(256)) * 4}, name, accepted="not an nccl-tests log")
