@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from simulator.algorithms.registry import all_params
 from simulator.collective import DTYPES, OPS
 from simulator.units import SIZE_HELP
 
@@ -17,8 +18,12 @@ def add_op(parser: argparse.ArgumentParser, required: bool = True) -> None:
 
 
 def add_algo_params(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--chunks", type=int, help="pipelining depth: pieces each block is cut into (ring, chain, trees)")
-    parser.add_argument("--group", type=int, help="ranks per group for hierarchical algorithms")
+    """One `--NAME N` flag per algorithm parameter in the registry, described by its Param."""
+    for name, (param, users) in all_params().items():
+        algos = ", ".join(dict.fromkeys(u.split("/")[1] for u in users))
+        default = f"; default {param.default}" if param.default is not None else ""  # else its help says who picks
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=int, metavar="N",
+                            help=f"{param.help}; {param.accepted()}{default} (algorithms: {algos})")
 
 
 def add_collective(parser: argparse.ArgumentParser, size_default: str | None = None, dtype_default: str = "float32") -> None:
@@ -30,7 +35,7 @@ def add_collective(parser: argparse.ArgumentParser, size_default: str | None = N
 
 def algo_params(args: argparse.Namespace, accepted: tuple[str, ...] | None = None) -> dict:
     """The algorithm parameters given on the command line (only those `accepted`, if named)."""
-    params = {"chunks": getattr(args, "chunks", None), "group": getattr(args, "group", None)}
+    params = {name: getattr(args, name, None) for name in all_params()}
     params = {k: v for k, v in params.items() if v is not None}
     if accepted is not None:
         params = {k: v for k, v in params.items() if k in accepted}

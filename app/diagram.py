@@ -13,12 +13,16 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
+from simulator import interpret
 from simulator.errors import CollsimError
+from simulator.interpret import Contributors, initial_state
+from simulator.ops import SPECS
 from simulator.schedule import Schedule
-from simulator.validate import initially_defined
 
 MAX_RANKS = 16
 MAX_ELEMENTS = 64
+# Ops whose pictures make sense: every element of 'out' has one meaning on all ranks (not alltoall's pairs).
+DRAWABLE_OPS = tuple(name for name, spec in SPECS.items() if spec.send != "pairs")
 
 
 @dataclass
@@ -35,32 +39,14 @@ def symbolic_states(schedule: Schedule) -> list[StepState]:
     p = coll.ranks
     if p > MAX_RANKS:
         raise CollsimError(f"ranks: {p} is too many to draw; pictures take at most {MAX_RANKS} ranks")
-    if coll.op == "alltoall":
-        raise CollsimError("op: alltoall pictures are not supported yet (each element has its own destination); "
-                           "draw allreduce, allgather, reduce_scatter, broadcast, reduce, gather or scatter")
-    bufs = {}
-    for r in range(p):
-        for buf in ("in", "out", "scratch"):
-            arr = np.zeros(schedule.buffer_size(r, buf), dtype=np.uint64)
-            for lo, hi in initially_defined(schedule, r, buf):
-                arr[lo:hi] = np.uint64(1 << (coll.root if coll.op in ("broadcast", "scatter") else r))
-            bufs[r, buf] = arr
-    order = schedule.topological_order()
-    by_step: dict[int, list[int]] = {}
-    for i in order:
-        by_step.setdefault(schedule.transfers[i].step, []).append(i)
-    states = [StepState(np.stack([bufs[r, "out"].copy() for r in range(p)]), [])]
-    for step in sorted(by_step):
-        moved = []
-        for i in by_step[step]:
-            t = schedule.transfers[i]
-            for piece in t.pieces:
-                data = bufs[t.src, piece.src_buf][piece.src_off:piece.src_off + piece.count].copy()
-                target = bufs[t.dst, piece.dst_buf][piece.dst_off:piece.dst_off + piece.count]
-                target[:] = (target | data) if t.reduce else data
-            if not t.local:
-                moved.append(t)
-        states.append(StepState(np.stack([bufs[r, "out"].copy() for r in range(p)]), moved))
+    if coll.spec.send == "pairs":
+        raise CollsimError(f"op: {coll.op} pictures are not supported yet (each element has its own destination); "
+                           f"draw {', '.join(DRAWABLE_OPS)}")
+    values = Contributors(p)
+    outs = lambda state: np.stack([state[r]["out"] for r in range(p)])
+    states = [StepState(outs(initial_state(schedule, values)), [])]
+    interpret.run(schedule, values,
+                  after_step=lambda step, moved, state: states.append(StepState(outs(state), [t for t in moved if not t.local])))
     return states
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from simulator.engine import EngineOptions
 from simulator.errors import CollsimError
 from simulator.profile import load_profile
+from simulator.profile_adapter import ProfileAdapter
 from simulator.topology import Topology, ideal, parse_topology
 from simulator.units import parse_time
 
@@ -21,7 +23,9 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
                    help=f"machine to run on (default: ideal:P with 2us and 25GB/s per link, as `collsim cost`): {TOPOLOGY_HELP}")
     p.add_argument("--alpha", metavar="TIME", help="set every link's latency (per link: a message on switch:P crosses 2 links)")
     p.add_argument("--bandwidth", metavar="BW", help="set every link's bandwidth per direction, e.g. 25GB/s or 400Gbit/s")
-    p.add_argument("--profile", metavar="FILE", help="a link profile (collsim calibrate / fit) setting link latency, bandwidth and gamma")
+    p.add_argument("--profile", metavar="FILE",
+                   help="a link profile (collsim calibrate / fit): its per-message alpha is split over a route's links, its "
+                        "bandwidth and gamma apply, and a piecewise profile's segment is chosen by the size (docs/model.md)")
     p.add_argument("--gamma", default=None, help="reduction cost in seconds per byte, e.g. 1e-11 (default 0, or the profile's)")
     p.add_argument("--ports", type=int, default=1,
                    help="sends and receives a rank may have in flight at once (default 1, the single-port model; 0 = unlimited)")
@@ -95,16 +99,32 @@ def _placement(text: str, devices: int) -> list[int]:
     return named + [d for d in range(devices) if d not in set(named)]
 
 
-def resolve_topology(args: argparse.Namespace, ranks: int | None) -> tuple[Topology, float]:
-    """The topology with --profile/--alpha/--bandwidth applied, and gamma (from --gamma, else the profile, else 0)."""
+@dataclass(frozen=True)
+class Machine:
+    """The topology a run uses, gamma, and the profile adapter when --profile was given."""
+
+    topology: Topology
+    gamma: float
+    adapter: ProfileAdapter | None = None
+
+    def options(self, base: EngineOptions, nbytes: int) -> EngineOptions:
+        """`base` with the profile's message regime for a collective of `nbytes` (unchanged without a profile)."""
+        return self.adapter.options(nbytes, base) if self.adapter else base
+
+
+def resolve_machine(args: argparse.Namespace, ranks: int | None) -> Machine:
+    """The topology with --profile (through the profile adapter), then --alpha/--bandwidth per link, applied; and gamma
+    (from --gamma, else the profile, else 0)."""
     # without --topology: the textbook machine with `collsim cost`'s defaults, so the two commands agree
     topology = parse_topology(args.topology) if args.topology else ideal(ranks or 8, 2e-6, 25e9)
-    latency = bandwidth = gamma = None
+    adapter = None
+    gamma = 0.0
     if args.profile:
-        prof = load_profile(args.profile)
-        latency, bandwidth, gamma = prof.alpha_s, prof.bandwidth_Bps, prof.gamma_s_per_byte
-    if args.alpha is not None:
-        latency = parse_time(args.alpha, "alpha")
+        adapter = ProfileAdapter(load_profile(args.profile))
+        topology = adapter.topology(topology)
+        gamma = adapter.profile.gamma_s_per_byte
+    latency = parse_time(args.alpha, "alpha") if args.alpha is not None else None
+    bandwidth = None
     if args.bandwidth is not None:
         from simulator.units import parse_bandwidth
 
@@ -116,7 +136,7 @@ def resolve_topology(args: argparse.Namespace, ranks: int | None) -> tuple[Topol
     if args.placement:
         topology = topology.with_placement(_placement(args.placement, topology.num_devices))
     given = parse_gamma(args.gamma)
-    return topology, given if given is not None else (gamma or 0.0)
+    return Machine(topology, given if given is not None else gamma, adapter)
 
 
 def engine_options(args: argparse.Namespace, topology: Topology, ranks: int, gamma: float) -> EngineOptions:

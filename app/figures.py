@@ -6,30 +6,48 @@ import numpy as np
 
 from simulator.algorithms import get, names_for
 from simulator.collective import Collective, busbw_factor, normalize_op
-from simulator.cost import LinkModel, lower_bound, predict
+from simulator.cost import CLOSED_FORM, LinkModel, estimate, lower_bound
 from simulator.units import format_size
 
 
-def cost_table(op: str, ranks: int, sizes: list[int], model: LinkModel, algorithms: list[str] | None = None) -> dict:
-    """Closed-form seconds per algorithm (those that accept this rank count) and the lower bound, per size."""
+def cost_table(op: str, ranks: int, sizes: list[int], model: LinkModel, algorithms: list[str] | None = None,
+               params: dict | None = None) -> dict:
+    """Seconds per algorithm (those that accept this rank count) and the lower bound, per size.
+
+    `params` (e.g. {"chunks": 4}) go to the algorithms that take them. `methods` says per algorithm
+    whether its times are its closed form or the event engine's on ideal:P (no closed form).
+    """
     op = normalize_op(op)
     names = [n for n in (algorithms or names_for(op)) if not get(op, n).refusal(ranks)]
-    return {"sizes": list(sizes), "times": {n: predict(op, n, ranks, sizes, model) for n in names},
-            "bound": lower_bound(op, ranks, sizes, model)}
+    estimates = {}
+    for n in names:
+        accepted = {p.name for p in get(op, n).params}
+        estimates[n] = estimate(op, n, ranks, sizes, model, **{k: v for k, v in (params or {}).items() if k in accepted})
+    return {"sizes": list(sizes), "times": {n: e.times for n, e in estimates.items()},
+            "methods": {n: e.method for n, e in estimates.items()}, "bound": lower_bound(op, ranks, sizes, model)}
+
+
+def _label(name: str, data: dict) -> str:
+    """An algorithm's legend name: marked "(engine)" when its times are simulated, not a closed form."""
+    return name if data["methods"][name] == CLOSED_FORM else f"{name} (engine)"
 
 
 def cost_figure(op: str, ranks: int, sizes: list[int], model: LinkModel, metric: str = "time",
-                algorithms: list[str] | None = None):
-    """Time (us) or bus bandwidth (GB/s) against message size, one line per algorithm, log axes."""
+                algorithms: list[str] | None = None, params: dict | None = None):
+    """Time (us) or bus bandwidth (GB/s) against message size, one line per algorithm, log axes.
+
+    An algorithm without a closed form is drawn from the engine's times, labelled "(engine)".
+    """
     import plotly.graph_objects as go
 
-    data = cost_table(op, ranks, sizes, model, algorithms)
+    data = cost_table(op, ranks, sizes, model, algorithms, params)
     sizes_arr = np.asarray(sizes, dtype=float)
     factor = busbw_factor(op, ranks)
     fig = go.Figure()
     labels = [format_size(s) for s in sizes]
     bound_label = "lower bound" if metric == "time" else "bound (best possible)"
-    series = dict(data["times"], **{bound_label: data["bound"]})
+    series = {_label(n, data): t for n, t in data["times"].items()}
+    series[bound_label] = data["bound"]
     for name, times in series.items():
         y = times * 1e6 if metric == "time" else np.divide(sizes_arr * factor, times, out=np.zeros_like(times),
                                                            where=times > 0) / 1e9
@@ -53,7 +71,7 @@ def whatif_figure(op: str, ranks: int, sizes: list[int], models: dict[str, LinkM
         data = cost_table(op, ranks, sizes, model)
         stacked = np.vstack(list(data["times"].values()))
         best = stacked.min(axis=0)
-        winners = [list(data["times"])[i] for i in stacked.argmin(axis=0)]
+        winners = [_label(list(data["times"])[i], data) for i in stacked.argmin(axis=0)]
         fig.add_trace(go.Scatter(x=sizes, y=best * 1e6, name=label, mode="lines+markers", text=winners,
                                  hovertemplate="best: %{text}<br>%{y:.3g} us<extra>" + label + "</extra>"))
     fig.update_layout(title=f"{op}, {ranks} ranks: best algorithm's time on each machine",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.diagram import MAX_RANKS, render_svg
+from app.diagram import DRAWABLE_OPS, MAX_RANKS, render_svg
 from app.figures import collective_for_picture, cost_figure, whatif_figure
 from simulator.algorithms import build_schedule, get, names_for
 from simulator.collective import OPS
@@ -42,19 +42,25 @@ def link_inputs(prefix: str, alpha: str = "2us", bandwidth: str = "25GB/s") -> L
     return LinkModel.from_bandwidth(latency, check_link_value("bandwidth", parse_bandwidth(b), ""), g)
 
 
+def param_inputs(params, prefix: str) -> dict:
+    """One number input per algorithm Param (its help, minimum and maximum); empty means the algorithm's default."""
+    cols = st.columns(max(len(params), 1))
+    values = {p.name: col.number_input(f"{p.name}: {p.help}", value=p.default, min_value=p.minimum, max_value=p.maximum,
+                                       step=1, key=f"{prefix}-{p.name}") for p, col in zip(params, cols)}
+    return {k: int(v) for k, v in values.items() if v is not None}
+
+
 step_tab, cost_tab, whatif_tab = st.tabs(["Step through", "Cost curves", "What-if hardware"])
 
 with step_tab:
     st.markdown("Pick a collective and an algorithm: each row is a rank's buffer, each column the state after "
                 "a step, arrows are the messages of that step. Colours come from running the schedule itself.")
     cols = st.columns(4)
-    op = cols[0].selectbox("collective", [o for o in OPS if o != "alltoall"], key="step-op")
+    op = cols[0].selectbox("collective", list(DRAWABLE_OPS), key="step-op")
     algo = cols[1].selectbox("algorithm", names_for(op), key="step-algo")
     ranks = cols[2].slider("ranks", 1, MAX_RANKS, 4, key="step-ranks")
     elements = cols[3].slider("elements per buffer", 1, 64, 2 * ranks, key="step-elements")
-    tunables = [p for p in get(op, algo).params if p.default is not None]
-    params = {p.name: col.number_input(f"{p.name}: {p.help}", value=p.default, min_value=p.minimum, key=f"step-{p.name}")
-              for p, col in zip(tunables, st.columns(max(len(tunables), 1)))}
+    params = param_inputs(get(op, algo).params, "step")
     try:
         schedule = build_schedule(collective_for_picture(op, ranks, elements), algo, **params)
         st.caption(f"{schedule.num_steps} steps, {len(schedule.network_transfers())} messages")
@@ -70,8 +76,11 @@ with cost_tab:
     try:
         model = link_inputs("cost")
         sizes = sizes_input(sizes_c)
-        st.plotly_chart(cost_figure(op_c, int(ranks_c), sizes, model, "time"), use_container_width=True)
-        st.plotly_chart(cost_figure(op_c, int(ranks_c), sizes, model, "busbw"), use_container_width=True)
+        tunables = {p.name: p for n in names_for(op_c) for p in get(op_c, n).params}
+        params_c = param_inputs(list(tunables.values()), "cost")
+        st.plotly_chart(cost_figure(op_c, int(ranks_c), sizes, model, "time", params=params_c), use_container_width=True)
+        st.plotly_chart(cost_figure(op_c, int(ranks_c), sizes, model, "busbw", params=params_c), use_container_width=True)
+        st.caption("Lines marked (engine) are algorithms without a closed form, simulated on the contention-free ideal machine.")
     except CollsimError as exc:
         st.error(str(exc))
 

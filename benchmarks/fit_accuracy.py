@@ -14,11 +14,10 @@ import json
 import sys
 from pathlib import Path
 
-from app.commands.nccl_model import compare
 from app.output import table
 from simulator.fit import fit_measurements
 from simulator.formats.nccl_tests import read_log
-from simulator.nccl_model import System
+from simulator.nccl_model import System, compare
 from simulator.profile import atomic_write
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,15 +8,18 @@ for allgather, reduce_scatter, alltoall, gather and scatter it is the total buff
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from .errors import CollsimError
+from .ops import SPECS, OpSpec, lookup
 
-OPS = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall", "gather", "scatter")
-ROOTED = ("broadcast", "reduce", "gather", "scatter")
-REDUCING = ("allreduce", "reduce_scatter", "reduce")
-TOTAL_SIZE_OPS = ("allgather", "reduce_scatter", "alltoall", "gather", "scatter")
+# Views of the specs (simulator/ops.py), for code that asks "which ops are ...".
+OPS = tuple(SPECS)
+ROOTED = tuple(name for name, s in SPECS.items() if s.rooted)
+REDUCING = tuple(name for name, s in SPECS.items() if s.reduces)
+TOTAL_SIZE_OPS = tuple(name for name, s in SPECS.items() if s.total_size)
 REDOPS = ("sum", "prod", "max", "min")
 
 DTYPES: dict[str, int] = {
@@ -26,24 +29,10 @@ DTYPES: dict[str, int] = {
 DTYPE_ALIASES = {"float": "float32", "half": "float16", "double": "float64", "int": "int32", "bf16": "bfloat16",
                  "char": "int8", "fp32": "float32", "fp16": "float16"}
 
-# nccl-tests bus bandwidth factor per op, as a function of p (REFERENCE.md).
-_BUSBW_FACTOR = {
-    "allreduce": lambda p: 2 * (p - 1) / p,
-    "allgather": lambda p: (p - 1) / p, "reduce_scatter": lambda p: (p - 1) / p,
-    "alltoall": lambda p: (p - 1) / p, "gather": lambda p: (p - 1) / p, "scatter": lambda p: (p - 1) / p,
-    "broadcast": lambda p: 1.0, "reduce": lambda p: 1.0,
-}
-
 
 def normalize_op(op: str) -> str:
     """The canonical op name ('reducescatter' and 'all_reduce' are accepted spellings)."""
-    key = str(op).strip().lower().replace("-", "_")
-    aliases = {"all_reduce": "allreduce", "all_gather": "allgather", "reducescatter": "reduce_scatter",
-               "all_to_all": "alltoall", "bcast": "broadcast"}
-    key = aliases.get(key, key)
-    if key not in OPS:
-        raise CollsimError(f"op: unknown collective {op!r}; expected one of {', '.join(OPS)}")
-    return key
+    return lookup(op).name
 
 
 def normalize_dtype(dtype: str) -> str:
@@ -56,7 +45,7 @@ def normalize_dtype(dtype: str) -> str:
 
 def busbw_factor(op: str, p: int) -> float:
     """nccl-tests' factor from algorithm bandwidth to bus bandwidth."""
-    return _BUSBW_FACTOR[normalize_op(op)](p)
+    return lookup(op).bus_factor(p)
 
 
 def split_counts(total: int, parts: int) -> np.ndarray:
@@ -100,6 +89,11 @@ class Collective:
             raise CollsimError(f"redop: unknown reduction {self.redop!r}; expected one of {', '.join(REDOPS)}")
 
     @property
+    def spec(self) -> OpSpec:
+        """The op's declaration (layout, start and end state, factors, names)."""
+        return SPECS[self.op]
+
+    @property
     def elem_size(self) -> int:
         """Bytes per element."""
         return DTYPES[self.dtype]
@@ -130,12 +124,10 @@ class Collective:
             return sum(self.pair_count(rank, d) for d in range(peer))
         return sum(self.pair_count(s, rank) for s in range(peer))
 
-    @property
+    @cached_property
     def in_count(self) -> list[int]:
         """Elements of each rank's input buffer."""
-        if self.op in ("allgather", "gather"):
-            return [int(c) for c in self.block_counts]
-        return [self.count] * self.ranks
+        return [self.spec.in_count(self, r) for r in range(self.ranks)]
 
     @property
     def out_count(self) -> int:
@@ -157,5 +149,5 @@ class Collective:
 
     def describe(self) -> str:
         """A short human label."""
-        root = f" root={self.root}" if self.op in ROOTED else ""
+        root = f" root={self.root}" if self.spec.rooted else ""
         return f"{self.op} p={self.ranks} {self.nbytes}B {self.dtype}{root}"

@@ -1,7 +1,9 @@
 """Fit an algorithm's alpha-beta closed form to measured times, piecewise by size, with cross-validation.
 
 The closed form of an algorithm (simulator.cost) maps a per-message latency alpha and a link
-bandwidth to a time per size. Every closed form is linear in (alpha, beta = 1/bandwidth), so the
+bandwidth to a time per size; an algorithm registered without one is timed by the event engine on
+ideal:P instead (`method` in the result's meta says which). Every closed form is linear in
+(alpha, beta = 1/bandwidth) (an engine time is checked to be, per size), so the
 fit that minimises the squared *relative* error is a two-column non-negative least squares,
 solved exactly. The piecewise fit cuts the sizes into up to K contiguous ranges (NCCL's protocol
 regimes LL -> LL128 -> Simple) and fits each range on its own; the cut points are chosen by
@@ -17,8 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import algorithms as _algorithms  # noqa: F401  (closed forms may be registered beside their algorithms)
-from .cost import CLOSED_FORMS, LinkModel, predict
+from .algorithms import REGISTRY, names_for
+from .cost import CLOSED_FORM, ENGINE, LinkModel, has_closed_form, predict
 from .errors import CollsimError
 from .profile import LinkProfile, Segment
 
@@ -72,7 +74,8 @@ def basis(op: str, algo: str, p: int, sizes, params: dict | None = None) -> tupl
     b = predict(op, algo, p, sizes, LinkModel(0.0, 1.0), **params)
     probe = predict(op, algo, p, sizes, LinkModel(2.0, 3.0), **params)
     if not np.allclose(probe, 2 * a + 3 * b, rtol=1e-9, atol=0):
-        raise CollsimError(f"algo: the closed form of {op}/{algo} is not linear in alpha and beta, so it cannot be fitted")
+        what = "closed form" if has_closed_form(op, algo) else "engine time on ideal:P"
+        raise CollsimError(f"algo: the {what} of {op}/{algo} is not linear in alpha and beta, so it cannot be fitted")
     return a, b
 
 
@@ -162,9 +165,9 @@ def predict_pieces(op: str, algo: str, p: int, pieces: Sequence[Piece], sizes, p
 def fit_measurements(op: str, algo: str, p: int, measurements: Sequence[tuple[int, float]], segments: int = 1,
                      params: dict | None = None) -> FitResult:
     """Fit (bytes, seconds) pairs; sizes measured more than once use their median time."""
-    if algo not in {name for (o, name) in CLOSED_FORMS if o == op}:
-        known = ", ".join(sorted(name for (o, name) in CLOSED_FORMS if o == op)) or "none"
-        raise CollsimError(f"algo: no closed form for {op}/{algo}; algorithms with one: {known}")
+    if (op, algo) not in REGISTRY:
+        known = ", ".join(names_for(op)) or "none"
+        raise CollsimError(f"algo: no closed form for {op}/{algo} and no such algorithm to simulate; algorithms: {known}")
     if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
         raise CollsimError(f"segments: {segments!r} is not a count of size ranges; expected an integer >= 1")
     if p < 2:
@@ -192,7 +195,7 @@ def fit_measurements(op: str, algo: str, p: int, measurements: Sequence[tuple[in
             fold = (Piece(0, None, fa, 1.0 / fb if fb > 0 else float("inf")),)
         cv[test] = predict_pieces(op, algo, p, fold, sizes[test], params)
     return FitResult(op, algo, p, params, alpha, 1.0 / beta, pieces, sizes, times, fitted, cv,
-                     {"segments_asked": segments})
+                     {"segments_asked": segments, "method": CLOSED_FORM if has_closed_form(op, algo) else ENGINE})
 
 
 def _unique(measurements: Sequence[tuple[int, float]]) -> tuple[np.ndarray, np.ndarray]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .collective import normalize_op
+from .collective import busbw_factor, normalize_op
 from .errors import CollsimError
 
 ALGORITHMS = ("tree", "ring", "nvls")
@@ -141,61 +141,68 @@ def tune(system: System, op: str) -> dict[tuple[str, str], tuple[float, float]]:
     op = normalize_op(op)
     if op not in OPS:
         raise CollsimError(f"op: NCCL's model covers {', '.join(OPS)}; not {op}")
-    p, nodes, arch = system.ranks, system.nodes, system.arch
-    ppn = p / nodes
-    scale = _scale(system)
+    p = system.ranks
     nsteps = 2 * (p - 1) if op == "allreduce" else p - 1 if op in ("allgather", "reduce_scatter") else p
-    ll_max = LL_MAX_BW[arch][scale] if nodes == 1 else (LL_MAX_BW["ampere"] if system.amd_cpu else LL_MAX_BW_INTEL_NET)[scale]
-    intra_hw = "nvlink" if system.link == "nvlink" else "pcie"
-    hw = intra_hw if nodes == 1 else "net"
-    nch = system.n_channels
     out: dict[tuple[str, str], tuple[float, float]] = {}
     for algo in ALGORITHMS:
-        if op in ("broadcast", "reduce") and algo != "ring":
-            continue
-        if op in ("allgather", "reduce_scatter") and algo == "tree":
-            continue
-        if algo == "nvls" and (not system.nvls_enabled or op not in ("allreduce", "allgather", "reduce_scatter")):
-            continue
         for pi, proto in enumerate(PROTOCOLS):
-            if algo == "nvls" and proto != "Simple":
-                continue
-            if proto == "LL128" and system.link != "nvlink":
-                continue  # tuning.cc enables LL128 by default only over NVLink
-            bus = system.graph_bw_GBps
-            if algo == "ring" and proto == "LL":
-                bus = min(ll_max, bus * 0.5)
-            if algo == "ring" and proto == "LL128":
-                bus = min(bus * 0.92, nch * PER_CH_MAX_RING_LL128[arch])
-            if algo == "tree" and op == "allreduce":
-                bus = min(bus * 0.92, nch * PER_CH_MAX_TREE[arch][scale])
-            if algo == "tree" and proto == "LL":
-                bus = min(bus / 3.8, ll_max)
-            if algo == "tree" and proto == "LL128":
-                bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), nch * PER_CH_MAX_TREE_LL128[arch][scale])
-            if algo == "nvls":
-                bus *= system.nvls_efficiency
-            if not (algo != "ring" and op in ("allgather", "reduce_scatter")):
-                bus *= p / nsteps if algo == "ring" else 5.0 / 6.0 if algo == "nvls" else 0.5
-            lat = BASE_LAT[algo][pi]
-            intra_lat = HW_LAT[intra_hw][algo][pi]
-            inter_lat = (HW_LAT["net"]["tree"][pi] if ppn == 1 else HW_LAT["net"][algo][pi]) + system.net_latency_us
-            if proto == "Simple":
-                inter_lat += system.net_latency_us
-            if algo == "ring":
-                if op in ("broadcast", "reduce"):
-                    lat += HW_LAT[hw]["ring"][pi]  # NCCL's sameChannels case
-                else:
-                    overhead = system.net_overhead_us * (3 if proto == "Simple" else 1) if nodes > 1 else 0.0
-                    intra_lat = max(intra_lat, overhead)
-                    n_inter = 0 if nodes == 1 else 2 * (nodes - 1) if op == "allreduce" else nodes - 1
-                    lat += (nsteps - n_inter) * intra_lat + n_inter * inter_lat
-            elif algo == "tree":
-                lat += 2 * ((p // nodes - 1) * intra_lat + _log2i(nodes) * inter_lat)
-            elif algo == "nvls":
-                lat = intra_lat + (inter_lat if nodes > 1 else 0.0)
-            out[(algo, proto)] = (lat, bus)
+            if _enabled(system, op, algo, proto):
+                out[(algo, proto)] = (_latency(system, op, algo, pi, nsteps), _algo_bw(system, op, algo, proto, nsteps))
     return out
+
+
+def _enabled(system: System, op: str, algo: str, proto: str) -> bool:
+    """Whether NCCL considers (algorithm, protocol) for this op on this system."""
+    if op in ("broadcast", "reduce") and algo != "ring":
+        return False
+    if op in ("allgather", "reduce_scatter") and algo == "tree":
+        return False
+    if algo == "nvls" and (not system.nvls_enabled or op not in ("allreduce", "allgather", "reduce_scatter") or proto != "Simple"):
+        return False
+    return proto != "LL128" or system.link == "nvlink"  # tuning.cc enables LL128 by default only over NVLink
+
+
+def _algo_bw(system: System, op: str, algo: str, proto: str, nsteps: int) -> float:
+    """Algorithm bandwidth in GB/s: the graph's bus bandwidth capped per (algorithm, protocol), over the bus-to-algorithm ratio."""
+    arch, nodes, nch, scale = system.arch, system.nodes, system.n_channels, _scale(system)
+    ll_max = LL_MAX_BW[arch][scale] if nodes == 1 else (LL_MAX_BW["ampere"] if system.amd_cpu else LL_MAX_BW_INTEL_NET)[scale]
+    bus = system.graph_bw_GBps
+    if algo == "ring" and proto == "LL":
+        bus = min(ll_max, bus * 0.5)
+    if algo == "ring" and proto == "LL128":
+        bus = min(bus * 0.92, nch * PER_CH_MAX_RING_LL128[arch])
+    if algo == "tree" and op == "allreduce":
+        bus = min(bus * 0.92, nch * PER_CH_MAX_TREE[arch][scale])
+    if algo == "tree" and proto == "LL":
+        bus = min(bus / 3.8, ll_max)
+    if algo == "tree" and proto == "LL128":
+        bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), nch * PER_CH_MAX_TREE_LL128[arch][scale])
+    if algo == "nvls":
+        bus *= system.nvls_efficiency
+    if not (algo != "ring" and op in ("allgather", "reduce_scatter")):
+        bus *= system.ranks / nsteps if algo == "ring" else 5.0 / 6.0 if algo == "nvls" else 0.5
+    return bus
+
+
+def _latency(system: System, op: str, algo: str, pi: int, nsteps: int) -> float:
+    """Latency in us of (algorithm, protocol index): base plus intra- and inter-node hops."""
+    p, nodes = system.ranks, system.nodes
+    intra_hw = "nvlink" if system.link == "nvlink" else "pcie"
+    lat = BASE_LAT[algo][pi]
+    intra_lat = HW_LAT[intra_hw][algo][pi]
+    inter_lat = (HW_LAT["net"]["tree"][pi] if p / nodes == 1 else HW_LAT["net"][algo][pi]) + system.net_latency_us
+    if PROTOCOLS[pi] == "Simple":
+        inter_lat += system.net_latency_us
+    if algo == "tree":
+        return lat + 2 * ((p // nodes - 1) * intra_lat + _log2i(nodes) * inter_lat)
+    if algo == "nvls":
+        return intra_lat + (inter_lat if nodes > 1 else 0.0)
+    if op in ("broadcast", "reduce"):  # ring, NCCL's sameChannels case
+        return lat + HW_LAT[intra_hw if nodes == 1 else "net"]["ring"][pi]
+    overhead = system.net_overhead_us * (3 if PROTOCOLS[pi] == "Simple" else 1) if nodes > 1 else 0.0
+    intra_lat = max(intra_lat, overhead)
+    n_inter = 0 if nodes == 1 else 2 * (nodes - 1) if op == "allreduce" else nodes - 1
+    return lat + ((nsteps - n_inter) * intra_lat + n_inter * inter_lat)
 
 
 def _log2i(n: int) -> int:
@@ -229,3 +236,21 @@ def choose(system: System, op: str, sizes) -> tuple[list[tuple[str, str]], np.nd
     grid = np.vstack([times[k] for k in keys])
     best = np.argmin(grid, axis=0)
     return [keys[i] for i in best], grid[best, np.arange(grid.shape[1])], times
+
+
+def compare(system: System, op: str, measurements: list[tuple[int, float]]) -> dict:
+    """NCCL's pick and predicted time next to measured times, with median absolute percentage errors."""
+    if not measurements:
+        raise CollsimError("compare: the log has no row with a size and a time > 0 to compare with")
+    sizes = [s for s, _ in measurements]
+    measured = np.array([t for _, t in measurements])
+    picks, best, _ = choose(system, op, sizes)
+    err = (best - measured) / measured * 100.0
+    factor = busbw_factor(op, system.ranks)
+    rows = [{"bytes": s, "measured_s": float(m), "pick": f"{a}/{p}", "predicted_s": float(b), "error_pct": float(e),
+             "measured_busbw_GBps": s / m * factor / 1e9, "predicted_busbw_GBps": s / b * factor / 1e9}
+            for s, m, (a, p), b, e in zip(sizes, measured, picks, best, err)]
+    big = np.array(sizes) >= 64 * 1024
+    return {"rows": rows,
+            "median_abs_pct_error_ge_64KiB": float(np.median(np.abs(err[big]))) if big.any() else None,
+            "median_abs_pct_error_all": float(np.median(np.abs(err)))}

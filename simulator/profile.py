@@ -1,7 +1,8 @@
 """A measured or fitted link profile (alpha, bandwidth, gamma) saved as an editable YAML/JSON file.
 
-Calibration (`collsim calibrate`) and log fitting (`collsim fit`) write one; the simulator loads it
-to set every link's latency and bandwidth (`--profile FILE`), and the cost model to price algorithms.
+Calibration (`collsim calibrate`) and log fitting (`collsim fit`) write one. It reaches a machine (closed
+forms, the engine's links and message regimes) only through simulator.profile_adapter, which states what
+alpha means per message, how it is split over a route's links and how segments are chosen by size.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class LinkProfile:
 
     @property
     def model(self) -> LinkModel:
-        """The cost model's view of this profile."""
+        """The top-level alpha and bandwidth as a LinkModel (per size, with segments: ProfileAdapter.link_model)."""
         return LinkModel.from_bandwidth(self.alpha_s, self.bandwidth_Bps, self.gamma_s_per_byte)
 
     def to_dict(self) -> dict:
@@ -80,51 +81,54 @@ def load_profile(path: str | Path) -> LinkProfile:
     """Read a profile file written by collsim (or by hand), with errors naming the file, the field, the value and what is accepted."""
     from .readfile import read_data
 
-    data = read_data(path, "profile")
-
-    def number(entry: dict, key: str, where: str, minimum: float, integer: bool = False):
-        value = entry[key]
-        if isinstance(value, str) and not integer:  # YAML reads 1e-6 (no dot) as text
-            try:
-                value = float(value)
-            except ValueError:
-                pass
-        ok = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
-        if not ok or not math.isfinite(value) or value < minimum or (minimum == 0 and key == "bandwidth_Bps" and value == 0):
-            accepted = ("an integer" if integer else "a finite number") + (" > 0" if key == "bandwidth_Bps" else " >= 0")
-            raise CollsimError(f"profile: {path}: {where}{key} is {value!r}; expected {accepted}")
-        return value
-
-    def fields(entry, accepted: tuple[str, ...], required: tuple[str, ...], where: str) -> dict:
-        if not isinstance(entry, dict):
-            raise CollsimError(f"profile: {path}: {where or 'the file'} holds {type(entry).__name__} {str(entry)[:40]!r}; "
-                               f"expected a mapping with {', '.join(required)}")
-        unknown = [k for k in entry if k not in accepted]
-        missing = [k for k in required if k not in entry]
-        if missing:
-            raise CollsimError(f"profile: {path}: {where}needs the fields {', '.join(required)}; {missing[0]!r} is missing")
-        if unknown:
-            raise CollsimError(f"profile: {path}: {where}unknown field {unknown[0]!r}; expected {', '.join(accepted)}")
-        return entry
-
-    fields(data, PROFILE_KEYS, ("alpha_s", "bandwidth_Bps"), "")
+    data = _fields(read_data(path, "profile"), PROFILE_KEYS, ("alpha_s", "bandwidth_Bps"), path, "")
     raw_segments = data.get("segments") or []
     if not isinstance(raw_segments, list):
         raise CollsimError(f"profile: {path}: segments is {raw_segments!r}; expected a list of "
                            "{min_bytes, max_bytes, alpha_s, bandwidth_Bps}")
-    segments = []
-    for i, seg in enumerate(raw_segments):
-        where = f"segments[{i}] "
-        fields(seg, SEGMENT_KEYS, SEGMENT_KEYS[:1] + SEGMENT_KEYS[2:], where)
-        hi = None if seg.get("max_bytes") is None else number(seg, "max_bytes", where, 1, integer=True)
-        lo = number(seg, "min_bytes", where, 0, integer=True)
-        if hi is not None and hi <= lo:
-            raise CollsimError(f"profile: {path}: {where}max_bytes {hi} is not above min_bytes {lo}; expected min_bytes < max_bytes")
-        segments.append(Segment(lo, hi, float(number(seg, "alpha_s", where, 0)), float(number(seg, "bandwidth_Bps", where, 0))))
+    segments = tuple(_segment(seg, path, f"segments[{i}] ") for i, seg in enumerate(raw_segments))
     meta = data.get("meta") or {}
     if not isinstance(meta, dict) or not isinstance(data.get("source", ""), str):
         bad = "meta" if not isinstance(meta, dict) else "source"
         raise CollsimError(f"profile: {path}: {bad} is {data[bad]!r}; expected {'a mapping' if bad == 'meta' else 'text'}")
-    gamma = number(data, "gamma_s_per_byte", "", 0) if "gamma_s_per_byte" in data else 0.0
-    return LinkProfile(float(number(data, "alpha_s", "", 0)), float(number(data, "bandwidth_Bps", "", 0)), float(gamma),
-                       data.get("source", ""), tuple(segments), dict(meta))
+    gamma = _number(data, "gamma_s_per_byte", path, "") if "gamma_s_per_byte" in data else 0.0
+    return LinkProfile(float(_number(data, "alpha_s", path, "")), float(_number(data, "bandwidth_Bps", path, "")), float(gamma),
+                       data.get("source", ""), segments, dict(meta))
+
+
+def _fields(entry, accepted: tuple[str, ...], required: tuple[str, ...], path, where: str) -> dict:
+    """`entry` when it is a mapping with every required key and no unknown one."""
+    if not isinstance(entry, dict):
+        raise CollsimError(f"profile: {path}: {where or 'the file'} holds {type(entry).__name__} {str(entry)[:40]!r}; "
+                           f"expected a mapping with {', '.join(required)}")
+    missing = [k for k in required if k not in entry]
+    if missing:
+        raise CollsimError(f"profile: {path}: {where}needs the fields {', '.join(required)}; {missing[0]!r} is missing")
+    unknown = [k for k in entry if k not in accepted]
+    if unknown:
+        raise CollsimError(f"profile: {path}: {where}unknown field {unknown[0]!r}; expected {', '.join(accepted)}")
+    return entry
+
+
+def _number(entry: dict, key: str, path, where: str, integer: bool = False, minimum: int = 0):
+    """entry[key] as a finite number >= minimum (> 0 for bandwidth_Bps); text such as '1e-6' is read as a number."""
+    value = entry[key]
+    if isinstance(value, str) and not integer:  # YAML reads 1e-6 (no dot) as text
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    ok = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
+    if not ok or not math.isfinite(value) or value < minimum or (key == "bandwidth_Bps" and value == 0):
+        accepted = ("an integer" if integer else "a finite number") + (" > 0" if key == "bandwidth_Bps" else f" >= {minimum}")
+        raise CollsimError(f"profile: {path}: {where}{key} is {value!r}; expected {accepted}")
+    return value
+
+
+def _segment(seg, path, where: str) -> Segment:
+    _fields(seg, SEGMENT_KEYS, SEGMENT_KEYS[:1] + SEGMENT_KEYS[2:], path, where)
+    hi = None if seg.get("max_bytes") is None else _number(seg, "max_bytes", path, where, integer=True, minimum=1)
+    lo = _number(seg, "min_bytes", path, where, integer=True)
+    if hi is not None and hi <= lo:
+        raise CollsimError(f"profile: {path}: {where}max_bytes {hi} is not above min_bytes {lo}; expected min_bytes < max_bytes")
+    return Segment(lo, hi, float(_number(seg, "alpha_s", path, where)), float(_number(seg, "bandwidth_Bps", path, where)))

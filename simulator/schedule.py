@@ -23,6 +23,8 @@ import numpy as np
 
 from .collective import Collective
 from .errors import CollsimError
+from .validate import topological_order as _topological_order
+from .validate import validate as _validate
 
 BUFFERS = ("in", "out", "scratch")
 
@@ -166,15 +168,11 @@ class Schedule:
 
     def topological_order(self) -> list[int]:
         """Transfer ids in an order that respects every dependency (raises on a cycle)."""
-        from .validate import topological_order
-
-        return topological_order(self)
+        return _topological_order(self)
 
     def validate(self) -> Schedule:
         """Raise CollsimError if the schedule is ill formed; return self otherwise."""
-        from .validate import validate
-
-        validate(self)
+        _validate(self)
         return self
 
 

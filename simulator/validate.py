@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
+from .collective import Collective
 from .errors import CollsimError
 
-if TYPE_CHECKING:
-    from .schedule import Schedule
+
+class Schedule(Protocol):
+    """What these checks read of a schedule. simulator.schedule.Schedule fits it; that module imports this one, never the reverse."""
+
+    @property
+    def collective(self) -> Collective: ...
+
+    @property
+    def transfers(self) -> Sequence[Any]: ...
+
+    def buffer_size(self, rank: int, buf: str) -> int: ...
+
 
 # Above this many transfers, the "writer is an ancestor" check (bitsets) is skipped and only
 # the definedness of data in dependency order is checked.
@@ -18,24 +30,9 @@ ANCESTOR_CHECK_LIMIT = 20000
 
 
 def initially_defined(schedule: Schedule, rank: int, buf: str) -> list[tuple[int, int]]:
-    """Half-open element ranges of a buffer that hold valid data before the schedule runs."""
+    """Half-open element ranges of a buffer that hold valid data before the schedule runs (the op's spec)."""
     coll = schedule.collective
-    size = schedule.buffer_size(rank, buf)
-    if buf == "in":
-        if coll.op == "scatter" and rank != coll.root:
-            return []
-        return [(0, size)]
-    if buf == "scratch":
-        return []
-    op = coll.op
-    if op in ("allreduce", "reduce", "reduce_scatter"):
-        return [(0, size)]
-    if op in ("broadcast", "scatter"):
-        return [(0, size)] if rank == coll.root else []
-    if op in ("allgather", "gather"):
-        offs = coll.block_offsets
-        return [(int(offs[rank]), int(offs[rank + 1]))]
-    return []  # alltoall: output starts empty
+    return [(part.off, part.off + part.count) for part in coll.spec.start(coll, rank, buf)]
 
 
 def topological_order(schedule: Schedule) -> list[int]:

@@ -9,7 +9,7 @@ from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
 from simulator.topology import switch
 
-# SMPI (collective, algorithm) -> collsim (op, algorithm); see ../shared/data/simgrid/README.md
+# SMPI (collective, algorithm) -> collsim (op, algorithm); see tests/data/simgrid/README.md
 SMPI_NAMES = {
     ("allreduce", "lr"): ("allreduce", "ring"),
     ("allreduce", "rdb"): ("allreduce", "recursive_doubling"),
@@ -49,12 +49,9 @@ def test_every_smpi_algorithm_is_mapped_or_explained(shared_data):
 
 
 def _cases():
-    from pathlib import Path
+    from conftest import TEST_DATA
 
-    path = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "simgrid" / "smpi_cluster_p4.csv"
-    if not path.exists():
-        return []
-    with open(path) as handle:
+    with open(TEST_DATA / "simgrid" / "smpi_cluster_p4.csv") as handle:
         return [r for r in csv.DictReader(handle) if (r["collective"], r["smpi_algorithm"]) in SMPI_NAMES]
 
 

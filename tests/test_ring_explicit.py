@@ -1,9 +1,14 @@
-"""The fast whole-ring schedules are the same as the ring phases through the inferring builder."""
+"""The one ring builder's written dependencies are exactly those the inferring ScheduleBuilder finds.
+
+Whole-ring algorithms use `ring_transfers` with its explicit dependencies; the ring phases that
+composite algorithms use feed the same messages through ScheduleBuilder, which infers them.
+"""
 
 import pytest
 
 from simulator.algorithms import build_schedule
-from simulator.algorithms.phases import block_segs, ring_allgather, ring_reduce_scatter
+from simulator.algorithms.phases import block_segs
+from simulator.algorithms.ring import ring_allgather, ring_reduce_scatter, ring_transfers
 from simulator.collective import Collective
 from simulator.schedule import ScheduleBuilder
 
@@ -19,6 +24,13 @@ def _inferred(coll, chunks):
     return b.build()
 
 
+def _same(fast, slow, where):
+    assert len(fast) == len(slow), where
+    for a, b in zip(fast, slow):
+        assert (a.id, a.src, a.dst, a.pieces, a.reduce, a.step, a.deps) == \
+               (b.id, b.src, b.dst, b.pieces, b.reduce, b.step, b.deps), where
+
+
 @pytest.mark.parametrize("op", ["allreduce", "allgather", "reduce_scatter"])
 def test_explicit_ring_equals_inferred_ring(op):
     for p in range(1, 14):
@@ -26,7 +38,22 @@ def test_explicit_ring_equals_inferred_ring(op):
             for chunks in (1, 2, 3, 5):
                 coll = Collective(op, p, count, "int8")
                 fast, slow = build_schedule(coll, "ring", chunks=chunks), _inferred(coll, chunks)
-                assert len(fast.transfers) == len(slow.transfers)
-                for a, b in zip(fast.transfers, slow.transfers):
-                    assert (a.id, a.src, a.dst, a.pieces, a.reduce, a.step, a.deps) == \
-                           (b.id, b.src, b.dst, b.pieces, b.reduce, b.step, b.deps), (p, count, chunks)
+                _same(fast.transfers, slow.transfers, (p, count, chunks))
+
+
+@pytest.mark.parametrize("phases", [(True, False), (False, True), (True, True)])
+def test_explicit_deps_over_any_group_buffer_and_step(phases):
+    """A ring over a shuffled subset of ranks, on scratch, starting at step 7: written deps = inferred deps."""
+    reduce_scatter, allgather = phases
+    coll = Collective("allreduce", 12, 0, "int8")
+    for group in ([3, 9, 1, 7, 11], [5, 2], [0, 4, 8, 10, 6, 2, 1]):
+        for counts in ([4] * len(group), list(range(len(group)))):
+            offsets = [sum(counts[:i]) for i in range(len(counts) + 1)]
+            segs = block_segs(offsets)
+            for chunks in (1, 3):
+                fast = ring_transfers(group, segs, chunks, reduce_scatter, allgather, buf="scratch", step=7)
+                b = ScheduleBuilder(coll, "ring")
+                for t in fast:
+                    b.send(t.src, t.dst, t.pieces, t.reduce, t.step)
+                _same(fast, b.build().transfers, (group, counts, chunks))
+                assert {t.step for t in fast} == set(range(7, 7 + (reduce_scatter + allgather) * (len(group) - 1)))

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.cost import CLOSED_FORMS, predict
+from simulator.cost import CLOSED_FORMS
+from simulator.errors import CollsimError
 from simulator.profile import LinkProfile
+from simulator.profile_adapter import ProfileAdapter
+from simulator.readfile import read_data
+from simulator.units import parse_size
 
 
 @dataclass(frozen=True)
@@ -22,31 +27,27 @@ class Predictor:
 def _closed_form(op: str, algo: str, ranks: int, sizes, profile: LinkProfile, params: dict, dtype: str = "float32") -> np.ndarray | None:
     if (op, algo) not in CLOSED_FORMS:
         return None
-    return predict(op, algo, ranks, sizes, profile.model, **params)
+    return ProfileAdapter(profile).predict(op, algo, ranks, sizes, **params)
 
 
 def _engine(op: str, algo: str, ranks: int, sizes, profile: LinkProfile, params: dict, dtype: str = "float32") -> np.ndarray | None:
-    """The discrete-event engine on one non-blocking switch whose links give the profile's alpha and bandwidth end to end.
+    """The discrete-event engine on one non-blocking switch, the profile applied by the profile adapter.
 
-    A message crosses two links there (rank -> switch -> rank), so each link gets half of the
-    measured one-way latency and the full bandwidth; gamma is the engine's reduction cost.
-    None when simulator.engine is not installed.
+    A message crosses two links there (rank -> switch -> rank): each link gets half of the profile's
+    per-message alpha, and each size its segment's regime; gamma is the engine's reduction cost.
     """
-    try:
-        from simulator.engine import EngineOptions, simulate
-        from simulator.topology import switch
-    except ImportError:
-        return None
     from simulator.algorithms import build_schedule
     from simulator.collective import Collective
+    from simulator.engine import simulate
+    from simulator.topology import switch
 
-    topology = switch(ranks, latency=profile.alpha_s / 2, bandwidth=profile.bandwidth_Bps)
-    options = EngineOptions(gamma=profile.gamma_s_per_byte)
+    adapter = ProfileAdapter(profile)
+    topology = adapter.topology(switch(ranks))
     elem = Collective(op, 1, 0, dtype).elem_size
     times = []
     for n in sizes:
         coll = Collective(op, ranks, int(n) - int(n) % elem, dtype)
-        times.append(simulate(build_schedule(coll, algo, **params), topology, options).time)
+        times.append(simulate(build_schedule(coll, algo, **params), topology, adapter.options(coll.nbytes)).time)
     return np.asarray(times, dtype=np.float64)
 
 
@@ -55,7 +56,7 @@ PREDICTORS = (Predictor("closed_form", _closed_form), Predictor("engine", _engin
 
 def predictions(op: str, algo: str, ranks: int, sizes, profile: LinkProfile, params: dict,
                 dtype: str = "float32") -> dict[str, np.ndarray]:
-    """Every available predictor's seconds per size (closed form always where registered; the engine once installed)."""
+    """Every available predictor's seconds per size (the closed form where one is registered, and the engine)."""
     out = {}
     for p in PREDICTORS:
         values = p.fn(op, algo, ranks, sizes, profile, params, dtype)
@@ -76,3 +77,38 @@ def error_table(sizes, measured, predicted: dict[str, np.ndarray]) -> tuple[list
         rows.append(row)
     summary = {name: float(np.median(np.abs(100.0 * (values - measured) / measured))) for name, values in predicted.items()}
     return rows, summary
+
+
+def load_measured(path: str, op: str, algo: str, ranks: int | None) -> tuple[int, list[int], list[float], dict]:
+    """(ranks, sizes, seconds, params) of the timed op/algo rows of a `collsim verify --json` file, each value checked."""
+    data = read_data(path, "measured")
+    records = data.get("records") if isinstance(data, dict) else None
+    if not isinstance(records, list):
+        raise CollsimError(f"measured: {path} has no 'records' list; expected `collsim verify --json` output")
+    for i, r in enumerate(records):
+        if not isinstance(r, dict):
+            raise CollsimError(f"measured: {path}: records[{i}] is {str(r)[:40]!r}; expected a mapping "
+                               "{op, algorithm, ranks, bytes, time_s} as `collsim verify --json` writes")
+    rows = [(i, r) for i, r in enumerate(records) if r.get("op") == op and r.get("algorithm") == algo and "time_s" in r
+            and (ranks is None or r.get("ranks") == ranks)]
+    if not rows:
+        found = sorted({f"{r.get('op')}/{r.get('algorithm')} p={r.get('ranks')}" for r in records})
+        raise CollsimError(f"measured: {path} has no timed {op}/{algo}{'' if ranks is None else f' p={ranks}'} rows; it has: "
+                           f"{', '.join(found[:10]) or 'nothing timed'}")
+    sizes, times = [], []
+    for i, r in rows:
+        where = f"measured: {path}: records[{i}]"
+        size = parse_size(r["bytes"], f"{where} bytes") if isinstance(r.get("bytes"), str) else r.get("bytes")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise CollsimError(f"{where} bytes is {size!r}; expected a byte count >= 1 such as 65536 or \"64KiB\"")
+        t = r["time_s"]
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+            raise CollsimError(f"{where} time_s is {t!r}; expected a finite time in seconds > 0")
+        sizes.append(size)
+        times.append(float(t))
+    p, params = rows[0][1].get("ranks"), rows[0][1].get("params") or {}
+    if isinstance(p, bool) or not isinstance(p, int) or p < 1:
+        raise CollsimError(f"measured: {path}: ranks is {p!r}; expected a rank count >= 1")
+    if not isinstance(params, dict):
+        raise CollsimError(f"measured: {path}: params is {params!r}; expected a mapping of algorithm parameters")
+    return p, sizes, times, dict(params)

@@ -20,7 +20,6 @@ import numpy as np
 
 from simulator.collective import Collective
 from simulator.semantics import expected_outputs
-from simulator.validate import initially_defined
 
 UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
 DATA_MODES = ("random", "exact")
@@ -34,7 +33,7 @@ def gamma(k: int, u: float) -> float:
 def float_bound_factor(coll: Collective) -> float:
     """Factor f such that |computed - exact| <= f * sum|x_i| (sum) or f * |result| (prod); 0 when bit-exact."""
     u = UNIT_ROUNDOFF.get(coll.dtype)
-    if u is None or coll.op not in ("allreduce", "reduce", "reduce_scatter") or coll.redop in ("max", "min"):
+    if u is None or not coll.spec.reduces or coll.redop in ("max", "min"):
         return 0.0
     return gamma(coll.ranks - 1, u) + gamma(coll.ranks - 1, UNIT_ROUNDOFF["float64"])
 
@@ -133,23 +132,10 @@ def fresh_buffers(coll: Collective, scratch_count: int, rank: int, my_input, dev
 
 
 def reset_output(coll: Collective, rank: int, bufs: dict) -> None:
-    """Put 'out' back to its starting state (in-place view of the input) before another run."""
-    for lo, hi in _defined(coll, rank):
-        if coll.op in ("allgather", "gather"):
-            bufs["out"][lo:hi].copy_(bufs["in"])
-        else:
-            bufs["out"][lo:hi].copy_(bufs["in"][lo:hi])
-
-
-def _defined(coll: Collective, rank: int) -> list[tuple[int, int]]:
-    class _Shape:  # initially_defined only needs the collective and buffer sizes
-        collective = coll
-
-        @staticmethod
-        def buffer_size(r, buf):
-            return coll.out_count if buf == "out" else coll.in_count[r]
-
-    return initially_defined(_Shape, rank, "out")
+    """Put 'out' back to its starting state (the op's spec: the in-place view of the input) before another run."""
+    for part in coll.spec.start(coll, rank, "out"):
+        src_off = part.sources[0][1]  # a start part is one copy of the rank's own input
+        bufs["out"][part.off:part.off + part.count].copy_(bufs["in"][src_off:src_off + part.count])
 
 
 def _garbage(n: int, dtype, device):

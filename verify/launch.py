@@ -2,7 +2,9 @@
 
 Every wait inside a world has a timeout; when a rank times out, or when no rank makes progress
 for longer than the timeout, the world is torn down (SIGTERM, then SIGKILL) and the caller gets
-one CollsimError naming the stuck rank, its step and the peer it waited for.
+one CollsimError naming the stuck rank, its step and the peer it waited for. SIGTERM or SIGINT to
+the parent tears the world down too (and removes its temporary directory) before the parent goes;
+a rank whose parent is gone exits on its own.
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import queue
+import signal
 import tempfile
+import threading
 import time
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -26,6 +31,7 @@ from .board import COLLECTIVE, FINISHED, Board, blame
 BACKENDS = ("gloo", "nccl")
 _LAST_PIDS: list[int] = []
 GRACE_S = 3.0  # extra seconds the parent allows beyond the per-wait timeout before it declares a hang
+ORPHAN_POLL_S = 0.5  # how often a rank checks that its parent is still there
 
 
 class HangError(RuntimeError):
@@ -95,6 +101,7 @@ def _init(backend: str, rank: int, ranks: int, init_method: str, timeout: float)
 def _child(job, rank: int, ranks: int, backend: str, init_method: str, timeout: float, results, array, args) -> None:
     """Entry point of one spawned rank: initialise, run the job, report, exit without lingering."""
     board = Board(ranks, array)
+    _exit_when_orphaned(os.getppid())
     try:
         _init(backend, rank, ranks, init_method, timeout)
         board.beat(rank)
@@ -122,6 +129,52 @@ def _child(job, rank: int, ranks: int, backend: str, init_method: str, timeout: 
         os._exit(0)  # a broken process group can block in its destructor; the parent has what it needs
 
 
+def _exit_when_orphaned(parent: int) -> None:
+    """Exit this rank as soon as its parent is gone (killed, say, by SIGKILL), rather than when its waits time out."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(ORPHAN_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="collsim-orphan-watch", daemon=True).start()
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived while a local world ran."""
+
+
+@contextmanager
+def _unwind_on_signals() -> Iterator[None]:
+    """While a world runs, SIGTERM and SIGINT unwind this process, so its ranks are stopped and its files removed,
+    instead of ending it on the spot. Afterwards SIGINT goes on as KeyboardInterrupt and SIGTERM is delivered again
+    to the handler there was before (by default: the process ends of it). Only the main thread can do this."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+
+    def unwind(signum, frame) -> None:
+        if caught:  # already unwinding: let the clean-up finish
+            return
+        caught.append(signum)
+        raise KeyboardInterrupt if signum == signal.SIGINT else _Terminated()
+
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    for s, handler in previous.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(s, unwind)
+    try:
+        yield
+    except _Terminated:
+        pass
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+    if caught == [signal.SIGTERM]:
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise CollsimError("verify: stopped by SIGTERM; every rank was stopped")  # reached only where a handler lets us live
+
+
 def run_local(job: Callable[..., Any], ranks: int, backend: str = "gloo", timeout: float = 30.0, args: tuple = ()) -> list[Any]:
     """Run `job(world, *args)` on `ranks` fresh local processes; return each rank's result (rank order).
 
@@ -132,20 +185,21 @@ def run_local(job: Callable[..., Any], ranks: int, backend: str = "gloo", timeou
     if timeout <= 0:
         raise CollsimError(f"timeout: {timeout} s; expected a number of seconds > 0")
     ctx = mp.get_context("spawn")
-    results = ctx.Queue()
-    array = ctx.Array("q", ranks * 5, lock=False)
-    board = Board(ranks, array)
-    with tempfile.TemporaryDirectory(prefix="collsim-verify-") as tmp:
+    with _unwind_on_signals(), tempfile.TemporaryDirectory(prefix="collsim-verify-") as tmp:
+        results = ctx.Queue()
+        array = ctx.Array("q", ranks * 5, lock=False)
+        board = Board(ranks, array)
         init_method = f"file://{os.path.join(tmp, 'store')}"
         procs = [ctx.Process(target=_child, args=(job, r, ranks, backend, init_method, timeout, results, array, args),
                              daemon=True, name=f"collsim-rank{r}") for r in range(ranks)]
-        for proc in procs:
-            proc.start()
-        _LAST_PIDS[:] = [proc.pid for proc in procs]
+        _LAST_PIDS.clear()
         try:
+            for proc in procs:
+                proc.start()
+                _LAST_PIDS.append(proc.pid)
             outcome = _collect(procs, results, board, timeout)
         finally:
-            _stop(procs)
+            _stop([proc for proc in procs if proc.pid is not None])
             results.close()
     return outcome
 
@@ -230,6 +284,10 @@ def run_torchrun(job: Callable[..., Any], backend: str = "gloo", timeout: float 
     """Run `job` in this process as one rank of a torchrun world (env:// init); return (rank, result)."""
     rank, ranks = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    try:
+        check_backend(backend, int(os.environ.get("LOCAL_WORLD_SIZE", local_rank + 1)))
+    except CollsimError as exc:
+        raise CollsimError(f"rank {rank}: {exc}") from None
     _init(backend, rank, ranks, "env://", timeout)
     try:
         out = job(World(rank, ranks, backend, timeout, Board(ranks), local_rank=local_rank), *args)

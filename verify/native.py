@@ -1,7 +1,8 @@
 """The native torch.distributed collectives, laid out like collsim's buffers so results compare directly.
 
-Like nccl-tests, each op is a few lines: how to call it on this rank and where its result sits in
-the full-size 'out' buffer. Uneven blocks (count not divisible by p) are padded for the
+Which torch.distributed function an op calls, and with which arguments, is in the op's spec
+(simulator/ops.py); this module lays out the tensors each buffer layout needs and where the result
+sits in the full-size 'out' buffer. Uneven blocks (count not divisible by p) are padded for the
 collectives that need equal blocks; timing runs use even sizes, where no padding happens.
 """
 
@@ -11,10 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from simulator.collective import Collective
+from simulator.ops import SPECS
 
-NATIVE_NAMES = {"allreduce": "all_reduce", "allgather": "all_gather_into_tensor", "reduce_scatter": "reduce_scatter_tensor",
-                "broadcast": "broadcast", "reduce": "reduce", "alltoall": "all_to_all_single", "gather": "gather",
-                "scatter": "scatter"}
+NATIVE_NAMES = {name: spec.torch for name, spec in SPECS.items()}
 
 
 @dataclass
@@ -33,12 +33,25 @@ def redop(name: str):
     return {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}[name]
 
 
+@dataclass
+class NativeArgs:
+    """What an op spec's `torch_args` picks its positional arguments from (simulator/ops.py)."""
+
+    send: object  # the input tensor (blocks padded to equal width when uneven); None where the rank sends nothing
+    recv: object  # the output tensor (the same tensor as `send` for full-buffer ops: they run in place)
+    blocks: list | None  # on the root: the p equal blocks of its list-taking side (gather, scatter); None elsewhere
+    send_splits: list[int] | None  # alltoall: elements to each peer
+    recv_splits: list[int] | None  # alltoall: elements from each peer
+    root: int
+    op: object  # torch.distributed.ReduceOp
+
+
 def native_call(coll: Collective, rank: int, my_input, group=None) -> NativeCall:
     """Buffers and closures for the native collective of `coll` on this rank (my_input already on the device)."""
     import torch
     import torch.distributed as dist
 
-    p, root, op = coll.ranks, coll.root, redop(coll.redop)
+    spec, p, root = coll.spec, coll.ranks, coll.root
     counts = [int(c) for c in coll.block_counts]
     offs = [int(o) for o in coll.block_offsets]
     width = max(counts) if counts else 0
@@ -64,41 +77,34 @@ def native_call(coll: Collective, rank: int, my_input, group=None) -> NativeCall
         for r in range(p):
             dst[offs[r]:offs[r + 1]].copy_(src[r * width:r * width + counts[r]])
 
-    if coll.op in ("allreduce", "reduce", "broadcast"):
-        buf = my_input.clone()
-        call = {"allreduce": lambda: dist.all_reduce(buf, op, group=group),
-                "reduce": lambda: dist.reduce(buf, root, op, group=group),
-                "broadcast": lambda: dist.broadcast(buf, root, group=group)}[coll.op]
-        return NativeCall(call, lambda: buf.copy_(my_input), lambda: buf)
-    if coll.op in ("allgather", "gather"):
-        send = my_input if even else torch.cat([my_input, empty(width - len(my_input))])
-        recv = full if even else empty(p * width)
-        if coll.op == "allgather":
-            call = lambda: dist.all_gather_into_tensor(recv, send, group=group)
-        else:
-            views = [recv.narrow(0, r * width, width) for r in range(p)] if rank == root else None
-            call = lambda: dist.gather(send, views if rank == root else None, root, group=group)
-        return NativeCall(call, lambda: None, lambda: (full if even else (unpad_into(full, recv), full)[1]))
-    if coll.op in ("reduce_scatter", "scatter"):
-        out_block = empty(width)
-        if coll.op == "reduce_scatter":
-            src = padded_blocks(my_input)
-            src_copy = src.clone()
-            call = lambda: dist.reduce_scatter_tensor(out_block, src, op, group=group)
+    def blocks_of(t):
+        return [t.narrow(0, r * width, width) for r in range(p)] if rank == root and t is not None else None
+
+    args = NativeArgs(None, None, None, None, None, root, redop(coll.redop))
+    reset, result = (lambda: None), (lambda: full)
+    if spec.send == "pairs":  # consecutive splits by peer on both sides
+        args.send, args.recv = my_input, full
+        args.send_splits = [coll.pair_count(rank, d) for d in range(p)]
+        args.recv_splits = [coll.pair_count(s, rank) for s in range(p)]
+    elif spec.recv == "block":
+        args.recv = empty(width)
+        args.send = padded_blocks(my_input) if spec.holds_input(coll, rank) else None
+        args.blocks = blocks_of(args.send)
+        if spec.reduces:
+            src, src_copy = args.send, args.send.clone()
             reset = lambda: src.copy_(src_copy)
-        else:
-            src = padded_blocks(my_input) if rank == root else None
-            views = [src.narrow(0, r * width, width) for r in range(p)] if src is not None else None
-            call = lambda: dist.scatter(out_block, views if rank == root else None, root, group=group)
-            reset = lambda: None
 
         def result():
-            full[offs[rank]:offs[rank + 1]].copy_(out_block[:counts[rank]])
+            full[offs[rank]:offs[rank + 1]].copy_(args.recv[:counts[rank]])
             return full
-
-        return NativeCall(call, reset, result)
-    # alltoall: consecutive splits by peer on both sides
-    in_splits = [coll.pair_count(rank, d) for d in range(p)]
-    out_splits = [coll.pair_count(s, rank) for s in range(p)]
-    call = lambda: dist.all_to_all_single(full, my_input, out_splits, in_splits, group=group)
-    return NativeCall(call, lambda: None, lambda: full)
+    elif spec.send == "block":
+        args.send = my_input if even else torch.cat([my_input, empty(width - len(my_input))])
+        args.recv = full if even else empty(p * width)
+        args.blocks = blocks_of(args.recv)
+        result = lambda: full if even else (unpad_into(full, args.recv), full)[1]
+    else:  # full buffer in, full buffer out: in place
+        buf = args.send = args.recv = my_input.clone()
+        reset, result = (lambda: buf.copy_(my_input)), (lambda: buf)
+    fn = getattr(dist, spec.torch)
+    call = lambda: fn(*spec.torch_args(args), group=group)
+    return NativeCall(call, reset, result)

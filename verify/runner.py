@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from simulator.algorithms import build_schedule, get
-from simulator.collective import REDUCING, ROOTED, Collective
+from simulator.collective import DTYPES, Collective, normalize_dtype
 from simulator.errors import CollsimError
 from simulator.schedule import Schedule
 
@@ -55,7 +55,7 @@ def sabotage(schedule: Schedule, how: str) -> Schedule:
     ts = list(schedule.transfers)
     if how == "drop-last":  # the last transfer into a rank that did not start with the data (a root of broadcast/scatter did)
         coll = schedule.collective
-        keeps = coll.root if coll.op in ("broadcast", "scatter") else None
+        keeps = coll.root if coll.spec.senders == "root" else None
         i = max((i for i, t in enumerate(ts) if t.dst != keeps and t.count), default=len(ts) - 1)
         ts[i] = replace(ts[i], pieces=())  # ids and dependencies stay; the data is never delivered
     elif how == "copy-not-reduce":
@@ -74,16 +74,6 @@ def sabotage(schedule: Schedule, how: str) -> Schedule:
     return Schedule(schedule.collective, schedule.algorithm, ts, dict(schedule.params), schedule.scratch_count)
 
 
-def result_regions(coll: Collective, rank: int) -> list[tuple[int, int]]:
-    """(offset, count) of the parts of 'out' that hold this rank's result (empty when it holds none)."""
-    offs = coll.block_offsets
-    if coll.op in ("reduce", "gather") and rank != coll.root:
-        return []
-    if coll.op in ("reduce_scatter", "scatter"):
-        return [(int(offs[rank]), int(offs[rank + 1] - offs[rank]))]
-    return [(0, coll.out_count)]
-
-
 def verify_job(world: World, req: VerifyRequest) -> list[dict]:
     """Run every case of `req` on this rank; return the combined records (identical on every rank)."""
     import torch
@@ -99,7 +89,7 @@ def verify_job(world: World, req: VerifyRequest) -> list[dict]:
         for dtype in req.dtypes:
             for size in req.sizes:
                 world.board.beat(world.rank)
-                elem = Collective("allreduce", 1, 0, dtype).elem_size
+                elem = DTYPES[normalize_dtype(dtype)]
                 whole = size - size % elem  # like nccl-tests: count = bytes / element size
                 coll = Collective(spec.op, world.ranks, whole, dtype, req.root % world.ranks, req.redop)
                 records.append(_one_case(world, req, coll, algo, params, torch, dist))
@@ -153,8 +143,8 @@ def _one_case(world: World, req: VerifyRequest, coll: Collective, algo: str, par
     wrong, native_wrong_all, vs_native_all = (int(x) for x in stats[:3].tolist())
     record = {
         "op": coll.op, "algorithm": algo, "params": dict(schedule.params), "ranks": coll.ranks, "bytes": coll.nbytes,
-        "count": coll.count, "dtype": coll.dtype, "redop": coll.redop if coll.op in REDUCING else "none",
-        "root": coll.root if coll.op in ROOTED else -1,
+        "count": coll.count, "dtype": coll.dtype, "redop": coll.redop if coll.spec.reduces else "none",
+        "root": coll.root if coll.spec.rooted else -1,
         "mode": req.mode, "status": "ok", "checked_against": checked,
         "correct": (wrong == 0 and (vs_native_all == 0 if req.native else True)) if checked else None,
         "wrong": wrong, "max_abs_err": max(m for _, m in gathered), "bound_factor": float_bound_factor(coll),
@@ -201,7 +191,7 @@ def _compare_native(world: World, coll: Collective, out, theirs, mine, torch, di
     world.collective(lambda: dist.all_reduce(peak, dist.ReduceOp.MAX))
     differ, first = 0, ""
     ours, ref = as_reference(out), as_reference(theirs)
-    for off, count in result_regions(coll, world.rank):
+    for off, count in coll.spec.result_regions(coll, world.rank):
         a, b = ours[off:off + count], ref[off:off + count]
         if a.dtype.kind == "f":
             limit = 2 * factor * (coll.ranks * float(peak.cpu()[0]) if coll.redop != "prod" else np.abs(b))

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 
 from simulator.algorithms import all_specs
-from simulator.cost import CLOSED_FORMS
 
 from ..output import emit_json, table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("algorithms", help="list every algorithm for every collective",
-                       description="List every registered (op, algorithm), the rank counts it accepts and its parameters.")
+                       description="List every registered (op, algorithm), the rank counts it accepts, its parameters and "
+                                   "whether its cost is a closed form or simulated by the event engine on ideal:P.")
     p.add_argument("--op", help="only this collective")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -25,14 +25,15 @@ def run(args: argparse.Namespace) -> int:
     specs = [s for s in all_specs() if op is None or s.op == op]
     rows = [{
         "op": s.op, "algorithm": s.name, "ranks": s.ranks_rule,
-        "params": {p.name: {"default": p.default, "help": p.help} for p in s.params},
-        "closed_form": (s.op, s.name) in CLOSED_FORMS, "summary": s.summary,
+        "params": {p.name: {"default": p.default, "help": p.help, "minimum": p.minimum, "maximum": p.maximum} for p in s.params},
+        "closed_form": s.cost is not None, "summary": s.summary,
     } for s in specs]
     if args.json:
         emit_json(rows)
         return 0
-    print(table(["op", "algorithm", "ranks", "params", "summary"],
+    print(table(["op", "algorithm", "ranks", "params", "cost", "summary"],
                 [[r["op"], r["algorithm"], r["ranks"],
-                  ",".join(f"{k}={v['default']}" for k, v in r["params"].items()) or "-", r["summary"]]
-                 for r in rows], align="lllll"))
+                  ",".join(f"{k}={v['default']}" for k, v in r["params"].items()) or "-",
+                  "closed form" if r["closed_form"] else "engine", r["summary"]]
+                 for r in rows], align="llllll"))
     return 0

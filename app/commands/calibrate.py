@@ -15,8 +15,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "calibrate", help="measure alpha, bandwidth and gamma on a real backend and write a link profile",
         description="Ping-pong messages of growing size between rank pairs (one-way time = median round trip / 2), fit "
                     "t = alpha + n beta by least squares on relative residuals, time in-place float32 additions for "
-                    "gamma, print the fit quality and write a profile that `collsim cost --profile`, `collsim compare` "
-                    "and the simulator load.",
+                    "gamma, print the fit quality and write a profile that `collsim cost --profile`, `collsim compare --profile` "
+                    "and `collsim simulate/sweep --profile` load (docs/model.md: how a profile reaches a machine).",
         epilog="example: collsim calibrate --ranks 2 --sizes 1B:64MiB:4 --out gloo.yaml")
     p.add_argument("--backend", default="gloo", help="gloo (CPU) or nccl (one GPU per rank) (default gloo)")
     p.add_argument("--ranks", type=int, default=2, help="processes; pairs (0,1), (2,3), ... ping-pong at the same time (default 2)")

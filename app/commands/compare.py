@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import math
 
 from simulator.algorithms import get
 from simulator.algorithms.registry import check_ranks, resolve_params
@@ -13,8 +12,7 @@ from simulator.collective import normalize_op
 from simulator.cost import LinkModel
 from simulator.errors import CollsimError
 from simulator.profile import LinkProfile, atomic_write, load_profile
-from simulator.readfile import read_data
-from simulator.units import parse_bandwidth, parse_size, parse_size_range, parse_time
+from simulator.units import parse_bandwidth, parse_size_range, parse_time
 
 from ..args import add_algo_params, add_op, algo_params
 from ..output import emit_json, table
@@ -23,8 +21,8 @@ from ..output import emit_json, table
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compare", help="predicted vs measured time of an algorithm, per size",
-        description="Predict the time of one (op, algorithm) with the closed form (and the event engine when it is "
-                    "installed) from a calibrated link profile, measure the same schedule on a real backend (or read a "
+        description="Predict the time of one (op, algorithm) with the closed form and the event engine from a "
+                    "calibrated link profile, measure the same schedule on a real backend (or read a "
                     "`collsim verify --json` file), and print the error per size and the median absolute percentage error.",
         epilog="examples:\n"
                "  collsim calibrate --ranks 4 --out gloo.yaml\n"
@@ -35,7 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ranks", type=int, help="ranks (default: the measured file's)")
     p.add_argument("--sizes", default="64KiB:64MiB:4", help="sizes to measure (default 64KiB:64MiB:4; ignored with --measured)")
     p.add_argument("--dtype", default="float32", help="element type of the measured run (default float32)")
-    p.add_argument("--profile", help="link profile from `collsim calibrate` (alpha, bandwidth, gamma)")
+    p.add_argument("--profile", help="link profile from `collsim calibrate` or `collsim fit` (alpha per message, bandwidth, "
+                                     "gamma, per-size segments; docs/model.md)")
     p.add_argument("--alpha", help="latency per message instead of a profile, e.g. 50us")
     p.add_argument("--bandwidth", help="bandwidth instead of a profile, e.g. 3GB/s")
     p.add_argument("--gamma", default="0", help="reduction cost in s/B with --alpha/--bandwidth (default 0)")
@@ -64,55 +63,14 @@ def _profile(args: argparse.Namespace) -> LinkProfile:
     return LinkProfile(m.alpha, 1 / m.beta, m.gamma, "command line")
 
 
-def _measured_from_file(path: str, op: str, algo: str, ranks: int | None) -> tuple[int, list[int], list[float], dict]:
-    data = read_data(path, "measured")
-    records = data.get("records") if isinstance(data, dict) else None
-    if not isinstance(records, list):
-        raise CollsimError(f"measured: {path} has no 'records' list; expected `collsim verify --json` output")
-    for i, r in enumerate(records):
-        if not isinstance(r, dict):
-            raise CollsimError(f"measured: {path}: records[{i}] is {str(r)[:40]!r}; expected a mapping "
-                               "{op, algorithm, ranks, bytes, time_s} as `collsim verify --json` writes")
-    rows = [r for r in records if r.get("op") == op and r.get("algorithm") == algo and "time_s" in r
-            and (ranks is None or r.get("ranks") == ranks)]
-    if not rows:
-        found = sorted({f"{r.get('op')}/{r.get('algorithm')} p={r.get('ranks')}" for r in records})
-        raise CollsimError(f"measured: {path} has no timed {op}/{algo}{'' if ranks is None else f' p={ranks}'} rows; it has: "
-                           f"{', '.join(found[:10]) or 'nothing timed'}")
-    return _checked_rows(path, records, rows)
-
-
-def _checked_rows(path: str, records: list, rows: list[dict]) -> tuple[int, list[int], list[float], dict]:
-    """(ranks, bytes, seconds, params) of the matching rows, each value checked, errors naming records[i] and the field."""
-    sizes, times = [], []
-    for r in rows:
-        where = f"measured: {path}: records[{next(i for i, x in enumerate(records) if x is r)}]"
-        value = r.get("bytes")
-        if isinstance(value, str):
-            value = parse_size(value, f"{where} bytes")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise CollsimError(f"{where} bytes is {value!r}; expected a byte count >= 1 such as 65536 or \"64KiB\"")
-        t = r["time_s"]
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
-            raise CollsimError(f"{where} time_s is {t!r}; expected a finite time in seconds > 0")
-        sizes.append(value)
-        times.append(float(t))
-    p, params = rows[0].get("ranks"), rows[0].get("params") or {}
-    if isinstance(p, bool) or not isinstance(p, int) or p < 1:
-        raise CollsimError(f"measured: {path}: ranks is {p!r}; expected a rank count >= 1")
-    if not isinstance(params, dict):
-        raise CollsimError(f"measured: {path}: params is {params!r}; expected a mapping of algorithm parameters")
-    return p, sizes, times, dict(params)
-
-
 def run(args: argparse.Namespace) -> int:
-    from verify.compare import error_table, predictions
+    from verify.compare import error_table, load_measured, predictions
 
     op = normalize_op(args.op)
     spec = get(op, args.algo)
     profile = _profile(args)
     if args.measured:
-        ranks, sizes, times, params = _measured_from_file(args.measured, op, args.algo, args.ranks)
+        ranks, sizes, times, params = load_measured(args.measured, op, args.algo, args.ranks)
         source = args.measured
     else:
         if args.ranks is None:
@@ -130,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         source = f"measured now on {args.backend}"
     predicted = predictions(op, args.algo, ranks, sizes, profile, params, args.dtype)
     if not predicted:
-        raise CollsimError(f"algo: no model can predict {op}/{args.algo} (no closed form registered, no engine installed)")
+        raise CollsimError(f"algo: no model can predict {op}/{args.algo}")
     rows, summary = error_table(sizes, times, predicted)
     for row in rows:
         row.update(op=op, algorithm=args.algo, ranks=ranks)

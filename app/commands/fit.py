@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from simulator.algorithms import REGISTRY
+from simulator.algorithms import REGISTRY, names_for
 from simulator.algorithms.registry import resolve_params
-from simulator.cost import CLOSED_FORMS
+from simulator.cost import CLOSED_FORM
 from simulator.errors import CollsimError
 from simulator.fit import CV_MIN_BYTES, FitResult, fit_measurements, to_profile
 from simulator.formats.nccl_tests import NcclTestsLog, read_log
@@ -19,7 +19,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "fit", help="fit the alpha-beta model of an algorithm to an nccl-tests log",
         description="Read an nccl-tests log as found in the wild and fit the closed form of an algorithm\n"
-                    "(alpha per message, link bandwidth) by least squares in relative error. Cross-validation\n"
+                    "(alpha per message, link bandwidth) by least squares in relative error; an algorithm without\n"
+                    "a closed form is timed by the event engine on ideal:P instead. Cross-validation\n"
                     "fits on every other size and predicts the sizes in between (and the other way round);\n"
                     "the per-size error and the median absolute percentage error for sizes >= 64 KiB and for\n"
                     "all sizes are printed. --piecewise fits separate size ranges (NCCL's LL -> LL128 ->\n"
@@ -31,8 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--op", help="the collective, when the log cannot tell (e.g. allgather vs alltoall)")
     p.add_argument("--ranks", type=int, help="rank count, when the log cannot tell (e.g. broadcast)")
     p.add_argument("--algo", default="ring",
-                   help="algorithm whose closed form is fitted (default ring); a comma list, or 'best' for every "
-                        "algorithm with a closed form for the op: the lowest cross-validated error wins")
+                   help="algorithm whose closed form (or engine time) is fitted (default ring); a comma list, or 'best' "
+                        "for every algorithm of the op: the lowest cross-validated error wins")
     p.add_argument("--segments", type=int, default=1, help="fit up to this many size ranges separately (default 1)")
     p.add_argument("--piecewise", action="store_true", help="shorthand for --segments 3 (LL, LL128, Simple regimes)")
     p.add_argument("--placement", choices=("out", "in", "min"), default="out",
@@ -43,16 +44,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def candidate_algos(op: str, text: str) -> list[str]:
-    """Algorithm names from --algo: one name, a comma list, or 'best' (every closed form for the op)."""
-    with_form = [name for (o, name) in CLOSED_FORMS if o == op]
+    """Algorithm names from --algo: one name, a comma list, or 'best' (every algorithm for the op)."""
+    known = names_for(op)
     if text.strip() == "best":
-        return with_form
+        return known
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise CollsimError(f"algo: {text!r} names no algorithm; expected e.g. ring, a comma list, or best")
     for name in names:
-        if name not in with_form:
-            raise CollsimError(f"algo: no closed form for {op}/{name}; algorithms with one: {', '.join(with_form) or 'none'}")
+        if name not in known:
+            raise CollsimError(f"algo: no closed form for {op}/{name} and no such algorithm to simulate; "
+                               f"algorithms: {', '.join(known) or 'none'}")
     return names
 
 
@@ -115,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         emit_json({"log": str(args.log), "op": log.op, "ranks": log.ranks, "op_source": log.op_source,
                    "ranks_source": log.ranks_source, "layout": log.layout, "dtype": log.dtype, "notes": list(log.notes),
                    "avg_busbw_GBps_in_log": log.avg_busbw_GBps, "mean_busbw_GBps_of_rows": log.mean_busbw_GBps,
-                   "algorithm": best.algo, "params": best.params, "placement": args.placement,
+                   "algorithm": best.algo, "params": best.params, "method": best.meta["method"], "placement": args.placement,
                    "alpha_s": best.alpha_s, "bandwidth_Bps": best.bandwidth_Bps, "segments": pieces,
                    "cv_median_abs_pct_error": best.cv_median_abs_pct_error(),
                    "cv_median_abs_pct_error_all": best.cv_median_abs_pct_error(0),
@@ -134,7 +136,8 @@ def _print_text(args, log: NcclTestsLog, best: FitResult, candidates: list[dict]
         print(f"# note: {note}")
     if log.avg_busbw_GBps is not None:
         print(f"# '# Avg bus bandwidth' {log.avg_busbw_GBps:g} GB/s; mean busbw of the rows {log.mean_busbw_GBps:.4f} GB/s")
-    print(f"# {best.algo} closed form fitted to the {args.placement} times, least squares in relative error:")
+    how = "closed form" if best.meta["method"] == CLOSED_FORM else f"engine time on ideal:{log.ranks} (no closed form)"
+    print(f"# {best.algo} {how} fitted to the {args.placement} times, least squares in relative error:")
     print(f"#   all sizes, one segment: alpha {best.alpha_s * 1e6:.3f} us, bandwidth {best.bandwidth_Bps / 1e9:.2f} GB/s")
     if len(pieces) > 1:
         for pc in pieces:

@@ -7,6 +7,7 @@ import sys
 
 from simulator.algorithms import build_schedule
 from simulator.collective import DTYPES, Collective
+from simulator.engine import simulate
 from simulator.errors import CollsimError
 from simulator.formats.msccl import (
     PLACEMENTS,
@@ -15,9 +16,9 @@ from simulator.formats.msccl import (
     import_msccl,
     read_msccl,
     roundtrip,
-    simulate_schedule,
 )
 from simulator.profile import atomic_write
+from simulator.topology import parse_topology
 from simulator.units import SIZE_HELP, format_size, parse_size
 
 from ..args import SIZE_MEANING, add_algo_params, add_op, algo_params
@@ -80,21 +81,9 @@ def run_import(args: argparse.Namespace) -> int:
     wanted = algo.placements if args.check and placement is None else [placement or algo.placements[0]]
     imports = [import_msccl(algo, size, args.dtype, pl) for pl in wanted]
     checks = [check_msccl(imp) for imp in imports] if args.check else []
-    sims = [simulate_schedule(imp.schedule, args.topology) for imp in imports] if args.simulate else []
-    rows = []
-    for k, imp in enumerate(imports):
-        s = imp.schedule
-        row = {"placement": imp.placement, "bytes": s.collective.nbytes, "dtype": s.collective.dtype,
-               "chunk_elems": imp.chunk_elems, "transfers": len(s.transfers), "network": imp.network_transfers,
-               "local": len(s.transfers) - imp.network_transfers, "depth": s.num_steps,
-               "bytes_sent_max": int(s.bytes_sent_per_rank().max()) if s.transfers else 0,
-               "folded_copies": imp.folded_copies, "buffered_sends": imp.buffered_sends, "snapshots": imp.snapshots}
-        if checks:
-            row.update(check_ok=checks[k].ok, check=checks[k].message)
-        if sims:
-            tr = sims[k]
-            row.update(time_s=tr.time, algbw_GBps=tr.algbw / 1e9, busbw_GBps=tr.busbw / 1e9, topology=args.topology)
-        rows.append(row)
+    topology = parse_topology(args.topology) if args.simulate else None
+    sims = [simulate(imp.schedule, topology) for imp in imports] if topology is not None else []
+    rows = [_import_row(imp, checks[k] if checks else None, sims[k] if sims else None, args.topology) for k, imp in enumerate(imports)]
     failed = any(not c.ok for c in checks)
     if args.json:
         emit_json({"file": args.file, "name": algo.name, "op": algo.op, "coll": algo.coll, "ngpus": algo.ngpus,
@@ -102,16 +91,41 @@ def run_import(args: argparse.Namespace) -> int:
                    "placements": algo.placements, "min_bytes": algo.min_bytes, "max_bytes": algo.max_bytes,
                    "steps": algo.step_count(), "passed": None if not checks else not failed, "results": rows})
         return 1 if failed else 0
+    _print_import(algo, imports, rows, bool(sims))
+    if sims:
+        print(f"simulated on {args.topology}: bandwidths in GB/s (nccl-tests definitions)")
+    for c in checks:
+        print(("PASS " if c.ok else "FAIL ") + c.message)
+    return 1 if failed else 0
+
+
+def _import_row(imp, check, trace, topology: str | None) -> dict:
+    """One placement's summary: size, transfers, depth, and the check's and the simulation's outcome when asked."""
+    s = imp.schedule
+    row = {"placement": imp.placement, "bytes": s.collective.nbytes, "dtype": s.collective.dtype,
+           "chunk_elems": imp.chunk_elems, "transfers": len(s.transfers), "network": imp.network_transfers,
+           "local": len(s.transfers) - imp.network_transfers, "depth": s.num_steps,
+           "bytes_sent_max": int(s.bytes_sent_per_rank().max()) if s.transfers else 0,
+           "folded_copies": imp.folded_copies, "buffered_sends": imp.buffered_sends, "snapshots": imp.snapshots}
+    if check is not None:
+        row.update(check_ok=check.ok, check=check.message)
+    if trace is not None:
+        row.update(time_s=trace.time, algbw_GBps=trace.algbw / 1e9, busbw_GBps=trace.busbw / 1e9, topology=topology)
+    return row
+
+
+def _print_import(algo, imports, rows: list[dict], simulated: bool) -> None:
+    """The file's header line, one table row per placement, and what the import had to fold or buffer."""
     print(f"# {algo.source}: {algo.name!r}, {algo.coll} on {algo.ngpus} gpus, proto {algo.proto}, {algo.nchannels} channels, "
           f"{algo.nchunksperloop} chunks per loop, {algo.step_count()} steps, declares {' and '.join(algo.placements)}")
     headers = ["placement", "size", "chunk(el)", "transfers", "network", "local", "depth", "max sent/rank"]
     table_rows = [[r["placement"], format_size(r["bytes"]), r["chunk_elems"], r["transfers"], r["network"], r["local"],
                    r["depth"], format_size(r["bytes_sent_max"])] for r in rows]
-    if sims:
+    if simulated:
         headers += ["time(us)", "algbw", "busbw"]
         for tr_row, r in zip(table_rows, rows):
             tr_row += [r["time_s"] * 1e6, r["algbw_GBps"], r["busbw_GBps"]]
-    print(table(headers, table_rows, align="lrrrrrrr" + "rrr" * bool(sims)))
+    print(table(headers, table_rows, align="lrrrrrrr" + "rrr" * simulated))
     for imp in imports:
         notes = []
         if imp.folded_copies:
@@ -122,11 +136,6 @@ def run_import(args: argparse.Namespace) -> int:
                          + (f", {imp.snapshots} of them kept as snapshots in extra scratch" if imp.snapshots else ""))
         if notes:
             print(f"{imp.placement}: " + "; ".join(notes))
-    if sims:
-        print(f"simulated on {args.topology}: bandwidths in GB/s (nccl-tests definitions)")
-    for c in checks:
-        print(("PASS " if c.ok else "FAIL ") + c.message)
-    return 1 if failed else 0
 
 
 def run_export(args: argparse.Namespace) -> int:

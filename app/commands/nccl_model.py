@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
-from simulator.collective import REDUCING, ROOTED, TOTAL_SIZE_OPS, busbw_factor
+from simulator.collective import REDUCING, ROOTED, TOTAL_SIZE_OPS
 from simulator.errors import CollsimError
 from simulator.formats.nccl_tests import ResultRow, read_log, write_log
-from simulator.nccl_model import ARCHS, LINKS, System, choose, tune
+from simulator.nccl_model import ARCHS, LINKS, System, choose, compare, tune
 from simulator.units import format_size, parse_bandwidth, parse_size_range
 
 from ..output import emit_json, table
@@ -58,24 +56,6 @@ def system_from_args(args: argparse.Namespace) -> System:
                   nics_per_node=args.nics, nvls={"auto": None, "on": True, "off": False}[args.nvls],
                   nvls_efficiency=args.nvls_efficiency,
                   net_overhead_us=2.0 if args.amd_cpu else 1.0, amd_cpu=args.amd_cpu)
-
-
-def compare(system: System, op: str, measurements: list[tuple[int, float]]) -> dict:
-    """NCCL's pick and predicted time next to measured times, with median absolute percentage errors."""
-    if not measurements:
-        raise CollsimError("compare: the log has no row with a size and a time > 0 to compare with")
-    sizes = [s for s, _ in measurements]
-    measured = np.array([t for _, t in measurements])
-    picks, best, _ = choose(system, op, sizes)
-    err = (best - measured) / measured * 100.0
-    factor = busbw_factor(op, system.ranks)
-    rows = [{"bytes": s, "measured_s": float(m), "pick": f"{a}/{p}", "predicted_s": float(b), "error_pct": float(e),
-             "measured_busbw_GBps": s / m * factor / 1e9, "predicted_busbw_GBps": s / b * factor / 1e9}
-            for s, m, (a, p), b, e in zip(sizes, measured, picks, best, err)]
-    big = np.array(sizes) >= 64 * 1024
-    return {"rows": rows,
-            "median_abs_pct_error_ge_64KiB": float(np.median(np.abs(err[big]))) if big.any() else None,
-            "median_abs_pct_error_all": float(np.median(np.abs(err)))}
 
 
 def predicted_rows(op: str, ranks: int, sizes: list[int], seconds) -> list[ResultRow]:

@@ -10,7 +10,7 @@ from simulator.engine import simulate
 from simulator.units import format_size, format_time, parse_size
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
-from ..engine_args import add_engine_args, engine_options, resolve_topology
+from ..engine_args import add_engine_args, engine_options, resolve_machine
 from ..output import emit_json
 
 
@@ -40,11 +40,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     op = normalize_op(args.op)
     size = parse_size(args.size, "size")
-    topology, gamma = resolve_topology(args, args.ranks)
+    machine = resolve_machine(args, args.ranks)
+    topology, gamma = machine.topology, machine.gamma
     ranks = args.ranks or topology.num_devices
     topology.check_ranks(ranks)
     coll = Collective(op, ranks, size, args.dtype, args.root)
-    options = engine_options(args, topology, ranks, gamma)
+    options = machine.options(engine_options(args, topology, ranks, gamma), coll.nbytes)
     schedule = build_schedule(coll, args.algo, **algo_params(args))
     trace = simulate(schedule, topology, options)
     if args.trace:
@@ -54,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     summary = trace.summary()
     path = trace.critical_path()
     summary["critical_path"] = {"transfers": len(path), "ids": path[:64]}
-    closed = _closed_form(coll, args.algo, schedule.params, topology, gamma, options)
+    profiled = machine.adapter if args.alpha is None and args.bandwidth is None else None
+    closed = _closed_form(coll, args.algo, schedule.params, topology, gamma, options, profiled)
     if closed:
         closed["agrees_with_engine"] = abs(closed["time_s"] - trace.time) <= 1e-9 * max(trace.time, 1e-30)
         summary["closed_form"] = closed
@@ -86,14 +88,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _closed_form(coll, algo: str, params: dict, topology, gamma: float, options) -> dict | None:
-    """The closed form's time when the machine is the one closed forms assume (ideal, one port, no extras)."""
+def _closed_form(coll, algo: str, params: dict, topology, gamma: float, options, adapter=None) -> dict | None:
+    """The closed form's time when the machine is the one closed forms assume (ideal, one port, no extras);
+    with a profile (and no --alpha/--bandwidth), the profile's regime for this size."""
+    from dataclasses import replace
+
     from simulator.cost import CLOSED_FORMS, LinkModel, is_exact, predict
 
     plain = (topology.ideal and options.ports == 1 and not options.start_delay and not options.slowdown
              and not options.background and not options.header_bytes)
     if not plain or (coll.op, algo) not in CLOSED_FORMS:
         return None
-    model = LinkModel.from_bandwidth(topology.uniform_latency, topology.uniform_bandwidth, gamma)
+    if adapter is not None:
+        model = replace(adapter.link_model(coll.nbytes), gamma=gamma)
+    else:
+        model = LinkModel.from_bandwidth(topology.uniform_latency, topology.uniform_bandwidth, gamma)
     time_s = float(predict(coll.op, algo, coll.ranks, [coll.nbytes], model, **params)[0])
     return {"time_s": time_s, "exact": bool(is_exact(coll.op, algo, coll.ranks, model, **params))}

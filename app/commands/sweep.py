@@ -14,7 +14,7 @@ from simulator.profile import atomic_write
 from simulator.units import parse_size_range
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
-from ..engine_args import add_engine_args, engine_options, resolve_topology
+from ..engine_args import add_engine_args, engine_options, resolve_machine
 from ..nccl_log import result_row, save_logs
 from ..output import emit_json, progress, table
 
@@ -43,7 +43,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     op = normalize_op(args.op)
     sizes = parse_size_range(args.size or args.sizes, "sizes")
-    topology, gamma = resolve_topology(args, args.ranks)
+    machine = resolve_machine(args, args.ranks)
+    topology, gamma = machine.topology, machine.gamma
     ranks = args.ranks or topology.num_devices
     topology.check_ranks(ranks)
     for size in sizes:
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         coll = Collective(op, ranks, size, args.dtype, args.root)
         accepted = tuple(p.name for p in spec.params)
         schedule = build_schedule(coll, spec.name, **algo_params(args, accepted))
-        trace = simulate(schedule, topology, options)
+        trace = simulate(schedule, topology, machine.options(options, coll.nbytes))
         rows.append({"algorithm": spec.name, "size": size, "count": coll.count, "type": coll.dtype,
                      "redop": coll.redop if op in REDUCING else "none", "root": coll.root if op in ROOTED else -1,
                      "time_us": trace.time * 1e6, "algbw_GBps": trace.algbw / 1e9, "busbw_GBps": trace.busbw / 1e9})

@@ -6,6 +6,8 @@ import argparse
 import csv
 import io
 import os
+import sys
+from typing import TYPE_CHECKING
 
 from simulator.algorithms import all_specs, get, names_for
 from simulator.algorithms.registry import check_ranks, resolve_params
@@ -15,6 +17,9 @@ from simulator.units import parse_size, parse_size_range
 
 from ..args import add_algo_params, add_op, algo_params
 from ..output import emit_json, table
+
+if TYPE_CHECKING:
+    from verify.runner import VerifyRequest
 
 VERIFY_DTYPES = ("float32", "float16", "bfloat16", "int32", "int64")
 
@@ -87,36 +92,15 @@ def cases_from_args(args: argparse.Namespace, ranks: int | None) -> tuple[tuple[
 def run(args: argparse.Namespace) -> int:
     from verify.launch import in_torchrun
 
-    if args.iters < 1 or args.warmup < 0:
-        raise CollsimError(f"iters: {args.iters} timed and {args.warmup} warm-up iterations; expected iters >= 1 and warmup >= 0")
-    dtypes = tuple(normalize_dtype(d.strip()) for d in args.dtype.split(",") if d.strip())
-    for d in dtypes:
-        if d not in VERIFY_DTYPES:
-            raise CollsimError(f"dtype: {d} is not verified on torch.distributed; expected one of {', '.join(VERIFY_DTYPES)}")
-    if args.redop not in ("sum", "prod", "max", "min"):
-        raise CollsimError(f"redop: unknown reduction {args.redop!r}; expected one of sum, prod, max, min")
-    sizes = tuple(parse_size_range(args.sizes, "sizes"))
+    dtypes, sizes = checked_values(args)
     torchrun = in_torchrun()
-    if torchrun and args.ranks is not None and args.ranks != int(os.environ["WORLD_SIZE"]):
-        raise CollsimError(f"ranks: --ranks {args.ranks} but torchrun started {os.environ['WORLD_SIZE']} processes; leave --ranks out")
-    ranks = int(os.environ["WORLD_SIZE"]) if torchrun else args.ranks
-    if ranks is None or ranks < 1:
-        raise CollsimError(f"ranks: {ranks!r}; give --ranks N (N >= 1) for a local world")
-    if args.timeout <= 0:
-        raise CollsimError(f"timeout: {args.timeout} s; expected seconds > 0")
-    for key, value in (("NCCL_ALGO", args.nccl_algo), ("NCCL_PROTO", args.nccl_proto)):
-        if value:
-            os.environ[key] = value  # inherited by the ranks; only NCCL reads them
-    from verify.runner import VerifyRequest
-
-    req = VerifyRequest(cases=cases_from_args(args, ranks), sizes=sizes, dtypes=dtypes, mode=args.data, seed=args.seed,
-                        root=args.root, redop=args.redop, native=True, timing=not args.no_time, time_native=args.native,
-                        iters=args.iters,
-                        warmup=args.warmup, time_budget_s=args.budget, check_limit=parse_size(args.check_limit, "check-limit"),
-                        slice_bytes=parse_size(args.slice, "slice"))
-    if args.root < 0 or args.root >= ranks:
-        raise CollsimError(f"root: {args.root} is not a rank of {ranks}; expected 0..{ranks - 1}")
-    records = run_request(req, ranks, args.backend, args.timeout, torchrun)
+    ranks = world_ranks(args, torchrun)
+    req = request_from_args(args, ranks, dtypes, sizes)
+    try:
+        records = run_request(req, ranks, args.backend, args.timeout, torchrun)
+    except KeyboardInterrupt:
+        print("collsim: verify: interrupted; every rank was stopped", file=sys.stderr)
+        return 130
     if records is None:  # a torchrun rank other than 0: rank 0 prints
         return 0
     failed = [r for r in records if r.get("correct") is False]
@@ -133,7 +117,49 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def run_request(req, ranks: int, backend: str, timeout: float, torchrun: bool) -> list[dict] | None:
+def checked_values(args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """Iterations, dtypes, reduction and sizes checked; (dtypes, sizes)."""
+    if args.iters < 1 or args.warmup < 0:
+        raise CollsimError(f"iters: {args.iters} timed and {args.warmup} warm-up iterations; expected iters >= 1 and warmup >= 0")
+    dtypes = tuple(normalize_dtype(d.strip()) for d in args.dtype.split(",") if d.strip())
+    for d in dtypes:
+        if d not in VERIFY_DTYPES:
+            raise CollsimError(f"dtype: {d} is not verified on torch.distributed; expected one of {', '.join(VERIFY_DTYPES)}")
+    if args.redop not in ("sum", "prod", "max", "min"):
+        raise CollsimError(f"redop: unknown reduction {args.redop!r}; expected one of sum, prod, max, min")
+    return dtypes, tuple(parse_size_range(args.sizes, "sizes"))
+
+
+def world_ranks(args: argparse.Namespace, torchrun: bool) -> int:
+    """The world size: torchrun's, or --ranks for a local world."""
+    if torchrun and args.ranks is not None and args.ranks != int(os.environ["WORLD_SIZE"]):
+        raise CollsimError(f"ranks: --ranks {args.ranks} but torchrun started {os.environ['WORLD_SIZE']} processes; leave --ranks out")
+    ranks = int(os.environ["WORLD_SIZE"]) if torchrun else args.ranks
+    if ranks is None or ranks < 1:
+        raise CollsimError(f"ranks: {ranks!r}; give --ranks N (N >= 1) for a local world")
+    return ranks
+
+
+def request_from_args(args: argparse.Namespace, ranks: int, dtypes: tuple[str, ...], sizes: tuple[int, ...]) -> VerifyRequest:
+    """The VerifyRequest the arguments ask for on `ranks` ranks (the rest checked; NCCL_ALGO/NCCL_PROTO exported)."""
+    if args.timeout <= 0:
+        raise CollsimError(f"timeout: {args.timeout} s; expected seconds > 0")
+    for key, value in (("NCCL_ALGO", args.nccl_algo), ("NCCL_PROTO", args.nccl_proto)):
+        if value:
+            os.environ[key] = value  # inherited by the ranks; only NCCL reads them
+    from verify.runner import VerifyRequest
+
+    req = VerifyRequest(cases=cases_from_args(args, ranks), sizes=sizes, dtypes=dtypes, mode=args.data, seed=args.seed,
+                        root=args.root, redop=args.redop, native=True, timing=not args.no_time, time_native=args.native,
+                        iters=args.iters,
+                        warmup=args.warmup, time_budget_s=args.budget, check_limit=parse_size(args.check_limit, "check-limit"),
+                        slice_bytes=parse_size(args.slice, "slice"))
+    if args.root < 0 or args.root >= ranks:
+        raise CollsimError(f"root: {args.root} is not a rank of {ranks}; expected 0..{ranks - 1}")
+    return req
+
+
+def run_request(req: VerifyRequest, ranks: int, backend: str, timeout: float, torchrun: bool) -> list[dict] | None:
     """Run a VerifyRequest on a local world or, under torchrun, on this process's rank; rank 0's records."""
     from verify.launch import run_local, run_torchrun
     from verify.runner import verify_job

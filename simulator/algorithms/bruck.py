@@ -12,13 +12,41 @@ hop a block lands straight in the receiver's output.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..collective import Collective
 from ..schedule import Piece, Schedule, ScheduleBuilder
+from .forms import LinkModel, lg, pow2
 from .phases import alltoall_offsets, block_segs, pieces_of
 from .registry import register
 
+# ---- closed forms (Bruck et al. 1997; Thakur et al. 2005) ---------------------------------------
+# Allgather, published: ceil(lg p) alpha + (p-1)/p n beta (step k carries min(2^k, p - 2^k) blocks).
+# Alltoall, published (p a power of two): lg(p) alpha + (n/2) lg(p) beta. Any p (derived): step k
+# carries the blocks whose index i in 1..p-1 has bit k set.
 
-@register("allgather", "bruck", "blocks travel to ranks r - 1, r - 2, r - 4, ...: ceil(lg p) steps, n(p-1)/p bytes")
+
+def _allgather_cost(p, n, m: LinkModel):
+    return lg(p) * m.alpha + (p - 1) / p * n * m.beta
+
+
+@lru_cache(maxsize=4096)
+def alltoall_blocks(p: int) -> tuple[int, ...]:
+    """Blocks of n/p sent in each step of Bruck's alltoall: how many i in 1..p-1 have bit k set."""
+    out = []
+    for k in range(lg(p)):
+        period, half = 2 << k, 1 << k
+        out.append(p // period * half + max(0, p % period - half))  # among 0..p-1; i = 0 has no bit set
+    return tuple(out)
+
+
+def _alltoall_cost(p, n, m: LinkModel):
+    blocks = alltoall_blocks(p)
+    return len(blocks) * m.alpha + sum(blocks) * n / p * m.beta
+
+
+@register("allgather", "bruck", "blocks travel to ranks r - 1, r - 2, r - 4, ...: ceil(lg p) steps, n(p-1)/p bytes",
+          cost=_allgather_cost)
 def allgather_bruck(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "bruck")
     p, blocks = coll.ranks, block_segs(coll.block_offsets)
@@ -49,7 +77,8 @@ def _merged(pieces: list[Piece]) -> list[Piece]:
     return out or [Piece("scratch", 0, "scratch", 0, 0)]
 
 
-@register("alltoall", "bruck", "slots with bit k set move 2^k ranks forward: ceil(lg p) steps of about n/2")
+@register("alltoall", "bruck", "slots with bit k set move 2^k ranks forward: ceil(lg p) steps of about n/2",
+          cost=_alltoall_cost, exact=pow2)
 def alltoall_bruck(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "bruck")
     p = coll.ranks

@@ -6,10 +6,35 @@ with exactly one message per step (the pairwise-exchange order of MPICH's alltoa
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..collective import Collective
 from ..schedule import Piece, Schedule, ScheduleBuilder, region
+from .forms import LinkModel
 from .phases import alltoall_offsets, block_segs, relative_group
 from .registry import register
+
+# ---- closed forms ----------------------------------------------------------------------------------
+# Allgather, alltoall, gather, scatter direct: every port carries p-1 messages of n/p back to back:
+# (p-1)(alpha + n/p beta), REFERENCE's pairwise (p-1) alpha + (p-1)/p n beta.
+# Reduce-scatter direct (derived): p-1 messages of b = n/p arrive back to back at each rank and
+# its reducer works through them one at a time, so it ends at
+# max((p-1)(alpha + b beta) + b gamma, (alpha + b beta) + (p-1) b gamma).
+# Allreduce direct (derived): the direct reduce-scatter, then p-1 allgather messages of n/p.
+
+
+def _one_port_cost(p, n, m: LinkModel):
+    return (p - 1) * (m.alpha + n / p * m.beta)
+
+
+def _reduce_scatter_cost(p, n, m: LinkModel):
+    b = n / p
+    msg = m.alpha + b * m.beta
+    return np.maximum((p - 1) * msg + b * m.gamma, msg + (p - 1) * b * m.gamma)
+
+
+def _allreduce_cost(p, n, m: LinkModel):
+    return _reduce_scatter_cost(p, n, m) + _one_port_cost(p, n, m)
 
 
 def _direct_reduce_scatter(b: ScheduleBuilder, p: int, blocks, step: int = 0) -> int:
@@ -29,7 +54,8 @@ def _direct_allgather(b: ScheduleBuilder, p: int, blocks, step: int = 0) -> int:
     return step + max(p - 1, 0)
 
 
-@register("allreduce", "direct", "all-pairs reduce-scatter then all-pairs allgather: 2(p-1) steps of n/p")
+@register("allreduce", "direct", "all-pairs reduce-scatter then all-pairs allgather: 2(p-1) steps of n/p",
+          cost=_allreduce_cost)
 def allreduce_direct(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "direct")
     blocks = block_segs(coll.block_offsets)
@@ -38,21 +64,24 @@ def allreduce_direct(coll: Collective) -> Schedule:
     return b.build()
 
 
-@register("allgather", "direct", "every rank sends its block to every other rank: p-1 steps of n/p")
+@register("allgather", "direct", "every rank sends its block to every other rank: p-1 steps of n/p",
+          cost=_one_port_cost)
 def allgather_direct(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "direct")
     _direct_allgather(b, coll.ranks, block_segs(coll.block_offsets))
     return b.build()
 
 
-@register("reduce_scatter", "direct", "every rank reduces block d straight into rank d: p-1 steps of n/p")
+@register("reduce_scatter", "direct", "every rank reduces block d straight into rank d: p-1 steps of n/p",
+          cost=_reduce_scatter_cost)
 def reduce_scatter_direct(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "direct")
     _direct_reduce_scatter(b, coll.ranks, block_segs(coll.block_offsets))
     return b.build()
 
 
-@register("alltoall", "direct", "pairwise exchange: in step s rank r sends to r+s and receives from r-s; p-1 steps")
+@register("alltoall", "direct", "pairwise exchange: in step s rank r sends to r+s and receives from r-s; p-1 steps",
+          cost=_one_port_cost)
 def alltoall_direct(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "direct")
     p = coll.ranks
@@ -65,7 +94,8 @@ def alltoall_direct(coll: Collective) -> Schedule:
     return b.build()
 
 
-@register("gather", "direct", "every rank sends its block straight to the root: p-1 messages into one port")
+@register("gather", "direct", "every rank sends its block straight to the root: p-1 messages into one port",
+          cost=_one_port_cost)
 def gather_direct(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "direct")
     group, blocks = relative_group(coll.ranks, coll.root), block_segs(coll.block_offsets)
@@ -74,7 +104,8 @@ def gather_direct(coll: Collective) -> Schedule:
     return b.build()
 
 
-@register("scatter", "direct", "the root sends each rank its block straight: p-1 messages out of one port")
+@register("scatter", "direct", "the root sends each rank its block straight: p-1 messages out of one port",
+          cost=_one_port_cost)
 def scatter_direct(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "direct")
     group, blocks = relative_group(coll.ranks, coll.root), block_segs(coll.block_offsets)

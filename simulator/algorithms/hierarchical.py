@@ -8,8 +8,10 @@ from __future__ import annotations
 from ..collective import Collective, offsets_of, split_counts
 from ..errors import CollsimError
 from ..schedule import Schedule, ScheduleBuilder
-from .phases import block_segs, ring_allgather, ring_reduce_scatter
+from .forms import LinkModel
+from .phases import block_segs
 from .registry import Param, register
+from .ring import ring_allgather, ring_reduce_scatter
 
 MAX_DEFAULT_GROUP = 8
 GROUP = Param("group", None, f"ranks per group (a divisor of p; default: the largest divisor <= {MAX_DEFAULT_GROUP})")
@@ -30,9 +32,22 @@ def resolve_group(p: int, group: int | None) -> int:
     return group
 
 
+# Closed form (REFERENCE.md, hierarchical allreduce with alpha_in = alpha_out): G ranks per group,
+# N = p / G groups: ring reduce-scatter in the group on n, ring allreduce across groups on n/G, ring
+# allgather in the group. Each ring step waits for the previous reduction, so (derived, exact)
+# 2 (G-1)(alpha + n/G beta) + (G-1)/G n gamma + 2 (N-1)(alpha + n/(G N) beta) + (N-1)/(G N) n gamma.
+
+def _cost(p, n, m: LinkModel, group=None):
+    g = resolve_group(p, group)
+    groups = p // g
+    inner = 2 * (g - 1) * (m.alpha + n / g * m.beta) + (g - 1) / g * n * m.gamma
+    outer = 2 * (groups - 1) * (m.alpha + n / p * m.beta) + (groups - 1) / p * n * m.gamma
+    return inner + outer
+
+
 @register("allreduce", "hierarchical",
           "ring reduce-scatter in groups of g, ring allreduce across groups on n/g, ring allgather in groups",
-          (GROUP,), ranks_rule="any p >= 1; group must divide p")
+          (GROUP,), ranks_rule="any p >= 1; group must divide p", cost=_cost)
 def allreduce_hierarchical(coll: Collective, group: int | None = None) -> Schedule:
     p = coll.ranks
     g = resolve_group(p, group)

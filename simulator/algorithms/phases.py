@@ -2,7 +2,8 @@
 
 A group is a list of ranks; `segs[i]` is the (offset, count) region that the i-th member of the
 group owns (the block it ends up reducing, or contributes to a gather). Each phase emits
-transfers into a ScheduleBuilder and returns the next free display step.
+transfers into a ScheduleBuilder and returns the next free display step. The ring phases
+live with the one ring builder in ring.py.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..collective import Collective
-from ..schedule import Piece, ScheduleBuilder, region
+from ..schedule import Piece, ScheduleBuilder
 
 Seg = tuple[int, int]
 
@@ -51,30 +52,6 @@ def alltoall_offsets(coll: Collective) -> tuple[np.ndarray, np.ndarray]:
 def merge(segs: Sequence[Seg]) -> Seg:
     """The region spanning consecutive segments."""
     return segs[0][0], sum(c for _, c in segs)
-
-
-def ring_reduce_scatter(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg], chunks: int = 1,
-                        buf: str = "out", step: int = 0) -> int:
-    """Ring reduce-scatter: after q-1 steps group[i] holds segs[i] reduced over the group."""
-    q = len(group)
-    for s in range(q - 1):
-        for i in range(q):
-            blk = (i - s - 1) % q
-            for off, count in chunked(segs[blk], chunks):
-                b.send(group[i], group[(i + 1) % q], region(buf, off, count), reduce=True, step=step + s)
-    return step + max(q - 1, 0)
-
-
-def ring_allgather(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg], chunks: int = 1,
-                   buf: str = "out", step: int = 0) -> int:
-    """Ring allgather: group[i] starts with segs[i]; after q-1 steps everyone holds all of them."""
-    q = len(group)
-    for s in range(q - 1):
-        for i in range(q):
-            blk = (i - s) % q
-            for off, count in chunked(segs[blk], chunks):
-                b.send(group[i], group[(i + 1) % q], region(buf, off, count), step=step + s)
-    return step + max(q - 1, 0)
 
 
 def pieces_of(segs: Sequence[Seg], buf: str = "out", dst_buf: str | None = None) -> list[Piece]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..collective import Collective, offsets_of, split_counts
 from ..schedule import Schedule, ScheduleBuilder, region
+from .forms import LinkModel, floor_lg, fold_extra, pof2, pow2, window_blocks
 from .phases import (
     binomial_gather,
     block_segs,
@@ -46,8 +47,19 @@ def _split_segs(seg, parts: int) -> list:
     return block_segs(offsets_of(split_counts(count, parts)) + off)
 
 
+# ---- closed forms (Thakur, Rabenseifner & Gropp 2005; REFERENCE.md) -------------------------------
+# Allreduce recursive doubling, published: lg(p) alpha + n lg(p) (beta + gamma). Each round swaps
+# whole vectors (both directions at once) and reduces: alpha + n beta + n gamma. For p not a power
+# of two (derived): one pre round alpha + n (beta + gamma) and one post round alpha + n beta.
+
+def _allreduce_doubling_cost(p, n, m: LinkModel):
+    x = fold_extra(p)
+    return (floor_lg(p) + x) * (m.alpha + n * (m.beta + m.gamma)) + x * (m.alpha + n * m.beta)
+
+
 @register("allreduce", "recursive_doubling",
-          "swap and reduce whole vectors with partners at distance 1, 2, 4, ...: lg p steps of n")
+          "swap and reduce whole vectors with partners at distance 1, 2, 4, ...: lg p steps of n",
+          cost=_allreduce_doubling_cost)
 def allreduce_recursive_doubling(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "recursive_doubling")
     group, whole = list(range(coll.ranks)), (0, coll.count)
@@ -58,8 +70,20 @@ def allreduce_recursive_doubling(coll: Collective) -> Schedule:
     return b.build()
 
 
+# Rabenseifner, published (p a power of two): 2 lg(p) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma:
+# halving rounds of n/2, n/4, ... each reduced before the next is sent, then doubling rounds.
+# p not a power of two (derived, the published form uses p where the schedule has p2 survivors):
+# (2 floor(lg p) + 2) alpha + (2 (p2-1)/p2 + 2) n beta + (1 + (p2-1)/p2) n gamma.
+
+def _allreduce_rabenseifner_cost(p, n, m: LinkModel):
+    p2, x = pof2(p), fold_extra(p)
+    f = (p2 - 1) / p2
+    return (2 * floor_lg(p) + 2 * x) * m.alpha + (2 * f + 2 * x) * n * m.beta + (f + x) * n * m.gamma
+
+
 @register("allreduce", "rabenseifner",
-          "recursive-halving reduce-scatter then recursive-doubling allgather: 2 lg p steps, 2n(p-1)/p bytes")
+          "recursive-halving reduce-scatter then recursive-doubling allgather: 2 lg p steps, 2n(p-1)/p bytes",
+          cost=_allreduce_rabenseifner_cost, exact=pow2)
 def allreduce_rabenseifner(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "rabenseifner")
     group, whole = list(range(coll.ranks)), (0, coll.count)
@@ -79,8 +103,19 @@ def _survivor_segs(coll: Collective, p: int) -> list:
     return [merge(blocks[lo:hi]) for lo, hi in survivor_spans(p)]
 
 
+# Allgather recursive doubling, published (p a power of two): lg(p) alpha + (p-1)/p n beta.
+# Other p (derived, an upper bound): pre round of n/p, doubling rounds carrying at most
+# d + min(d, r) blocks, post round of (p-1)/p n.
+
+def _allgather_doubling_cost(p, n, m: LinkModel):
+    x, windows = fold_extra(p), window_blocks(p)
+    rounds = len(windows) * m.alpha + sum(windows) * n / p * m.beta
+    return rounds + x * (2 * m.alpha + n / p * m.beta + (p - 1) / p * n * m.beta)
+
+
 @register("allgather", "recursive_doubling",
-          "exchange ever larger halves with partners at distance 1, 2, 4, ...: lg p steps, n(p-1)/p bytes")
+          "exchange ever larger halves with partners at distance 1, 2, 4, ...: lg p steps, n(p-1)/p bytes",
+          cost=_allgather_doubling_cost, exact=pow2)
 def allgather_recursive_doubling(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "recursive_doubling")
     p = coll.ranks
@@ -94,8 +129,19 @@ def allgather_recursive_doubling(coll: Collective) -> Schedule:
     return b.build()
 
 
+# Reduce-scatter recursive halving, published (commutative, p a power of two):
+# lg(p) alpha + (p-1)/p n (beta + gamma). Other p (derived, an upper bound): pre round of n with
+# its reduction, halving rounds of at most d + min(d, r) blocks, post round of n/p.
+
+def _reduce_scatter_halving_cost(p, n, m: LinkModel):
+    x, windows = fold_extra(p), window_blocks(p)
+    rounds = len(windows) * m.alpha + sum(windows) * n / p * (m.beta + m.gamma)
+    return rounds + x * (m.alpha + n * (m.beta + m.gamma) + m.alpha + n / p * m.beta)
+
+
 @register("reduce_scatter", "recursive_halving",
-          "reduce ever smaller halves with partners at distance p/2, p/4, ...: lg p steps, n(p-1)/p bytes")
+          "reduce ever smaller halves with partners at distance p/2, p/4, ...: lg p steps, n(p-1)/p bytes",
+          cost=_reduce_scatter_halving_cost, exact=pow2)
 def reduce_scatter_recursive_halving(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "recursive_halving")
     p = coll.ranks
@@ -107,8 +153,19 @@ def reduce_scatter_recursive_halving(coll: Collective) -> Schedule:
     return b.build()
 
 
+# Reduce Rabenseifner (reduce-scatter + binomial gather), published (p a power of two):
+# 2 lg(p) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma. Other p (derived): the p2 survivors split n
+# evenly, after one pre round alpha + n (beta + gamma).
+
+def _reduce_rabenseifner_cost(p, n, m: LinkModel):
+    p2, x = pof2(p), fold_extra(p)
+    f = (p2 - 1) / p2
+    return 2 * floor_lg(p) * m.alpha + 2 * f * n * m.beta + f * n * m.gamma + x * (m.alpha + n * (m.beta + m.gamma))
+
+
 @register("reduce", "rabenseifner",
-          "recursive-halving reduce-scatter then binomial gather to the root: 2 lg p steps, 2n(p-1)/p bytes")
+          "recursive-halving reduce-scatter then binomial gather to the root: 2 lg p steps, 2n(p-1)/p bytes",
+          cost=_reduce_rabenseifner_cost, exact=pow2)
 def reduce_rabenseifner(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "rabenseifner")
     group, whole = relative_group(coll.ranks, coll.root), (0, coll.count)

@@ -1,4 +1,9 @@
-"""The table of algorithms: builders registered by (op, name), with their parameters and rank constraints."""
+"""The table of algorithms: builders registered by (op, name), with their parameters, rank constraints and closed forms.
+
+An algorithm is one `register(...)` call on its builder; its closed form (`cost=`, with `exact=`
+saying where it is the schedule's exact time) is declared in the same call, next to the builder.
+An algorithm without one still works everywhere: simulator.cost falls back to the event engine.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +13,28 @@ from dataclasses import dataclass
 from ..collective import OPS, Collective, normalize_op
 from ..errors import CollsimError
 from ..schedule import Schedule
+from .forms import CostFn, ExactFn, always
 
 
 @dataclass(frozen=True)
 class Param:
-    """A tunable of an algorithm (e.g. chunks, group)."""
+    """An integer tunable of an algorithm (e.g. chunks, group): the CLI flag `--NAME` and the app's widget come from it.
+
+    `default` None means the builder picks (and reports the pick in `Schedule.params`).
+    """
 
     name: str
     default: int | None
     help: str
     minimum: int = 1
+    maximum: int | None = None
+
+    def accepted(self) -> str:
+        """The accepted range in words."""
+        return f"an integer >= {self.minimum}" + (f" and <= {self.maximum}" if self.maximum is not None else "")
+
+
+CHUNKS = Param("chunks", 1, "pipelining depth: pieces each block is cut into, sent as separate pipelined messages")
 
 
 @dataclass(frozen=True)
@@ -31,6 +48,8 @@ class AlgorithmSpec:
     ranks_rule: str = "any p >= 1"
     params: tuple[Param, ...] = ()
     refuses: Callable[[int], str | None] | None = None  # reason a rank count cannot be done, or None
+    cost: CostFn | None = None    # closed form cost(p, n, model, **params) -> seconds; None: the engine is used
+    exact: ExactFn = always       # exact(p, model, **params): where the closed form is the schedule's exact time
 
     def refusal(self, ranks: int) -> str | None:
         """Why this algorithm cannot run on `ranks` ranks, or None."""
@@ -41,18 +60,38 @@ REGISTRY: dict[tuple[str, str], AlgorithmSpec] = {}
 
 
 def register(op: str, name: str, summary: str, params: tuple[Param, ...] = (),
-             ranks_rule: str = "any p >= 1", refuses: Callable[[int], str | None] | None = None):
-    """Decorator: register `fn(collective, **params) -> Schedule` as algorithm `name` for `op`."""
+             ranks_rule: str = "any p >= 1", refuses: Callable[[int], str | None] | None = None,
+             cost: CostFn | None = None, exact: ExactFn = always):
+    """Decorator: register `fn(collective, **params) -> Schedule` as algorithm `name` for `op`.
+
+    `cost(p, n, model, **params)` is its closed form in seconds, vectorised over n (optional: without
+    one, times come from the event engine on `ideal:P`); `exact(p, model, **params)` says where the
+    closed form is the schedule's exact time (sizes that split evenly); elsewhere it is an estimate.
+    """
     op = normalize_op(op)
 
     def wrap(fn: Callable[..., Schedule]) -> Callable[..., Schedule]:
         key = (op, name)
         if key in REGISTRY:
             raise RuntimeError(f"algorithm {op}/{name} registered twice")
-        REGISTRY[key] = AlgorithmSpec(op, name, fn, summary, ranks_rule, params, refuses)
+        REGISTRY[key] = AlgorithmSpec(op, name, fn, summary, ranks_rule, params, refuses, cost, exact)
         return fn
 
     return wrap
+
+
+def unregister(op: str, name: str) -> None:
+    """Remove (op, name) from the table (for tests and plug-ins that register temporarily)."""
+    REGISTRY.pop((normalize_op(op), name), None)
+
+
+def all_params() -> dict[str, tuple[Param, list[str]]]:
+    """Every parameter name in the table: its first Param and the algorithms (op/name) that take it."""
+    out: dict[str, tuple[Param, list[str]]] = {}
+    for spec in all_specs():
+        for param in spec.params:
+            out.setdefault(param.name, (param, []))[1].append(f"{spec.op}/{spec.name}")
+    return out
 
 
 def names_for(op: str) -> list[str]:
@@ -91,6 +130,8 @@ def resolve_params(spec: AlgorithmSpec, params: dict) -> dict:
                 raise CollsimError(f"{name}: {value!r} is not an integer")
             if value < param.minimum:
                 raise CollsimError(f"{name}: {value} is too small for {spec.op}/{spec.name}; expected >= {param.minimum}")
+            if param.maximum is not None and value > param.maximum:
+                raise CollsimError(f"{name}: {value} is too large for {spec.op}/{spec.name}; expected <= {param.maximum}")
         out[name] = value
     return out
 

@@ -1,85 +1,169 @@
-"""Ring algorithms (Patarasuk & Yuan): each rank talks only to its neighbours, p-1 steps per phase.
+"""Ring algorithms (Patarasuk & Yuan 2009): each rank talks only to its neighbours, p-1 steps per phase.
 
-The whole-ring schedules write their dependencies out instead of having ScheduleBuilder infer
-them: the same transfers and the same dependencies (tests compare the two transfer by transfer),
-built fast enough for rings of thousands of ranks. Composite algorithms (hierarchical, van de
-Geijn broadcast) use the inferring ring phases in phases.py.
+One ring builder serves everything: `ring_transfers` writes a ring's messages over any group of
+ranks with their dependencies spelled out (fast enough for rings of thousands of ranks). The
+whole-ring algorithms use it as is; the ring phases (`ring_reduce_scatter`, `ring_allgather`)
+feed the same messages to a ScheduleBuilder, which infers the dependencies on data that other
+phases of a composite algorithm (hierarchical, van de Geijn broadcast) wrote or read; tests
+check that the written dependencies are exactly the inferred ones.
 """
 
 from __future__ import annotations
 
-from ..collective import Collective
-from ..schedule import Schedule, Transfer, new_transfer, region
-from .phases import block_segs, chunked
-from .registry import Param, register
+from collections.abc import Sequence
 
-CHUNKS = Param("chunks", 1, "pieces each block is cut into, sent as separate pipelined messages")
+import numpy as np
+
+from ..collective import Collective
+from ..schedule import Schedule, ScheduleBuilder, Transfer, new_transfer, region
+from .forms import LinkModel
+from .phases import Seg, block_segs, chunked
+from .registry import CHUNKS, register
+
+
+def ring_transfers(group: Sequence[int], segs: Sequence[Seg], chunks: int = 1, reduce_scatter: bool = True,
+                   allgather: bool = True, buf: str = "out", step: int = 0) -> list[Transfer]:
+    """Reduce-scatter and/or allgather around `group` on `buf`, ids from 0, with explicit dependencies.
+
+    Member i owns segs[i]: after the reduce-scatter it holds segs[i] reduced over the group; the
+    allgather starts from there. Transfer (s, i, c) is member i's message of step s carrying chunk
+    c of the block it forwards. It waits for the message that brought it that chunk (from member
+    i-1, step s-1); an allgather copy into member i+1 also waits for the last reduction into that
+    block there and for member i+1's own send of it (write after read), exactly what
+    ScheduleBuilder infers.
+    """
+    group = list(group)
+    pieces = [[(region(buf, off, count),) for off, count in chunked(seg, chunks)] for seg in segs]
+    full = [seg[1] > 0 for seg in segs]
+    transfers: list[Transfer] = []
+    rs_first = _reduce_scatter(transfers, group, pieces, full, step) if reduce_scatter else None
+    if allgather:
+        _allgather(transfers, group, pieces, full, step + (len(group) - 1 if reduce_scatter else 0), rs_first)
+    return transfers
+
+
+def _reduce_scatter(transfers: list[Transfer], group: list[int], pieces: list, full: list[bool], step: int) -> list[list[int]]:
+    """Append the reduce-scatter; rs_first[s][i] is the id of member i's first chunk message in step s."""
+    q, add = len(group), transfers.append
+    rs_first: list[list[int]] = []
+    for s in range(q - 1):
+        row = [0] * q
+        prev = rs_first[s - 1] if s else None
+        at = step + s
+        for i in range(q):
+            blk = (i - s - 1) % q
+            row[i] = tid = len(transfers)
+            src, dst = group[i], group[(i + 1) % q]
+            for c, piece in enumerate(pieces[blk]):
+                deps = (prev[i - 1] + c,) if prev is not None and full[blk] else ()
+                add(new_transfer(tid + c, src, dst, piece, True, deps, at))
+        rs_first.append(row)
+    return rs_first
+
+
+def _allgather(transfers: list[Transfer], group: list[int], pieces: list, full: list[bool], step: int,
+               rs_first: list[list[int]] | None) -> None:
+    """Append the allgather (after the reduce-scatter whose first-message ids are `rs_first`, if any)."""
+    q, add = len(group), transfers.append
+    ag_prev: list[int] | None = None
+    for s in range(q - 1):
+        row = [0] * q
+        at = step + s
+        for i in range(q):
+            blk = (i - s) % q
+            row[i] = tid = len(transfers)
+            j = (i + 1) % q
+            src, dst = group[i], group[j]
+            for c, piece in enumerate(pieces[blk]):
+                deps: tuple[int, ...] = ()
+                if full[blk]:
+                    wait = [] if ag_prev is None else [ag_prev[i - 1] + c]
+                    if rs_first is not None:
+                        wait.append(rs_first[q - 2][i - 1] + c if s == 0 else rs_first[s - 1][i] + c)
+                        wait.append(rs_first[s][j] + c)
+                    deps = tuple(sorted(set(wait)))
+                add(new_transfer(tid + c, src, dst, piece, False, deps, at))
+        ag_prev = row
+
+
+def _ring_phase(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg], chunks: int, buf: str, step: int,
+                reduce_scatter: bool) -> int:
+    """The ring's messages through the builder (dependencies inferred); the next free step."""
+    for t in ring_transfers(group, segs, chunks, reduce_scatter, not reduce_scatter, buf, step):
+        b.send(t.src, t.dst, t.pieces, t.reduce, t.step)
+    return step + max(len(group) - 1, 0)
+
+
+def ring_reduce_scatter(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg], chunks: int = 1,
+                        buf: str = "out", step: int = 0) -> int:
+    """Ring reduce-scatter phase: after q-1 steps group[i] holds segs[i] reduced over the group."""
+    return _ring_phase(b, group, segs, chunks, buf, step, reduce_scatter=True)
+
+
+def ring_allgather(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg], chunks: int = 1,
+                   buf: str = "out", step: int = 0) -> int:
+    """Ring allgather phase: group[i] starts with segs[i]; after q-1 steps everyone holds all of them."""
+    return _ring_phase(b, group, segs, chunks, buf, step, reduce_scatter=False)
 
 
 def ring_schedule(coll: Collective, reduce_scatter: bool, allgather: bool, chunks: int = 1) -> Schedule:
-    """Reduce-scatter and/or allgather around ranks 0..p-1 on 'out', with explicit dependencies.
-
-    Transfer (s, i, c) is rank i's message of step s carrying chunk c of the block it forwards. It
-    waits for the message that brought it that chunk (from rank i-1, step s-1); an allgather copy
-    into rank i+1 also waits for the last reduction into that block there and for rank i+1's own
-    send of it (write after read), exactly what ScheduleBuilder would infer.
-    """
-    q = coll.ranks
+    """The whole-ring schedule around ranks 0..p-1 on 'out'."""
     segs = block_segs(coll.block_offsets)
-    pieces = [[(region("out", off, count),) for off, count in chunked(seg, chunks)] for seg in segs]
-    full = [seg[1] > 0 for seg in segs]
-    transfers: list[Transfer] = []
-    add = transfers.append
-    rs_first: list[list[int]] = []  # rs_first[s][i]: id of rank i's first chunk message in reduce-scatter step s
-    if reduce_scatter:
-        for s in range(q - 1):
-            row = [0] * q
-            prev = rs_first[s - 1] if s else None
-            for i in range(q):
-                blk = (i - s - 1) % q
-                row[i] = tid = len(transfers)
-                dst = (i + 1) % q
-                for c, piece in enumerate(pieces[blk]):
-                    deps = (prev[i - 1] + c,) if prev is not None and full[blk] else ()
-                    add(new_transfer(tid + c, i, dst, piece, True, deps, s))
-            rs_first.append(row)
-    if allgather:
-        step0 = q - 1 if reduce_scatter else 0
-        ag_prev: list[int] | None = None
-        for s in range(q - 1):
-            row = [0] * q
-            for i in range(q):
-                blk = (i - s) % q
-                row[i] = tid = len(transfers)
-                dst = (i + 1) % q
-                for c, piece in enumerate(pieces[blk]):
-                    deps: tuple[int, ...] = ()
-                    if full[blk]:
-                        wait = []
-                        if ag_prev is not None:
-                            wait.append(ag_prev[i - 1] + c)
-                        if reduce_scatter:
-                            if s == 0:
-                                wait.append(rs_first[q - 2][i - 1] + c)
-                            else:
-                                wait.append(rs_first[s - 1][i] + c)
-                            wait.append(rs_first[s][dst] + c)
-                        deps = tuple(sorted(set(wait)))
-                    add(new_transfer(tid + c, i, dst, piece, False, deps, step0 + s))
-            ag_prev = row
-    return Schedule(coll, "ring", transfers)
+    return Schedule(coll, "ring", ring_transfers(range(coll.ranks), segs, chunks, reduce_scatter, allgather))
 
 
-@register("allreduce", "ring", "reduce-scatter ring then allgather ring: 2(p-1) steps of n/p", (CHUNKS,))
+# ---- closed forms (Patarasuk & Yuan 2009; Thakur et al. 2005) -----------------------------------
+# Published (k = 1): allreduce 2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma; reduce-scatter
+# (p-1) alpha + (p-1)/p n (beta + gamma); allgather (p-1) alpha + (p-1)/p n beta. With k = 1 each
+# step's send waits for the previous step's reduction, so the terms add up exactly.
+# Pipelined (derived): blocks cut into k chunks, a = alpha + n/(pk) beta per chunk message and
+# g = n/(pk) gamma per chunk reduction. For k >= 2 a chunk is reduced while the next travels, so
+# the slower of the two sets the pace: the port (a) or the reducer (g) is never idle.
+# reduce-scatter: (p-1) k max(a, g) + min(a, g) (exact in every case tested). Allreduce: 2(p-1) k a
+# if g <= a (exact in every case tested); if g > a the allgather can only start as the last
+# reductions finish: max((p-1) k g + p a, (p-1) k (a + g) - (k-1) g + a), an estimate (exact for
+# p >= 3 in the cases tested, within 25% everywhere in tests/test_cost.py).
+
+def _ring_exact(p: int, model: LinkModel, chunks: int = 1) -> bool:
+    return chunks == 1 or model.gamma == 0
+
+
+def _ring_chunk(p, n, m, chunks):
+    """(a, g): one chunk message and one chunk reduction."""
+    piece = n / (p * chunks)
+    return m.alpha + piece * m.beta, piece * m.gamma
+
+
+def _allreduce_cost(p, n, m, chunks=1):
+    a, g = _ring_chunk(p, n, m, chunks)
+    if chunks == 1:
+        return 2 * (p - 1) * a + (p - 1) * g
+    slow_reducer = np.maximum((p - 1) * chunks * g + p * a, (p - 1) * chunks * (a + g) - (chunks - 1) * g + a)
+    return np.where(g <= a, 2 * (p - 1) * chunks * a, slow_reducer)
+
+
+def _allgather_cost(p, n, m, chunks=1):
+    return (p - 1) * (chunks * m.alpha + n / p * m.beta)
+
+
+def _reduce_scatter_cost(p, n, m, chunks=1):
+    a, g = _ring_chunk(p, n, m, chunks)
+    if chunks == 1:
+        return (p - 1) * (a + g)
+    return (p - 1) * chunks * np.maximum(a, g) + np.minimum(a, g)
+
+
+@register("allreduce", "ring", "reduce-scatter ring then allgather ring: 2(p-1) steps of n/p", (CHUNKS,),
+          cost=_allreduce_cost, exact=_ring_exact)
 def allreduce_ring(coll: Collective, chunks: int = 1) -> Schedule:
     return ring_schedule(coll, reduce_scatter=True, allgather=True, chunks=chunks)
 
 
-@register("allgather", "ring", "pass blocks around the ring: p-1 steps of n/p", (CHUNKS,))
+@register("allgather", "ring", "pass blocks around the ring: p-1 steps of n/p", (CHUNKS,), cost=_allgather_cost)
 def allgather_ring(coll: Collective, chunks: int = 1) -> Schedule:
     return ring_schedule(coll, reduce_scatter=False, allgather=True, chunks=chunks)
 
 
-@register("reduce_scatter", "ring", "reduce blocks around the ring: p-1 steps of n/p", (CHUNKS,))
+@register("reduce_scatter", "ring", "reduce blocks around the ring: p-1 steps of n/p", (CHUNKS,), cost=_reduce_scatter_cost)
 def reduce_scatter_ring(coll: Collective, chunks: int = 1) -> Schedule:
     return ring_schedule(coll, reduce_scatter=True, allgather=False, chunks=chunks)

@@ -3,9 +3,14 @@ and van de Geijn's scatter + allgather broadcast. Rooted ops work on ranks relat
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+import numpy as np
+
 from ..collective import Collective
 from ..errors import CollsimError
 from ..schedule import Schedule, ScheduleBuilder
+from .forms import LinkModel, lg, pow2
 from .phases import (
     binomial_broadcast,
     binomial_gather,
@@ -14,28 +19,68 @@ from .phases import (
     block_segs,
     chunked,
     relative_group,
-    ring_allgather,
 )
-from .registry import Param, register
+from .registry import CHUNKS, register
+from .ring import ring_allgather
 
-CHUNKS = Param("chunks", 1, "pieces the data is cut into, pipelined down the tree or chain")
+# ---- closed forms (Thakur et al. 2005; MPICH) -------------------------------------------------------
+# Broadcast binomial: ceil(lg p) (alpha + n beta): the root sends ceil(lg p) whole messages one after another.
+# Reduce binomial: ceil(lg p) (alpha + n (beta + gamma)), published for p a power of two (each child's
+# message is reduced before the parent sends on). Other p: the truncated top subtree can collide
+# with a sibling on the root's port; the form is then an estimate (tested to stay within 1 round).
+# Allreduce binomial = reduce then broadcast (derived: the two phases do not overlap, the
+# broadcast starts when the root's last reduction ends).
+# Gather and scatter binomial, published: lg(p) alpha + (p-1)/p n beta; the root's port carries
+# ceil(lg p) messages totalling (p-1)/p n, back to back.
 
 
-@register("broadcast", "binomial", "binomial tree from the root: ceil(lg p) steps of n")
+def _broadcast_binomial_cost(p, n, m: LinkModel):
+    return lg(p) * (m.alpha + n * m.beta)
+
+
+def _reduce_binomial_cost(p, n, m: LinkModel):
+    return lg(p) * (m.alpha + n * (m.beta + m.gamma))
+
+
+def _allreduce_binomial_cost(p, n, m: LinkModel):
+    return lg(p) * (2 * m.alpha + n * (2 * m.beta + m.gamma))
+
+
+def _gather_scatter_binomial_cost(p, n, m: LinkModel):
+    return lg(p) * m.alpha + (p - 1) / p * n * m.beta
+
+
+# Pipelined chain, published: (p + k - 2)(alpha + n beta / k) (REFERENCE.md, pipelining).
+
+def _chain_cost(p, n, m: LinkModel, chunks=1):
+    return (p + chunks - 2) * (m.alpha + n / chunks * m.beta)
+
+
+# Broadcast scatter + ring allgather (van de Geijn), published: (lg(p) + p - 1) alpha + 2 (p-1)/p n beta.
+# Derived for the schedule: block 1 reaches rank 1 last, when the root's port has carried the whole
+# scatter (ceil(lg p) alpha + (p-1)/p n beta), then needs p-1 ring hops of alpha + n/p beta.
+
+def _scatter_allgather_cost(p, n, m: LinkModel):
+    return (lg(p) + p - 1) * m.alpha + 2 * (p - 1) / p * n * m.beta
+
+
+@register("broadcast", "binomial", "binomial tree from the root: ceil(lg p) steps of n", cost=_broadcast_binomial_cost)
 def broadcast_binomial(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "binomial")
     binomial_broadcast(b, relative_group(coll.ranks, coll.root), [(0, coll.count)])
     return b.build()
 
 
-@register("reduce", "binomial", "binomial tree reduction to the root: ceil(lg p) steps of n")
+@register("reduce", "binomial", "binomial tree reduction to the root: ceil(lg p) steps of n",
+          cost=_reduce_binomial_cost, exact=pow2)
 def reduce_binomial(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "binomial")
     binomial_reduce(b, relative_group(coll.ranks, coll.root), [(0, coll.count)])
     return b.build()
 
 
-@register("allreduce", "binomial", "binomial reduce to rank 0 then binomial broadcast: 2 ceil(lg p) steps of n")
+@register("allreduce", "binomial", "binomial reduce to rank 0 then binomial broadcast: 2 ceil(lg p) steps of n",
+          cost=_allreduce_binomial_cost, exact=pow2)
 def allreduce_binomial(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "binomial")
     group, whole = list(range(coll.ranks)), [(0, coll.count)]
@@ -50,14 +95,16 @@ def _member_blocks(coll: Collective) -> tuple[list[int], list]:
     return group, [blocks[r] for r in group]
 
 
-@register("gather", "binomial", "binomial tree to the root, subtrees forwarding their blocks: ceil(lg p) steps")
+@register("gather", "binomial", "binomial tree to the root, subtrees forwarding their blocks: ceil(lg p) steps",
+          cost=_gather_scatter_binomial_cost)
 def gather_binomial(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "binomial")
     binomial_gather(b, *_member_blocks(coll))
     return b.build()
 
 
-@register("scatter", "binomial", "binomial tree from the root, each send carrying a subtree's blocks: ceil(lg p) steps")
+@register("scatter", "binomial", "binomial tree from the root, each send carrying a subtree's blocks: ceil(lg p) steps",
+          cost=_gather_scatter_binomial_cost)
 def scatter_binomial(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "binomial")
     binomial_scatter(b, *_member_blocks(coll))
@@ -65,7 +112,7 @@ def scatter_binomial(coll: Collective) -> Schedule:
 
 
 @register("broadcast", "pipelined_chain", "chain from the root, data cut into k chunks: p + k - 2 steps of n/k",
-          (CHUNKS,))
+          (CHUNKS,), cost=_chain_cost)
 def broadcast_pipelined_chain(coll: Collective, chunks: int = 1) -> Schedule:
     b = ScheduleBuilder(coll, "pipelined_chain")
     group = relative_group(coll.ranks, coll.root)
@@ -76,7 +123,8 @@ def broadcast_pipelined_chain(coll: Collective, chunks: int = 1) -> Schedule:
 
 
 @register("broadcast", "scatter_allgather",
-          "van de Geijn: binomial scatter of n/p blocks, then ring allgather: lg p + p - 1 steps, 2n(p-1)/p bytes")
+          "van de Geijn: binomial scatter of n/p blocks, then ring allgather: lg p + p - 1 steps, 2n(p-1)/p bytes",
+          cost=_scatter_allgather_cost)
 def broadcast_scatter_allgather(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "scatter_allgather")
     group, segs = relative_group(coll.ranks, coll.root), block_segs(coll.block_offsets)
@@ -120,9 +168,61 @@ def tree_depths(parent: list[int]) -> list[int]:
     return depth
 
 
+# Closed form, derived; no published one. Each tree carries n/2 in k chunks: an up message costs
+# u = alpha + n/(2k) (beta + gamma), a down message d = alpha + n/(2k) beta. With k = 1 a node
+# takes its children's messages one after the other (single port) and sends to them one after
+# the other, so tree t needs c_up(t) u + c_down(t) d, where the integer message counts c come
+# from the tree's shape (for a power of two: 2 D - 1 each, D the depth). The trees run side by
+# side. With k chunks every rank's ports carry P messages per chunk index (P = children + 1 per
+# tree, summed over both trees: 4 for p a power of two >= 4), adding P (k - 1) d.
+# T = max_t (c_up(t) u + c_down(t) d) + P (k - 1) d. Exact for p a power of two, k = 1 and
+# gamma = 0; otherwise an estimate (within 25% of the schedule in tests/test_cost.py).
+# REFERENCE's "about 2 lg(p) alpha + 2 n beta" is its shape for large k.
+
+@lru_cache(maxsize=4096)
+def dtree_counts(p: int) -> tuple[tuple[tuple[int, int], ...], int]:
+    """Per tree, the messages on its critical path going up and coming down (k = 1), and the period P."""
+    counts, load = [], [0] * p
+    for parent in dtree_parents(p):
+        children: list[list[int]] = [[] for _ in range(p)]
+        for r, u in enumerate(parent):
+            if u >= 0:
+                children[u].append(r)
+                load[r] += 1
+                load[u] += 1
+        depth = tree_depths(parent)
+        order = sorted(range(p), key=lambda r: depth[r])
+        up = [0] * p
+        for r in reversed(order):  # leaves first
+            t = 0
+            for c in sorted(children[r], key=lambda c: up[c]):
+                t = max(t, up[c]) + 1
+            up[r] = t
+        down = [0] * p
+        for r in order:
+            for i, c in enumerate(sorted(children[r], key=lambda c: (depth[c], c))):
+                down[c] = down[r] + i + 1
+        root = parent.index(-1)
+        counts.append((up[root], max(down)))
+    return tuple(counts), max(load)
+
+
+def _dbt_exact(p: int, model: LinkModel, chunks: int = 1) -> bool:
+    return pow2(p, model) and chunks == 1 and model.gamma == 0
+
+
+def _dbt_cost(p, n, m: LinkModel, chunks=1):
+    counts, period = dtree_counts(p)
+    piece = n / (2 * chunks)
+    up = m.alpha + piece * (m.beta + m.gamma)
+    down = m.alpha + piece * m.beta
+    fill = np.maximum.reduce([c_up * up + c_down * down for c_up, c_down in counts])
+    return fill + period * (chunks - 1) * down
+
+
 @register("allreduce", "double_binary_tree",
           "NCCL: two complementary binary trees each reduce then broadcast half the data, pipelined in k chunks",
-          (CHUNKS,))
+          (CHUNKS,), cost=_dbt_cost, exact=_dbt_exact)
 def allreduce_double_binary_tree(coll: Collective, chunks: int = 1) -> Schedule:
     b = ScheduleBuilder(coll, "double_binary_tree")
     p = coll.ranks

@@ -1,4 +1,4 @@
-"""MSCCL algorithm XML in and out: read a file into a collsim Schedule, check it, simulate it, export any Schedule.
+"""MSCCL algorithm XML in and out: read a file into a collsim Schedule, check it, export any Schedule.
 
     imp = load_msccl("allreduce.xml")             # MscclImport: .schedule, .placement, .chunk_elems, ...
     report = check_msccl(imp)                     # semantics check plus MSCCL's own output coverage
@@ -74,17 +74,6 @@ def roundtrip(schedule: Schedule, exported: MscclExport) -> MscclImport:
     return imp
 
 
-def simulate_schedule(schedule: Schedule, topology: str):
-    """Run a schedule on the event engine (a Trace); a clear error when the engine is not part of this build."""
-    try:
-        from ..engine import simulate
-        from ..topology import parse_topology
-    except ImportError:
-        raise CollsimError("simulate: the event engine (simulator/engine.py and simulator/topology/) is not available in "
-                           "this build; expected it from the engine branch. Leave out --simulate, or use --check") from None
-    return simulate(schedule, parse_topology(topology))
-
-
 __all__ = ["PLACEMENTS", "STEP_TYPES", "MscclAlgo", "MscclCheck", "MscclExport", "MscclImport", "check_msccl",
            "collective_for", "default_size", "export_msccl", "import_msccl", "load_msccl", "parse_msccl", "read_msccl",
-           "roundtrip", "simulate_schedule", "transfer_difference"]
+           "roundtrip", "transfer_difference"]

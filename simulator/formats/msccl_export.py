@@ -23,18 +23,18 @@ from math import gcd
 from xml.sax.saxutils import quoteattr
 
 from ..errors import CollsimError
+from ..ops import SPECS
 from ..schedule import Schedule
-from ..validate import initially_defined
-from .msccl_xml import MSCCL_OPS, PER_RANK_BASE, PROTOCOLS
+from .msccl_xml import PER_RANK_BASE, PROTOCOLS
 
 # MSCCL executor limits (msccl_struct.h); files beyond them still import into collsim.
 MAX_STEPS_PER_TB = 64
 MAX_TBS_PER_CHANNEL = 32
 MAX_COUNT = 72
 MAX_OFFSET = 32767
-BLOCK_OUTPUT = ("reduce_scatter", "scatter")  # ops whose MSCCL output holds one rank's block
-BLOCK_INPUT = ("allgather", "gather")  # ops whose MSCCL input holds one rank's block
-PER_RANK_OPS = ("allgather", "reduce_scatter", "alltoall", "gather", "scatter")  # buffers of ranks x equal blocks
+BLOCK_OUTPUT = tuple(n for n, s in SPECS.items() if s.recv == "block")  # ops whose MSCCL output holds one rank's block
+BLOCK_INPUT = tuple(n for n, s in SPECS.items() if s.send == "block")  # ops whose MSCCL input holds one rank's block
+PER_RANK_OPS = tuple(n for n, s in SPECS.items() if s.total_size)  # buffers of ranks x equal blocks
 
 
 @dataclass
@@ -165,15 +165,16 @@ class _Writer:
     def prologue(self) -> dict[int, tuple[int, int]]:
         """Out-of-place: copy the input to where collsim's 'out' starts with it; the last copy step per rank."""
         done = {}
-        if self.inplace or self.coll.op == "alltoall":
+        if self.inplace or not self.coll.spec.in_place:
             return done
         for r in range(self.p):
-            for lo, hi in initially_defined(self.s, r, "out"):
+            for part in self.coll.spec.start(self.coll, r, "out"):
+                lo, hi = part.off, part.off + part.count
                 if self.coll.op in BLOCK_OUTPUT:
                     lo, hi = max(lo, r * self.block), min(hi, (r + 1) * self.block)
                 if hi <= lo:
                     continue
-                src_off = lo - r * self.block if self.coll.op in BLOCK_INPUT else lo
+                src_off = part.sources[0][1] + lo - part.off
                 tb = self.tb(r, ("local",))
                 step = self.add(r, tb, "cpy", ("i", src_off // self.c), self.where(r, "out", lo, hi - lo), (hi - lo) // self.c, [])
                 done[r] = (tb.id, step)
@@ -229,11 +230,11 @@ def export_msccl(schedule: Schedule, placement: str = "auto", proto: str = "Simp
         raise CollsimError(f"proto: {proto!r} is not an MSCCL protocol; expected one of {', '.join(PROTOCOLS)}")
     uses_in = any("in" in (pc.src_buf, pc.dst_buf) for t in schedule.transfers for pc in t.pieces if pc.count)
     if placement == "auto":
-        placement = "out-of-place" if uses_in or coll.op == "alltoall" else "in-place"
+        placement = "out-of-place" if uses_in or not coll.spec.in_place else "in-place"
     if placement not in ("in-place", "out-of-place"):
         raise CollsimError(f"placement: {placement!r} is not a placement; expected auto, in-place or out-of-place")
-    if placement == "in-place" and coll.op == "alltoall":
-        raise CollsimError("placement: collsim's alltoall output starts empty, so it exports out-of-place only; "
+    if placement == "in-place" and not coll.spec.in_place:
+        raise CollsimError(f"placement: collsim's {coll.op} output starts empty, so it exports out-of-place only; "
                            "expected placement out-of-place (or auto)")
     if coll.op in PER_RANK_OPS and coll.count % coll.ranks:
         raise CollsimError(f"size: {coll.op} of {coll.count} elements does not split evenly over {coll.ranks} ranks, "
@@ -267,9 +268,9 @@ def _xml(w: _Writer, placement: str, proto: str, name: str) -> str:
     coll = w.coll
     nchannels = 1 + max((tb.chan for t in w.tbs for tb in t.values()), default=0)
     attrs = {"name": name, "proto": proto, "nchannels": nchannels, "nchunksperloop": _nchunks(w), "ngpus": w.p,
-             "coll": MSCCL_OPS[coll.op], "inplace": int(placement == "in-place"),
+             "coll": coll.spec.msccl, "inplace": int(placement == "in-place"),
              "outofplace": int(placement == "out-of-place"), "minBytes": 0, "maxBytes": 0, "redop": coll.redop}
-    if coll.op in ("broadcast", "reduce", "gather", "scatter"):
+    if coll.spec.rooted:
         attrs["root"] = coll.root
     lines = [f"<algo {_attrs(attrs)}>"]
     for r in range(w.p):

@@ -185,13 +185,13 @@ class _Lowering:
     # --- buffers ----------------------------------------------------------------------------------------
     def loc(self, rank: int, buf: str, off: int, cnt: int) -> tuple[str, int, int]:
         """(collsim buffer, element offset, element count) of an MSCCL chunk range on a rank."""
-        op, c = self.algo.op, self.c
+        spec, c = self.coll.spec, self.c
         if buf == "s":
             return "scratch", off * c, cnt * c
         shift = 0
-        if buf == "i" and op in ("allgather", "gather") and self.inplace:
+        if buf == "i" and spec.send == "block" and self.inplace:
             shift = rank * self.block
-        if buf == "o" and op in ("reduce_scatter", "scatter"):
+        if buf == "o" and spec.recv == "block":
             shift = rank * self.block
         target = "out" if (self.inplace or buf == "o") else "in"
         return target, shift + off * c, cnt * c
@@ -248,7 +248,7 @@ class _Lowering:
 
     def _view_source(self, rank: int, out_off: int) -> int:
         """Where in 'in' collsim's initial 'out' element comes from."""
-        return out_off - rank * self.block if self.algo.op in ("allgather", "gather") else out_off
+        return out_off - self.coll.spec.in_place_offset(self.coll, rank)
 
     # --- running threadblocks ---------------------------------------------------------------------------
     def pre(self, key: Key) -> set[int] | None:
@@ -435,7 +435,7 @@ class _Lowering:
 
     def run(self) -> MscclImport:
         gpus = self.algo.gpus
-        if self.inplace and self.algo.op == "alltoall":
+        if self.inplace and not self.coll.spec.in_place:
             for r in range(self.p):  # in-place alltoall: the input lives in the output buffer from the start
                 n = self.coll.count
                 self.ops.append(_Op(r, r, [Piece("in", 0, "out", 0, n)], False, set(), 0))

@@ -23,6 +23,7 @@ from xml.parsers import expat
 
 from ..collective import REDOPS, normalize_op
 from ..errors import CollsimError
+from ..ops import SPECS
 from ..readfile import read_bytes
 
 STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
@@ -33,11 +34,10 @@ USES_SRC = frozenset({"s", "rrs", "rrc", "rrcs", "cpy", "re"})
 USES_DST = frozenset({"r", "rcs", "rrc", "rrcs", "cpy", "re"})
 BUFFER_NAMES = {"i": "input", "o": "output", "s": "scratch"}
 PROTOCOLS = ("Simple", "LL", "LL128")
-MSCCL_OPS = {"allreduce": "allreduce", "allgather": "allgather", "reduce_scatter": "reducescatter",
-             "reducescatter": "reducescatter", "alltoall": "alltoall", "broadcast": "broadcast", "reduce": "reduce",
-             "gather": "gather", "scatter": "scatter"}
+# coll= names collsim reads (collsim's names and MSCCL's), each to MSCCL's name (simulator/ops.py).
+MSCCL_OPS = {**{name: s.msccl for name, s in SPECS.items()}, **{s.msccl: s.msccl for s in SPECS.values()}}
 # Ops whose nchunksperloop counts one rank's block, not the whole buffer (the executor's sizeMultiplier is 1).
-PER_RANK_BASE = ("gather", "scatter")
+PER_RANK_BASE = tuple(name for name, s in SPECS.items() if s.msccl_per_rank)
 # MSCCL keeps chunk offsets in 16-bit integers; collsim accepts up to this many chunks per buffer.
 MAX_CHUNKS = 1 << 16
 MAX_ATTRIBUTE = 2**31 - 1  # MSCCL's executor reads attributes into C ints
@@ -120,10 +120,9 @@ class MscclAlgo:
 
     def expected_chunks(self, buf: str) -> int:
         """Chunks an input ('i') or output ('o') buffer holds for this collective."""
-        n, p = self.nchunksperloop, self.ngpus
-        if buf == "i":
-            return {"allgather": n // p, "scatter": n * p}.get(self.op, n)
-        return {"reduce_scatter": n // p, "gather": n * p}.get(self.op, n)
+        n, p, spec = self.nchunksperloop, self.ngpus, SPECS[self.op]
+        whole, block = (n * p, n) if spec.msccl_per_rank else (n, n // p)
+        return block if (spec.send if buf == "i" else spec.recv) == "block" else whole
 
     @property
     def placements(self) -> list[str]:
@@ -241,7 +240,7 @@ def parse_msccl(text: str | bytes, source: str = "<xml>") -> MscclAlgo:
     outofplace = a.flag("outofplace", 0 if inplace else 1)
     if not inplace and not outofplace:
         raise CollsimError(f"msccl: {a.where}: <algo> says inplace=0 and outofplace=0; expected at least one placement")
-    if op not in PER_RANK_BASE and op in ("allgather", "reduce_scatter", "alltoall") and nchunks % ngpus:
+    if SPECS[op].total_size and not SPECS[op].msccl_per_rank and nchunks % ngpus:
         raise CollsimError(f"msccl: {a.where}: wrong chunk count: nchunksperloop={nchunks} does not divide among "
                            f"ngpus={ngpus} for {coll}; expected a multiple of {ngpus}")
     redop = a.choice("redop", REDOPS, "sum")

@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from ..collective import OPS, REDUCING, ROOTED, TOTAL_SIZE_OPS, busbw_factor, normalize_op
 from ..errors import CollsimError
+from ..ops import ALIASES, SPECS
 from ..profile import atomic_write
 from ..readfile import read_bytes
 
@@ -41,12 +42,7 @@ _AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*(\S+)", re.IGNORECASE)
 _NRANKS = re.compile(r"\bnranks\s*[:=]?\s*(\d+)\b", re.IGNORECASE)
 _DEVICE = re.compile(r"^#\s*Rank\s+(\d+)\b")
 _OP_WORD = re.compile(r"[A-Za-z_]+")
-_OP_SPELLINGS = {
-    "all_reduce": "allreduce", "allreduce": "allreduce", "all_gather": "allgather", "allgather": "allgather",
-    "reduce_scatter": "reduce_scatter", "reducescatter": "reduce_scatter", "alltoall": "alltoall",
-    "all_to_all": "alltoall", "broadcast": "broadcast", "bcast": "broadcast", "reduce": "reduce",
-    "gather": "gather", "scatter": "scatter",
-}
+_OP_SPELLINGS = {**{name: name for name in SPECS}, **ALIASES}  # the specs' names and accepted spellings
 # Layouts: (has root column, uses old 'error' column) -> columns per result row for 1 or 2 placements.
 _NEW, _OLD = "new", "old"
 _COLUMNS = {(_NEW, 2): 13, (_OLD, 2): 12, (_NEW, 1): 9, (_OLD, 1): 8}

@@ -1,0 +1,188 @@
+"""The engine's parts on their own: max-min rates by hand, flows, ports, the event loop, options, message regimes."""
+
+import itertools
+import random
+from pathlib import Path
+
+import pytest
+
+from simulator.algorithms import build_schedule
+from simulator.collective import Collective
+from simulator.cost import LinkModel, predict
+from simulator.engine import EngineOptions, MessageModel, Regime, max_min_rates, simulate
+from simulator.engine.flows import Flows
+from simulator.engine.loop import EventLoop
+from simulator.engine.ports import Ports
+from simulator.errors import CollsimError
+from simulator.topology import ideal, switch
+
+# ---- max-min, computed by hand --------------------------------------------------------------------------------
+
+
+def test_maxmin_flows_of_different_hop_counts():
+    # link A (0) cap 10: f1 (A only) and f2 (A, B); link B (1) cap 4: f2 and f3 (B only).
+    # B is the tighter: 4/2 = 2 each for f2 and f3; A has 10 - 2 = 8 left for f1 alone.
+    assert max_min_rates([(0,), (0, 1), (1,)], {0: 10.0, 1: 4.0}) == pytest.approx([8.0, 2.0, 2.0], rel=1e-15)
+
+
+def test_maxmin_equal_share_on_one_link_and_a_list_of_capacities():
+    assert max_min_rates([(0,), (0,), (0,)], [9.0]) == pytest.approx([3.0, 3.0, 3.0])
+
+
+def test_maxmin_long_flow_across_two_links_gets_the_same_share_as_the_short_ones():
+    # the textbook "parking lot": a 2-hop flow and one 1-hop flow per link, capacity 1 each: 1/2 for everyone
+    assert max_min_rates([(0, 1), (0,), (1,)], {0: 1.0, 1: 1.0}) == pytest.approx([0.5, 0.5, 0.5])
+
+
+def test_maxmin_three_levels():
+    # link 0 cap 1: f0, f1; link 1 cap 10: f1, f2; link 2 cap 100: f2, f3.
+    # f0 = f1 = 0.5 (link 0); then link 1 has 9.5 for f2 alone... but link 2 offers 50 each: f2 = 9.5, f3 = 90.5
+    rates = max_min_rates([(0,), (0, 1), (1, 2), (2,)], {0: 1.0, 1: 10.0, 2: 100.0})
+    assert rates == pytest.approx([0.5, 0.5, 9.5, 90.5])
+
+
+def test_maxmin_flow_without_links_is_unconstrained_and_no_flows_is_fine():
+    assert max_min_rates([(), (0,)], {0: 2.0}) == [float("inf"), 2.0]
+    assert max_min_rates([], {}) == []
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_maxmin_is_feasible_and_every_flow_has_a_bottleneck(seed):
+    """The definition: no link over capacity, and each flow crosses a saturated link on which no flow gets more."""
+    rng = random.Random(seed)
+    links = 6
+    cap = {k: rng.choice([1.0, 2.5, 4.0, 10.0]) for k in range(links)}
+    flows = [tuple(rng.sample(range(links), rng.randint(1, 3))) for _ in range(rng.randint(1, 12))]
+    rate = max_min_rates(flows, cap)
+    load = {k: sum(r for r, ls in zip(rate, flows) if k in ls) for k in range(links)}
+    assert all(load[k] <= cap[k] * (1 + 1e-9) for k in range(links))
+    for f, ls in enumerate(flows):
+        assert any(load[k] >= cap[k] * (1 - 1e-9) and all(rate[g] <= rate[f] * (1 + 1e-9) for g, gl in enumerate(flows) if k in gl)
+                   for k in ls), (f, flows, rate)
+
+
+# ---- flows -------------------------------------------------------------------------------------------------------
+
+
+def test_flows_reshare_when_a_second_flow_joins_and_drop_superseded_completions():
+    due = []
+    flows = Flows(2, {0: 10.0}, lambda delay, f, version: due.append((delay, f, version)))
+    flows.begin(0, (0,), 100.0, now=0.0)
+    assert due == [(10.0, 0, 1)]                      # alone: 100 B at 10 B/s
+    flows.begin(1, (0,), 100.0, now=5.0)              # 50 B left for flow 0; both at 5 B/s now
+    assert due[1:] == [(10.0, 0, 2), (20.0, 1, 1)]
+    assert flows.done(0, 1, now=10.0) is False        # the old completion of flow 0 was superseded
+    assert flows.done(0, 2, now=15.0) is True
+    assert due[-1] == (5.0, 1, 2)                     # flow 1: 100 - 5 * 10 = 50 B left at 10 B/s
+
+
+# ---- ports -------------------------------------------------------------------------------------------------------
+
+
+def test_one_port_serialises_sends_of_a_rank_and_receives_of_a_rank():
+    ports = Ports(src=[0, 0, 1], dst=[1, 2, 2], ranks=3, ports=1)
+    assert ports.match([2, 1, 0]) == [0, 2]           # id order; 1 waits for rank 0's send port
+    assert ports.match([]) == []
+    ports.release(0, 1)
+    assert ports.match([]) == []                      # rank 0 can send again, but rank 2 still receives transfer 2
+    ports.release(1, 2)
+    assert ports.match([]) == [1]
+
+
+def test_unlimited_ports_and_local_transfers_take_no_port():
+    assert Ports(src=[0, 0, 0], dst=[1, 2, 3], ranks=4, ports=0).match([0, 1, 2]) == [0, 1, 2]
+    ports = Ports(src=[0, 0], dst=[1, 0], ranks=2, ports=1)
+    assert ports.match([0, 1]) == [0, 1]              # transfer 1 is local (0 -> 0)
+
+
+def test_a_closed_rank_starts_nothing_until_it_opens():
+    ports = Ports(src=[0], dst=[1], ranks=2, ports=1, closed=[1])
+    assert ports.match([0]) == []
+    ports.open(1)
+    assert ports.match([]) == [0]
+    assert ports.match([]) == []                      # started once only
+
+
+# ---- event loop --------------------------------------------------------------------------------------------------
+
+
+def test_loop_runs_an_instant_in_post_order_then_decides_then_what_the_decision_posted():
+    log = []
+
+    def decide():
+        log.append(("decide", loop.now))
+        if loop.now == 1.0 and ("late", 1.0) not in log:
+            loop.post(0.0, lambda v: log.append((v, loop.now)), "late")
+            loop.request_decision()
+
+    loop = EventLoop(decide)
+
+    def call(v):
+        log.append((v, loop.now))
+        loop.request_decision()
+        if v == "a":
+            loop.post(0.0, call, "a-now")
+
+    loop.post(1.0, call, "a")
+    loop.post(2.0, call, "c")
+    loop.post(1.0, call, "b")
+    loop.run()
+    assert log == [("a", 1.0), ("b", 1.0), ("a-now", 1.0), ("decide", 1.0), ("late", 1.0), ("decide", 1.0),
+                   ("c", 2.0), ("decide", 2.0)]
+    assert loop.events == 4 + 1 + 3
+
+
+def test_engine_uses_only_simpys_public_api():
+    source = "".join(p.read_text() for p in (Path(__file__).parents[1] / "simulator" / "engine").glob("*.py"))
+    for private in ("env._", "._queue", "._eid", "._now", "._value", "._ok", "_Event"):
+        assert private not in source, private
+
+
+# ---- options -----------------------------------------------------------------------------------------------------
+
+BAD_OPTIONS = [
+    ({"gamma": -1.0}, "gamma"), ({"gamma": float("nan")}, "gamma"), ({"ports": -1}, "ports"), ({"ports": True}, "ports"),
+    ({"ports": 1.5}, "ports"), ({"header_bytes": -16}, "header_bytes"), ({"start_delay": {9: 1e-6}}, "straggler"),
+    ({"start_delay": {0: -1.0}}, "straggler"), ({"slowdown": {1: 0.0}}, "slowdown"), ({"slowdown": {0: float("inf")}}, "slowdown"),
+    ({"background": {999: 0.5}}, "congestion"), ({"background": {0: 1.0}}, "congestion"), ({"messages": "LL"}, "messages"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "field"), BAD_OPTIONS, ids=[f for _, f in BAD_OPTIONS])
+def test_options_refuse_bad_values_naming_the_field(kwargs, field):
+    with pytest.raises(CollsimError, match=f"^{field}"):
+        EngineOptions(**kwargs).check(4, switch(4))
+
+
+@pytest.mark.parametrize("regime", [Regime(0, None, -1e-6, 1.0), Regime(0, None, 0.0, float("nan")), Regime(10, 5, 0.0, 1.0)])
+def test_message_model_refuses_bad_regimes(regime):
+    with pytest.raises(CollsimError, match="^message model"):
+        MessageModel((regime,))
+
+
+# ---- message regimes in the engine -------------------------------------------------------------------------------
+
+
+def test_message_regimes_pick_by_message_size():
+    model = MessageModel((Regime(0, 1024, 5e-6, 2.0), Regime(1024, None, 1e-6, 1.0)))
+    assert model.at(0) == (5e-6, 2.0) and model.at(1023) == (5e-6, 2.0) and model.at(1024) == (1e-6, 1.0)
+    assert MessageModel((Regime(8, 16, 1.0, 3.0),)).at(4) == (0.0, 1.0)   # uncovered: the links alone
+
+
+@pytest.mark.parametrize("topo", [ideal(2, 2e-6, 25e9), switch(2, 1e-6, 25e9)], ids=["ideal", "switch"])
+def test_one_message_pays_its_regimes_latency_and_wire_bytes(topo):
+    coll = Collective("allgather", 2, 8000)                     # each rank sends its 4000 B once
+    opts = EngineOptions(messages=MessageModel((Regime(0, 1000, 9.0, 9.0), Regime(1000, None, 3e-6, 2.0))))
+    got = simulate(build_schedule(coll, "ring"), topo, opts).time
+    assert got == pytest.approx(2e-6 + 3e-6 + 2 * 4000 / 25e9, rel=1e-12)
+
+
+@pytest.mark.parametrize(("p", "nbytes"), list(itertools.product([3, 8], [12 * 1024, 3 << 20])))
+def test_ring_allreduce_with_a_uniform_regime_equals_its_closed_form_with_alpha_and_beta_adjusted(p, nbytes):
+    extra, factor = 7e-6, 1.25
+    coll = Collective("allreduce", p, nbytes)
+    opts = EngineOptions(messages=MessageModel.uniform(extra, factor))
+    for topo, hops in ((ideal(p, 2e-6, 25e9), 1), (switch(p, 1e-6, 25e9), 2)):
+        got = simulate(build_schedule(coll, "ring"), topo, opts).time
+        want = predict("allreduce", "ring", p, [nbytes], LinkModel(hops * (2e-6 / hops) + extra, factor / 25e9))[0]
+        assert got == pytest.approx(want, rel=1e-12)
