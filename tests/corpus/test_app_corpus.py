@@ -168,8 +168,9 @@ def _listening(port: int) -> list[str]:
 
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc/net/tcp to see the bound address")
 def test_the_server_listens_on_localhost_only(tmp_path):
+    """A real `collsim app` (with a forwarded Streamlit option) listens on 127.0.0.1 and nowhere else."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "app", "--headless", "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "app", "--headless", "--port", str(port), "--theme.base", "dark"],
                             cwd=Path(SCRIPT).parents[1], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
