@@ -111,7 +111,8 @@ def _fields(entry, accepted: tuple[str, ...], required: tuple[str, ...], path, w
 
 
 def _number(entry: dict, key: str, path, where: str, integer: bool = False, minimum: int = 0):
-    """entry[key] as a finite number >= minimum (> 0 for bandwidth_Bps); text such as '1e-6' is read as a number."""
+    """entry[key] as a finite number >= minimum, or for bandwidth_Bps a number > 0 where inf means no per-byte cost
+    (what `collsim fit` writes for a flat segment); text such as '1e-6' is read as a number."""
     value = entry[key]
     if isinstance(value, str) and not integer:  # YAML reads 1e-6 (no dot) as text
         try:
@@ -119,8 +120,10 @@ def _number(entry: dict, key: str, path, where: str, integer: bool = False, mini
         except ValueError:
             pass
     ok = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
-    if not ok or not math.isfinite(value) or value < minimum or (key == "bandwidth_Bps" and value == 0):
-        accepted = ("an integer" if integer else "a finite number") + (" > 0" if key == "bandwidth_Bps" else f" >= {minimum}")
+    bandwidth = key == "bandwidth_Bps"
+    if not ok or not (math.isfinite(value) or (bandwidth and value > 0)) or value < minimum or (bandwidth and value == 0):
+        accepted = "a number > 0 (.inf: no per-byte cost)" if bandwidth else \
+            f"{'an integer' if integer else 'a finite number'} >= {minimum}"
         raise CollsimError(f"profile: {path}: {where}{key} is {value!r}; expected {accepted}")
     return value
 

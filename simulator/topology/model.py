@@ -25,24 +25,29 @@ LINK_VALUES = {"latency": "a finite time >= 0 s", "bandwidth": "a finite bandwid
 Router = Callable[[int, int], Sequence[int]]  # (src node, dst node) -> node path including both ends
 
 
-def check_link_value(field: str, value, where: str) -> float:
-    """`value` as a float when it is a valid link latency or bandwidth (finite; > 0 for bandwidth, >= 0 for latency)."""
+def check_link_value(field: str, value, where: str, unbounded: bool = False) -> float:
+    """`value` as a float when it is a valid link latency or bandwidth: finite, >= 0 for latency, > 0 for bandwidth.
+
+    What a person types (files, SPEC options, the app) must be finite. `unbounded=True` also accepts a bandwidth of
+    +inf, which the library uses for "no per-byte cost" (a flat profile segment, the alpha basis of a fit).
+    """
     kind = "bandwidth" if "bandwidth" in field or field in ("bw", "intra_bw", "net_bw") else "latency"
     number = value if isinstance(value, (int, float, np.floating)) and not isinstance(value, bool) else None
-    if number is None or not np.isfinite(number) or number < 0 or (kind == "bandwidth" and number == 0):
+    infinite_ok = unbounded and kind == "bandwidth" and number == np.inf
+    if number is None or not (np.isfinite(number) or infinite_ok) or number < 0 or (kind == "bandwidth" and number == 0):
         raise CollsimError(f"{where}{field} is {value!r}; expected {LINK_VALUES[kind]}")
     return float(number)
 
 
 def _check_link_arrays(name: str, names: Sequence[str], src: np.ndarray, dst: np.ndarray, latency: np.ndarray,
                        bandwidth: np.ndarray) -> None:
-    """Raise naming the first link whose latency or bandwidth is not finite and in range."""
+    """Raise naming the first link whose latency is not finite and >= 0, or whose bandwidth is not > 0 (NaN included)."""
     for field, values, ok in (("latency", latency, np.isfinite(latency) & (latency >= 0)),
-                              ("bandwidth", bandwidth, np.isfinite(bandwidth) & (bandwidth > 0))):
+                              ("bandwidth", bandwidth, bandwidth > 0)):
         bad = np.flatnonzero(~ok)
         if bad.size:
             lid = int(bad[0])
-            check_link_value(field, float(values[lid]), f"topology {name}: link {names[src[lid]]}->{names[dst[lid]]} ")
+            check_link_value(field, float(values[lid]), f"topology {name}: link {names[src[lid]]}->{names[dst[lid]]} ", True)
 
 
 @dataclass(frozen=True)
@@ -134,9 +139,9 @@ class Topology:
         """A copy in which every link has this latency (s) and/or bandwidth (B/s per direction)."""
         clone = self._copy()
         if latency is not None:
-            clone.latency[:] = check_link_value("latency", latency, "")
+            clone.latency[:] = check_link_value("latency", latency, "", unbounded=True)
         if bandwidth is not None:
-            clone.bandwidth[:] = check_link_value("bandwidth", bandwidth, "")
+            clone.bandwidth[:] = check_link_value("bandwidth", bandwidth, "", unbounded=True)
         return clone
 
     def with_placement(self, placement: Sequence[int]) -> Topology:
@@ -270,8 +275,8 @@ class IdealTopology(Topology):
     def __init__(self, devices: int, latency: float, bandwidth: float, name: str | None = None):
         if devices < 1:
             raise CollsimError(f"ideal: {devices} devices; expected an integer >= 1")
-        latency = check_link_value("latency", latency, "ideal: ")
-        bandwidth = check_link_value("bandwidth", bandwidth, "ideal: ")
+        latency = check_link_value("latency", latency, "ideal: ", unbounded=True)
+        bandwidth = check_link_value("bandwidth", bandwidth, "ideal: ", unbounded=True)
         self.name = name or f"ideal:{devices}"
         self.description = "a dedicated link per ordered pair of ranks (the textbook alpha-beta machine)"
         self.node_names = [f"gpu{i}" for i in range(devices)]
@@ -322,9 +327,9 @@ class IdealTopology(Topology):
     def with_links(self, latency: float | None = None, bandwidth: float | None = None) -> IdealTopology:
         clone = self._copy()
         if latency is not None:
-            clone.uniform_latency = check_link_value("latency", latency, "")
+            clone.uniform_latency = check_link_value("latency", latency, "", unbounded=True)
         if bandwidth is not None:
-            clone.uniform_bandwidth = check_link_value("bandwidth", bandwidth, "")
+            clone.uniform_bandwidth = check_link_value("bandwidth", bandwidth, "", unbounded=True)
         return clone
 
     def route(self, src: int, dst: int) -> tuple[int, ...]:
