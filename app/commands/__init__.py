@@ -4,3 +4,8 @@ from . import algorithms, app, calibrate, check, compare, cost, draw, fit, msccl
 
 # In the order `collsim --help` lists them: learn, predict, check against reality, then the app.
 COMMANDS = [algorithms, check, draw, cost, topologies, simulate, sweep, verify, calibrate, compare, fit, nccl_model, msccl, app]
+
+# Programs of collectives, listed after sweep.
+from . import lint_program, scenario  # noqa: E402
+
+COMMANDS[COMMANDS.index(verify):COMMANDS.index(verify)] = [scenario, lint_program]

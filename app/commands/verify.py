@@ -65,6 +65,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--csv", metavar="PATH", help="also write the rows as CSV")
     p.add_argument("--nccl-log", metavar="PATH", help="also write the schedule's timings as nccl-tests logs "
                                                      "(PATH, or PATH-ALGO per algorithm) that collsim fit reads")
+    p.add_argument("--program", metavar="FILE", help="run a program's collectives on real process groups instead (docs/programs.md): "
+                                                    "a mis-ordered one ends in an error naming every rank's pending call; "
+                                                    "swapped same-shaped calls are caught by their data")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -92,6 +95,10 @@ def cases_from_args(args: argparse.Namespace, ranks: int | None) -> tuple[tuple[
 def run(args: argparse.Namespace) -> int:
     from verify.launch import in_torchrun
 
+    if args.program:
+        from verify.program import run_cli
+
+        return run_cli(args)
     dtypes, sizes = checked_values(args)
     torchrun = in_torchrun()
     ranks = world_ranks(args, torchrun)

@@ -1,0 +1,76 @@
+"""`collsim scenario NAME`: generate a training step (DDP, FSDP, TP, PP, EP, hybrid) as an editable program file."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+
+from simulator.errors import CollsimError
+from simulator.program.presets import GPUS, MODELS
+from simulator.program.scenarios import DDP_BUCKET, SCENARIOS, build_spec, generate
+from simulator.units import format_size, format_time, parse_size
+
+from ..output import emit_json, table
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "scenario", help="generate a training step as a program of collectives (DDP, FSDP, TP, PP, EP, hybrid)",
+        description="Generate one training step of a model preset on --gpus GPUs as a program (docs/programs.md): "
+                    "compute per layer from FLOPs (6 x params x tokens, forward:backward 1:2) at the GPU's peak x --mfu, "
+                    "and the collectives of each kind of parallelism on their process groups (ranks = nodes x GPUs per "
+                    "node; TP inside a node, then data parallel, then pipeline stages). Scenarios: "
+                    + "; ".join(f"{k}: {v}" for k, v in SCENARIOS.items()) + ".",
+        epilog="examples:\n"
+               "  collsim scenario ddp --model llama2-7b --gpus 8 --out ddp.yaml\n"
+               "  collsim scenario hybrid --model llama2-70b --gpus 64 --tp 8 --pp 2 --out 3d.yaml && collsim lint-program 3d.yaml")
+    p.add_argument("scenario", metavar="SCENARIO", help=", ".join(SCENARIOS))
+    p.add_argument("--model", default="llama2-7b", help=f"model preset: {', '.join(MODELS)} (default llama2-7b)")
+    p.add_argument("--gpu", default="h100", help=f"GPU preset: {', '.join(GPUS)} (default h100)")
+    p.add_argument("--gpus", type=int, required=True, help="GPUs in the job (ranks)")
+    p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")
+    p.add_argument("--tp", type=int, help="tensor-parallel degree (inside a node)")
+    p.add_argument("--pp", type=int, help="pipeline stages")
+    p.add_argument("--ep", type=int, help="expert-parallel degree (MoE models)")
+    p.add_argument("--fsdp", action="store_true", help="shard data parallelism (FSDP / ZeRO-3) instead of DDP")
+    p.add_argument("--sp", action="store_true", help="sequence parallelism with TP (all-gather / reduce-scatter)")
+    p.add_argument("--mfu", type=float, default=0.4, help="achieved fraction of the GPU's peak (default 0.4)")
+    p.add_argument("--micro-batch", type=int, default=1, help="sequences per micro-batch per data-parallel rank (default 1)")
+    p.add_argument("--microbatches", type=int, help="micro-batches per step (default 2 x pp with pipelines, else 1)")
+    p.add_argument("--seq-len", type=int, help="tokens per sequence (default the model's)")
+    p.add_argument("--bucket", default=format_size(DDP_BUCKET), help="DDP gradient bucket size (default 25MiB, torch's bucket_cap_mb=25)")
+    p.add_argument("--out", metavar="PATH", help="write the program as YAML, or JSON for a .json path (faster to read back when large)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = build_spec(args.scenario, args.model, args.gpu, args.gpus, args.gpus_per_node, args.tp, args.pp, args.ep, args.fsdp,
+                      args.sp, args.mfu, args.micro_batch, args.microbatches, args.seq_len, parse_size(args.bucket, "bucket"))
+    program = generate(spec)
+    if args.out:
+        from simulator.program import dump_program
+
+        if not args.out.lower().endswith((".yaml", ".yml", ".json")):
+            raise CollsimError(f"out: {args.out!r}; expected a .yaml, .yml or .json path")
+        dump_program(program, args.out)
+    lay = spec.layout
+    ops0 = program.ops(0)
+    kinds = Counter(op.op for op in ops0)
+    compute = sum(op.seconds for op in ops0 if op.op == "compute")
+    summary = {"scenario": args.scenario, "model": spec.model.name, "params": spec.model.params, "gpu": spec.gpu.name,
+               "gpus": lay.gpus, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep, "fsdp": spec.fsdp, "sp": spec.sp,
+               "microbatches": spec.microbatches, "groups": len(program.groups), "rank0_ops": dict(kinds),
+               "rank0_compute_s": compute, "out": args.out}
+    if args.json:
+        emit_json(summary)
+        return 0
+    print(f"# {args.scenario}: {spec.model.name} ({spec.model.params / 1e9:.2f}B params) on {lay.gpus} x {spec.gpu.name}, "
+          f"tp {lay.tp} x pp {lay.pp} x dp {lay.dp}{f' (ep {lay.ep})' if lay.ep > 1 else ''}{', FSDP' if spec.fsdp else ''}"
+          f"{', SP' if spec.sp else ''}; {spec.microbatches} micro-batch(es) of {spec.micro_batch} x {spec.seq_len} tokens; "
+          f"{len(program.groups)} process groups")
+    print(f"# rank 0: {format_time(compute)} of compute at MFU {spec.mfu:g}")
+    print(table(["operation", "count on rank 0"], sorted(kinds.items())))
+    if args.out:
+        print(f"# wrote {args.out}; check it with: collsim lint-program {args.out}")
+    return 0

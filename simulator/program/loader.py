@@ -1,0 +1,355 @@
+"""The program file format (YAML or JSON, see docs/programs.md): reading with one-line errors, and writing.
+
+Every error names the file, the rank and operation index (0-based) where it applies, the field,
+the bad value and what is accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..collective import DTYPES, OPS, REDOPS, ROOTED, normalize_dtype, normalize_op
+from ..errors import CollsimError
+from ..units import format_size, parse_size, parse_time
+from .graph import dependencies, find_cycle, labels
+from .model import COMPUTE, DEFAULT_STREAM, KINDS, RECORD, RECV, SEND, WAIT, Op, Program
+from .presets import get_gpu
+
+TOP_FIELDS = ("world", "groups", "ranks", "gpu", "mfu", "name", "description", "meta")
+OP_FIELDS = ("op", "stream", "name", "after", "time", "flops", "gpu", "mfu", "group", "size", "dtype", "root", "redop",
+             "algorithm", "peer", "event")
+_NEEDS = {COMPUTE: (), SEND: ("peer", "size"), RECV: ("peer", "size"), RECORD: ("event",), WAIT: ("event",)}
+_ALLOWED = {
+    COMPUTE: {"time", "flops", "gpu", "mfu"},
+    SEND: {"peer", "size", "dtype"}, RECV: {"peer", "size", "dtype"},
+    RECORD: {"event"}, WAIT: {"event"},
+}
+_COLLECTIVE_FIELDS = {"group", "size", "dtype", "root", "redop", "algorithm"}
+_COMMON = {"op", "stream", "name", "after"}
+MAX_WORLD = 1 << 20
+
+
+def load_program(path: str | Path) -> Program:
+    """Read a program file (.yaml, .yml or .json)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise CollsimError(f"program: cannot read {str(path)!r} ({exc.strerror or exc}); expected a .yaml or .json program file") from None
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.load(text, Loader=_loader())
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CollsimError(f"{path.name}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'} ({first})") from None
+    return program_from_dict(data, source=path.name)
+
+
+def _loader():
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def program_from_dict(data: Any, source: str = "program") -> Program:
+    """Check and build a Program from parsed YAML/JSON."""
+    if not isinstance(data, dict):
+        raise CollsimError(f"{source}: the file holds {type(data).__name__}; expected a mapping with world, groups and ranks")
+    unknown = [k for k in data if k not in TOP_FIELDS]
+    if unknown:
+        raise CollsimError(f"{source}: unknown field {unknown[0]!r}; expected {', '.join(TOP_FIELDS)}")
+    world = data.get("world")
+    if isinstance(world, bool) or not isinstance(world, int) or not 1 <= world <= MAX_WORLD:
+        raise CollsimError(f"{source}: world: {world!r}; expected the number of ranks, an integer 1..{MAX_WORLD}")
+    groups = _groups(data.get("groups") or {}, world, source)
+    mfu = _mfu(data.get("mfu"), f"{source}: mfu") if data.get("mfu") is not None else None
+    gpu = data.get("gpu")
+    if gpu is not None:
+        get_gpu(gpu)
+    raw_ranks = data.get("ranks")
+    if not isinstance(raw_ranks, dict):
+        raise CollsimError(f"{source}: ranks: {type(raw_ranks).__name__}; expected a mapping from rank (0, or a range 0-3) "
+                           "to a list of operations")
+    ranks: dict[int, list[Op]] = {}
+    for key, items in raw_ranks.items():
+        for rank in _rank_key(key, world, source):
+            if rank in ranks:
+                raise CollsimError(f"{source}: ranks: rank {rank} is listed twice (key {key!r}); expected each rank once")
+            if not isinstance(items, list):
+                raise CollsimError(f"{source}: rank {rank}: {type(items).__name__}; expected a list of operations")
+            ranks[rank] = [_op(item, f"{source}: rank {rank} op[{i}]", rank, world, groups, gpu, mfu) for i, item in enumerate(items)]
+    program = Program(world=world, groups=groups, ranks=dict(sorted(ranks.items())), source=source, gpu=gpu, mfu=mfu,
+                      meta={k: data[k] for k in ("name", "description", "meta") if k in data})
+    for rank, ops in program.ranks.items():
+        _check_rank(ops, f"{source}: rank {rank}")
+    return program
+
+
+def _groups(raw: Any, world: int, source: str) -> dict[str, tuple[int, ...]]:
+    if not isinstance(raw, dict):
+        raise CollsimError(f"{source}: groups: {type(raw).__name__}; expected a mapping from group name to a list of global ranks")
+    out = {}
+    for name, members in raw.items():
+        where = f"{source}: groups.{name}"
+        if isinstance(members, str):
+            members = _rank_list(members, where)
+        if not isinstance(members, list) or not members or not all(isinstance(m, int) and not isinstance(m, bool) for m in members):
+            raise CollsimError(f"{where}: {members!r}; expected a non-empty list of global ranks such as [0, 1] or a range '0-3'")
+        if len(members) > world:
+            raise CollsimError(f"{where}: {len(members)} ranks in a world of {world}; a group cannot be larger than the world")
+        bad = [m for m in members if not 0 <= m < world]
+        if bad:
+            raise CollsimError(f"{where}: rank {bad[0]} is not in the world; expected ranks 0..{world - 1}")
+        if len(set(members)) != len(members):
+            dup = next(m for m in members if members.count(m) > 1)
+            raise CollsimError(f"{where}: rank {dup} is listed twice; expected each member once")
+        out[str(name)] = tuple(members)
+    return out
+
+
+def _rank_list(text: str, where: str) -> list[int]:
+    out: list[int] = []
+    for part in str(text).split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
+            raise CollsimError(f"{where}: cannot read {text!r}; expected a rank, a range such as 0-3, or a list such as 0,2,4")
+        out.extend(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
+    return out
+
+
+def _rank_key(key: Any, world: int, source: str) -> list[int]:
+    ranks = [key] if isinstance(key, int) and not isinstance(key, bool) else _rank_list(str(key), f"{source}: ranks")
+    bad = [r for r in ranks if not 0 <= r < world]
+    if bad:
+        raise CollsimError(f"{source}: ranks: rank {bad[0]} (key {key!r}) is not in a world of {world}; expected 0..{world - 1}")
+    return ranks
+
+
+def _mfu(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise CollsimError(f"{where}: {value!r}; expected a utilisation (MFU) in (0, 1], e.g. 0.4")
+    return float(value)
+
+
+def _op(item: Any, where: str, rank: int, world: int, groups: dict, gpu: str | None, mfu: float | None) -> Op:
+    if not isinstance(item, dict):
+        raise CollsimError(f"{where}: {item!r}; expected a mapping such as {{op: allreduce, group: dp, size: 64MiB}}")
+    unknown = [k for k in item if k not in OP_FIELDS]
+    if unknown:
+        raise CollsimError(f"{where}: unknown field {unknown[0]!r}; expected some of {', '.join(OP_FIELDS)}")
+    kind = str(item.get("op", "")).strip().lower()
+    if kind not in KINDS:
+        try:
+            kind = normalize_op(kind)
+        except CollsimError:
+            raise CollsimError(f"{where}: op: unknown operation {item.get('op')!r}; expected compute, send, recv, record, wait "
+                               f"or a collective ({', '.join(OPS)})") from None
+    allowed = _COMMON | (_COLLECTIVE_FIELDS if kind in OPS else _ALLOWED[kind])
+    extra = [k for k in item if k not in allowed]
+    if extra:
+        raise CollsimError(f"{where}: {extra[0]}: not a field of {kind}; expected some of {', '.join(sorted(allowed))}")
+    for need in ("group", "size") if kind in OPS else _NEEDS[kind]:
+        if item.get(need) is None:
+            raise CollsimError(f"{where}: {need}: missing; {kind} needs {' and '.join(('group', 'size') if kind in OPS else _NEEDS[kind])}")
+    fields: dict[str, Any] = {"op": kind, "stream": str(item.get("stream", DEFAULT_STREAM)),
+                              "name": None if item.get("name") is None else str(item["name"]), "after": _after(item.get("after"), where)}
+    if "dtype" in item:
+        try:
+            fields["dtype"] = normalize_dtype(item["dtype"])
+        except CollsimError:
+            raise CollsimError(f"{where}: dtype: unknown element type {item['dtype']!r}; expected one of {', '.join(DTYPES)}") from None
+    if "size" in item:
+        nbytes = _size(item["size"], where)
+        width = DTYPES[fields.get("dtype", "bfloat16")]
+        if nbytes % width:
+            raise CollsimError(f"{where}: size: {item['size']!r} is not a whole number of {fields.get('dtype', 'bfloat16')} elements "
+                               f"({width} bytes each); expected a multiple of {width} bytes")
+        fields["nbytes"] = nbytes
+    if kind == COMPUTE:
+        fields.update(_compute(item, where, gpu, mfu))
+    elif kind in OPS:
+        group = str(item["group"])
+        if group not in groups:
+            raise CollsimError(f"{where}: group: {group!r} is not defined; expected one of {', '.join(groups) or '(no groups defined)'}")
+        if rank not in groups[group]:
+            raise CollsimError(f"{where}: group: rank {rank} is not a member of group {group!r} {list(groups[group])}; "
+                               "expected a group that contains this rank")
+        fields["group"] = group
+        if item.get("redop") is not None:
+            if item["redop"] not in REDOPS:
+                raise CollsimError(f"{where}: redop: unknown reduction {item['redop']!r}; expected one of {', '.join(REDOPS)}")
+            fields["redop"] = item["redop"]
+        if kind in ROOTED:
+            root = item.get("root", groups[group][0])
+            if root not in groups[group]:
+                raise CollsimError(f"{where}: root: {root!r} is not a member of group {group!r} {list(groups[group])}; "
+                                   "expected a global rank in the group")
+            fields["root"] = root
+        elif item.get("root") is not None:
+            raise CollsimError(f"{where}: root: {kind} has no root; expected root only on {', '.join(ROOTED)}")
+        if item.get("algorithm") is not None:
+            fields["algorithm"] = str(item["algorithm"])
+    elif kind in (SEND, RECV):
+        peer = item["peer"]
+        if isinstance(peer, bool) or not isinstance(peer, int) or not 0 <= peer < world or peer == rank:
+            raise CollsimError(f"{where}: peer: {peer!r}; expected another rank of the world, 0..{world - 1} except {rank}")
+        fields["peer"] = peer
+    else:
+        fields["event"] = str(item["event"])
+    return Op(**fields)
+
+
+def _after(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    if not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in items):
+        raise CollsimError(f"{where}: after: {value!r}; expected an operation name or a list of names on this rank")
+    return tuple(str(v) for v in items)
+
+
+def _size(value: Any, where: str) -> int:
+    try:
+        return parse_size(value, "size")
+    except CollsimError as exc:
+        raise CollsimError(f"{where}: {exc}") from None
+
+
+def _compute(item: dict, where: str, gpu: str | None, mfu: float | None) -> dict:
+    if (item.get("time") is None) == (item.get("flops") is None):
+        raise CollsimError(f"{where}: compute needs exactly one of time (e.g. 1.5ms) or flops (e.g. 4.2e12); "
+                           f"got {'both' if item.get('time') is not None else 'neither'}")
+    if item.get("time") is not None:
+        try:
+            return {"seconds": parse_time(item["time"], "time")}
+        except CollsimError as exc:
+            raise CollsimError(f"{where}: {exc}") from None
+    flops = item["flops"]
+    if isinstance(flops, str):
+        try:
+            flops = float(flops)
+        except ValueError:
+            flops = None
+    if isinstance(flops, bool) or not isinstance(flops, (int, float)) or not 0 <= flops < float("inf"):
+        raise CollsimError(f"{where}: flops: {item['flops']!r}; expected a number of floating-point operations >= 0, e.g. 4.2e12")
+    op_gpu = item.get("gpu", gpu)
+    op_mfu = _mfu(item["mfu"], f"{where}: mfu") if item.get("mfu") is not None else mfu
+    if op_gpu is None or op_mfu is None:
+        missing = "gpu" if op_gpu is None else "mfu"
+        raise CollsimError(f"{where}: {missing}: missing; compute given in flops needs a gpu and an mfu (on the operation or "
+                           "at the top of the file)")
+    try:
+        peak = get_gpu(op_gpu).peak_flops
+    except CollsimError as exc:
+        raise CollsimError(f"{where}: {exc}") from None
+    return {"flops": float(flops), "seconds": float(flops) / (peak * op_mfu),
+            "gpu": item.get("gpu"), "mfu": None if item.get("mfu") is None else float(item["mfu"])}
+
+
+def _check_rank(ops: list[Op], where: str) -> None:
+    """Names and events resolve on this rank, each once, and the dependencies have no cycle."""
+    names: dict[str, int] = {}
+    records: dict[str, int] = {}
+    for i, op in enumerate(ops):
+        if op.name is not None:
+            if op.name in names:
+                raise CollsimError(f"{where} op[{i}]: name: {op.name!r} is already op[{names[op.name]}]'s; expected names unique on a rank")
+            names[op.name] = i
+        if op.op == RECORD:
+            if op.event in records:
+                raise CollsimError(f"{where} op[{i}]: event: {op.event!r} is already recorded by op[{records[op.event]}]; "
+                                   "expected each event recorded once per rank")
+            records[op.event] = i
+    for i, op in enumerate(ops):
+        for dep in op.after:
+            if dep not in names:
+                raise CollsimError(f"{where} op[{i}]: after: no operation named {dep!r} on this rank; expected one of "
+                                   f"{', '.join(list(names)[:12]) or '(no named operations)'}")
+        if op.op == WAIT and op.event not in records:
+            raise CollsimError(f"{where} op[{i}]: event: {op.event!r} is never recorded on this rank; expected one of "
+                               f"{', '.join(list(records)[:12]) or '(no recorded events)'}")
+    cycle = find_cycle(dependencies(ops))
+    if cycle:
+        names_of = labels(ops)
+        steps = " -> ".join(f"op[{i}] {names_of[i]}" for i in cycle + cycle[:1])
+        raise CollsimError(f"{where}: dependency cycle: {steps} (each waits for the next); expected dependencies that "
+                           "point to operations that can finish first")
+
+
+def program_to_dict(program: Program) -> dict:
+    """The file form of a program; ranks with identical operations share one key ('0-7')."""
+    out: dict[str, Any] = {"world": program.world}
+    out.update({k: v for k, v in program.meta.items()})
+    if program.gpu is not None:
+        out["gpu"] = program.gpu
+    if program.mfu is not None:
+        out["mfu"] = program.mfu
+    out["groups"] = {name: list(members) for name, members in program.groups.items()}
+    ranks: dict[str, list[dict]] = {}
+    run: list[int] = []
+    rows = {r: [_op_dict(op) for op in program.ops(r)] for r in program.ranks}
+    for rank in sorted(rows):
+        if run and rank == run[-1] + 1 and rows[rank] == rows[run[0]]:
+            run.append(rank)
+            continue
+        if run:
+            ranks[_key(run)] = rows[run[0]]
+        run = [rank]
+    if run:
+        ranks[_key(run)] = rows[run[0]]
+    out["ranks"] = ranks
+    return out
+
+
+def _key(run: list[int]) -> Any:
+    return run[0] if len(run) == 1 else f"{run[0]}-{run[-1]}"
+
+
+def _op_dict(op: Op) -> dict:
+    d: dict[str, Any] = {"op": op.op}
+    if op.stream != DEFAULT_STREAM:
+        d["stream"] = op.stream
+    if op.name:
+        d["name"] = op.name
+    if op.after:
+        d["after"] = list(op.after)
+    if op.op == COMPUTE:
+        if op.flops is not None:
+            d["flops"] = op.flops
+            d.update({k: v for k, v in (("gpu", op.gpu), ("mfu", op.mfu)) if v is not None})
+        else:
+            d["time"] = op.seconds
+    if op.is_collective:
+        d["group"] = op.group
+    if op.is_p2p:
+        d["peer"] = op.peer
+    if op.nbytes is not None:
+        d["size"] = format_size(op.nbytes)
+        if op.dtype != "bfloat16":
+            d["dtype"] = op.dtype
+    if op.root is not None:
+        d["root"] = op.root
+    if op.is_collective and op.redop != "sum":
+        d["redop"] = op.redop
+    if op.algorithm:
+        d["algorithm"] = op.algorithm
+    if op.event is not None:
+        d["event"] = op.event
+    return d
+
+
+def dump_program(program: Program, path: str | Path | None = None) -> str:
+    """The program as YAML (one operation per line), or JSON for a .json path (much faster to read back for large
+    programs); written atomically to `path` when given."""
+    if path is not None and str(path).lower().endswith(".json"):
+        text = json.dumps(program_to_dict(program), separators=(",", ":")) + "\n"
+    else:
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        text = yaml.dump(program_to_dict(program), Dumper=dumper, sort_keys=False, default_flow_style=None, width=1 << 16)
+    if path is not None:
+        from ..profile import atomic_write
+
+        atomic_write(str(path), text)
+    return text

@@ -1,0 +1,291 @@
+"""`verify --program`: run a program's collectives and point-to-point messages on real torch.distributed groups.
+
+Every rank creates every process group (dist.new_group, in the file's order, as torch requires),
+then issues its operations the way streams would: each stream's next operation is issued
+(asynchronously) once the operations it depends on have completed (stream order, `after`, events,
+and the previous call on the same group); compute is skipped or, with a scale, lasts
+scale x its seconds without blocking other streams. A rank that makes no progress for the
+timeout stops and reports what it still waits in, so a mis-ordered program ends in one error
+naming every rank's pending operation. Inputs are filled so every result is known: a tensor's
+values depend on its rank and on its name (or, unnamed, its call label), so collectives swapped
+between ranks that have the same shape complete, and the check reports their wrong data.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+
+from simulator.collective import DTYPES, REDUCING
+from simulator.errors import CollsimError
+from simulator.program.graph import dependencies, labels, meetings
+from simulator.program.model import COMPUTE, RECORD, SEND, WAIT, Program
+
+from .launch import World
+
+TORCH_DTYPES = ("float32", "float16", "bfloat16", "int32", "int64", "float64", "uint8", "int8")
+_POLL_S = 0.0005
+_BEAT_S = 0.5
+MAX_LOCAL_RANKS = 32
+
+
+def _values(torch, identity: int, rank: int, count: int, dtype, redop: str = "sum"):
+    """Small integers that depend on the tensor's identity and the rank, so that results are exact in every dtype:
+    0..30 (0..14 for int8) summed over up to 8 ranks; 1s and 2s for a product."""
+    j = torch.arange(count, dtype=torch.int64)
+    x = (identity + 1) * (j + 1) + 3 * rank
+    return (x % 2 + 1 if redop == "prod" else x % (15 if dtype == torch.int8 else 31)).to(dtype)
+
+
+def tensor_identities(program: Program) -> dict[tuple[int, int], int]:
+    """A number per (rank, op index) naming the tensor each call moves: calls that meet share one, unless every
+    member names its collective, when each name counts (so swapped same-shaped calls get different numbers)."""
+    keys: dict[tuple[int, int], str] = {}
+    for key, calls in meetings(program).items():
+        named = key[0] == "group" and all(program.ranks[r][i].name for r, i in calls.items())
+        for r, i in calls.items():
+            keys[(r, i)] = f"name:{program.ranks[r][i].name}" if named else repr(key)
+    number = {k: n for n, k in enumerate(sorted(set(keys.values())))}
+    return {node: number[k] for node, k in keys.items()}
+
+
+class _Runner:
+    def __init__(self, world: World, program: Program, max_count: int, compute_scale: float):
+        import torch
+        import torch.distributed as dist
+
+        self.torch, self.dist, self.world, self.program = torch, dist, world, program
+        self.rank = world.rank
+        self.ops = program.ops(self.rank)
+        self.labels = labels(self.ops)
+        self.deps = dependencies(self.ops)
+        self.max_count, self.scale = max_count, compute_scale
+        self.identity = tensor_identities(program)
+        timeout = timedelta(seconds=world.timeout * 2 + 30)  # outlasts our own progress timeout, which names the waits
+        self.groups = {name: dist.new_group(ranks=sorted(members), timeout=timeout) for name, members in program.groups.items()}
+        self.everyone = dist.new_group(ranks=list(range(world.ranks)), timeout=timeout)
+        self.checks: list[tuple[int, object, object]] = []  # (op index, actual tensor, expected tensor)
+
+    def _count(self, index: int) -> int:
+        op = self.ops[index]
+        return min(op.nbytes // DTYPES[op.dtype], self.max_count)
+
+    def issue(self, index: int):
+        """Start one communication; return its Work."""
+        torch, dist, op = self.torch, self.dist, self.ops[index]
+        dtype = getattr(torch, op.dtype if op.dtype in TORCH_DTYPES else "float32")
+        ident = self.identity[(self.rank, index)]
+        n = self._count(index)
+        if op.is_p2p:
+            if op.op == SEND:
+                return _Waiter(dist.isend(_values(torch, ident, self.rank, n, dtype), op.peer, group=self.everyone))
+            out = torch.zeros(n, dtype=dtype)
+            self.checks.append((index, out, _values(torch, ident, op.peer, n, dtype)))
+            return _Waiter(dist.irecv(out, op.peer, group=self.everyone))
+        members = sorted(self.program.groups[op.group])
+        group, p, me = self.groups[op.group], len(members), members.index(self.rank)
+        inputs = [_values(torch, ident, r, n, dtype, op.redop) for r in members]
+        redop = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}[op.redop]
+        reduced = _reduce(torch, inputs, op.redop) if op.op in REDUCING else None
+        if op.op == "allreduce":
+            t = inputs[me].clone()
+            self.checks.append((index, t, reduced))
+            return dist.all_reduce(t, op=redop, group=group, async_op=True)
+        if op.op == "reduce_scatter":  # gloo has no reduce_scatter: an allreduce on the same group keeps the ordering
+            t = inputs[me].clone()
+            self.checks.append((index, t, reduced))
+            return dist.all_reduce(t, op=redop, group=group, async_op=True)
+        if op.op == "reduce":
+            t = inputs[me].clone()
+            if self.rank == op.root:
+                self.checks.append((index, t, reduced))
+            return dist.reduce(t, dst=op.root, op=redop, group=group, async_op=True)
+        if op.op == "broadcast":
+            t = inputs[me].clone()
+            self.checks.append((index, t, inputs[members.index(op.root)]))
+            return dist.broadcast(t, src=op.root, group=group, async_op=True)
+        block = n // p
+        if op.op == "allgather":
+            outs = [torch.zeros(block, dtype=dtype) for _ in members]
+            self.checks.append((index, outs, [x[:block] for x in inputs]))
+            return dist.all_gather(outs, inputs[me][:block].clone(), group=group, async_op=True)
+        if op.op == "alltoall":
+            out = torch.zeros(block * p, dtype=dtype)
+            expect = torch.cat([inputs[s][me * block:(me + 1) * block] for s in range(p)])
+            self.checks.append((index, out, expect))
+            return dist.all_to_all_single(out, inputs[me][:block * p].clone(), group=group, async_op=True)
+        if op.op == "gather":
+            outs = [torch.zeros(block, dtype=dtype) for _ in members] if self.rank == op.root else None
+            if outs is not None:
+                self.checks.append((index, outs, [x[:block] for x in inputs]))
+            return dist.gather(inputs[me][:block].clone(), gather_list=outs, dst=op.root, group=group, async_op=True)
+        if op.op == "scatter":
+            out = torch.zeros(block, dtype=dtype)
+            root_in = inputs[members.index(op.root)]
+            pieces = [root_in[k * block:(k + 1) * block].clone() for k in range(p)] if self.rank == op.root else None
+            self.checks.append((index, out, root_in[me * block:(me + 1) * block]))
+            return dist.scatter(out, scatter_list=pieces, src=op.root, group=group, async_op=True)
+        raise CollsimError(f"op: {op.op} is not run by verify --program")
+
+    def _stuck(self, issued: dict, done: list[bool], note: str | None = None) -> dict:
+        pending = [self.labels[i] for i in sorted(issued) if self.ops[i].is_collective or self.ops[i].is_p2p]
+        return {"rank": self.rank, "status": "hang", "pending": pending, "completed": sum(done), "note": note}
+
+    def run(self) -> dict:
+        """Issue in stream order until every operation completed or nothing moved for the timeout."""
+        n = len(self.ops)
+        done = [False] * n
+        issued: dict[int, object] = {}  # index -> Work, or a compute deadline (float)
+        heads: dict[str, list[int]] = {}
+        for i, op in enumerate(self.ops):
+            heads.setdefault(op.stream, []).append(i)
+        pos = {s: 0 for s in heads}
+        left, last = n, time.monotonic()
+        beat = last
+        while left:
+            moved = False
+            now = time.monotonic()
+            for i, work in list(issued.items()):
+                finished = now >= work if isinstance(work, float) else work.is_completed()
+                if finished:
+                    if not isinstance(work, float):
+                        try:
+                            work.wait()  # raises the backend's error, if any
+                        except RuntimeError as exc:  # a peer that gave up closed its connections: this rank is stuck too
+                            return self._stuck(issued, done, f"{self.labels[i]} failed: {str(exc).splitlines()[0][:120]}")
+                    del issued[i]
+                    done[i], left, moved = True, left - 1, True
+            for stream, order in heads.items():
+                while pos[stream] < len(order):
+                    i = order[pos[stream]]
+                    if i in issued or not all(done[d] for d in self.deps[i]):
+                        break
+                    pos[stream] += 1
+                    moved = True
+                    op = self.ops[i]
+                    if op.op in (RECORD, WAIT) or (op.op == COMPUTE and self.scale <= 0):
+                        done[i], left = True, left - 1
+                    elif op.op == COMPUTE:
+                        issued[i] = now + op.seconds * self.scale
+                    else:
+                        issued[i] = self.issue(i)
+            if moved or now - beat > _BEAT_S:  # alive: the launcher's own hang check defers to this loop's timeout
+                beat = now
+                self.world.board.beat(self.rank)
+            if moved:
+                last = now
+            elif now - last > self.world.timeout:
+                return self._stuck(issued, done)
+            else:
+                time.sleep(_POLL_S)
+        wrong = []
+        for index, actual, expected in self.checks:
+            if not _equal(self.torch, actual, expected):
+                wrong.append(self.labels[index])
+        return {"rank": self.rank, "status": "ok", "completed": n, "checked": len(self.checks), "wrong": wrong}
+
+
+class _Waiter:
+    """gloo completes a send or recv only inside wait(): wait in a daemon thread, so polling sees it finish."""
+
+    def __init__(self, work):
+        self.work, self.error, self.finished = work, None, threading.Event()
+        threading.Thread(target=self._wait, daemon=True).start()
+
+    def _wait(self) -> None:
+        try:
+            self.work.wait()
+        except BaseException as exc:  # handed to the polling thread by wait()
+            self.error = exc
+        self.finished.set()
+
+    def is_completed(self) -> bool:
+        return self.finished.is_set()
+
+    def wait(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+
+def _reduce(torch, inputs, redop: str):
+    stack = torch.stack([x.to(torch.float64) for x in inputs])
+    out = {"sum": stack.sum(0), "prod": stack.prod(0), "max": stack.max(0).values, "min": stack.min(0).values}[redop]
+    return out.to(inputs[0].dtype)
+
+
+def _equal(torch, actual, expected) -> bool:
+    if isinstance(actual, list):
+        return all(_equal(torch, a, e) for a, e in zip(actual, expected))
+    return bool(torch.equal(actual, expected))
+
+
+def program_job(world: World, program: Program, max_count: int, compute_scale: float) -> dict:
+    """One rank's part of `verify --program` (a module-level function, so local worlds can pickle it)."""
+    start = time.monotonic()
+    runner = _Runner(world, program, max_count, compute_scale)
+    setup = time.monotonic()
+    out = runner.run()
+    return {**out, "setup_s": setup - start, "run_s": time.monotonic() - setup}
+
+
+def verify_program(program: Program, backend: str = "gloo", timeout: float = 30.0, max_bytes: int = 1 << 20,
+                   compute_scale: float = 0.0) -> dict:
+    """Run `program` on a local world of program.world ranks; a summary with every rank's outcome.
+
+    Collective buffers are capped at `max_bytes` elements' worth (same-shaped calls stay same-shaped),
+    so the check is of ordering and data, not of speed.
+    """
+    from .launch import run_local
+
+    if backend != "gloo":
+        raise CollsimError(f"backend: verify --program runs on gloo (CPU tensors); {backend!r} is not supported for programs yet")
+    if program.world > MAX_LOCAL_RANKS:
+        raise CollsimError(f"{program.source}: world: {program.world} ranks would start {program.world} local processes; "
+                           f"expected at most {MAX_LOCAL_RANKS} for verify --program (lint-program checks any size)")
+    for rank, ops in program.ranks.items():
+        for i, op in enumerate(ops):
+            if (op.is_collective or op.is_p2p) and op.dtype not in TORCH_DTYPES:
+                raise CollsimError(f"{program.source}: rank {rank} op[{i}]: dtype: {op.dtype} is not run on torch.distributed; "
+                                   f"expected one of {', '.join(TORCH_DTYPES)}")
+    start = time.monotonic()
+    results = run_local(program_job, program.world, backend, timeout, (program, max(1, max_bytes // 8), compute_scale))
+    elapsed = time.monotonic() - start
+    hung = [r for r in results if r["status"] == "hang"]
+    wrong = [r for r in results if r.get("wrong")]
+    summary = {"world": program.world, "backend": backend, "seconds": elapsed, "ranks": results, "passed": not hung and not wrong}
+    if hung:
+        parts = []
+        for r in results:
+            if r["status"] == "hang":
+                waits = ", ".join(r["pending"]) or "nothing it issued (blocked before its next call)"
+                parts.append(f"rank {r['rank']} waits in {waits}" + (" (a peer left)" if r["note"] else ""))
+            else:
+                parts.append(f"rank {r['rank']} finished")
+        why = f"no progress for {timeout:g} s" if any(r["note"] is None for r in hung) else "calls that cannot complete"
+        summary["error"] = f"hang: {why}: " + "; ".join(parts)
+    elif wrong:
+        summary["error"] = "wrong data: " + "; ".join(f"rank {r['rank']} in {', '.join(r['wrong'])}" for r in wrong)
+    return summary
+
+
+def run_cli(args) -> int:
+    """`collsim verify --program FILE`: print the outcome; exit 1 on a hang or wrong data."""
+    from app.output import emit_json
+    from simulator.program import load_program
+
+    program = load_program(args.program)
+    if args.ranks is not None and args.ranks != program.world:
+        raise CollsimError(f"ranks: --ranks {args.ranks} but {program.source} has a world of {program.world}; leave --ranks out")
+    if args.timeout <= 0:
+        raise CollsimError(f"timeout: {args.timeout} s; expected seconds > 0")
+    summary = verify_program(program, args.backend, args.timeout)
+    if args.json:
+        emit_json({"file": args.program, **summary})
+    elif summary["passed"]:
+        checked = sum(r["checked"] for r in summary["ranks"])
+        print(f"OK: {args.program}: {program.world} ranks on {args.backend}, every operation completed, "
+              f"{checked} received buffers hold the expected data ({summary['seconds']:.1f} s)")
+    else:
+        print(f"{args.program}: {summary['error']}")
+    return 0 if summary["passed"] else 1
