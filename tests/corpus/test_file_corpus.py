@@ -409,12 +409,34 @@ def _measured_cases() -> list[Case]:
     ]
 
 
+# ---- program files (`collsim lint-program`): the reading side; their content is tests/test_program_corpus.py's -----------
+
+PROGRAM = "world: 2\ngroups: {dp: [0, 1]}\nranks:\n  0-1: [{op: all_reduce, group: dp, size: 1MiB}]\n"
+
+
+def _program_cases() -> list[Case]:
+    def case(tag: str, content, field: str, value=None, accepted=None, target: str = "p.yaml") -> Case:
+        files = {} if content is None else {target: content}
+        return Case(f"program-{tag}", ["lint-program", target], field, value, accepted, files)
+
+    return [
+        case("missing", None, "p.yaml", accepted="No such file"),
+        Case("program-directory", ["lint-program", "d.yaml"], "d.yaml", None, "Is a directory", {"d.yaml/x": "x"}),
+        Case("program-device", ["lint-program", "/dev/zero"], "/dev/zero", None, "not a regular file"),
+        case("binary", bytes(range(256)) * 4, "p.yaml", accepted="expected UTF-8 text"),
+        case("latin1", (PROGRAM + "# caf\xe9\n").encode("latin-1"), "p.yaml line 5", "0xe9", "expected UTF-8 text"),
+        case("nul", PROGRAM.encode() + b"\x00", "p.yaml", "NUL", "expected UTF-8 text"),
+        case("latin1-json", '{"world": 2, "x": "caf\xe9"}'.encode("latin-1"), "p.json", "0xe9", "UTF-8", target="p.json"),
+    ]
+
+
 CASES = {
     "topology file (YAML/JSON)": _topology_cases() + _spec_cases(),
     "link profile": _profile_cases(),
     "nccl-tests log": _log_cases(),
     "MSCCL XML": _msccl_cases(),
     "measured JSON": _measured_cases(),
+    "program file": _program_cases(),
 }
 ALL = [case for cases in CASES.values() for case in cases]
 
@@ -431,7 +453,7 @@ def test_counts_per_file_format():
     for fmt, n in counts.items():
         print(f"  {fmt:28s} {n:4d}")
     print(f"  {'total':28s} {sum(counts.values()):4d}")
-    assert all(n >= 15 for n in counts.values()), counts
+    assert all(n >= 15 for fmt, n in counts.items() if fmt != "program file"), counts
 
 
 @pytest.mark.parametrize("case", ALL, ids=[case.id for case in ALL])
@@ -450,6 +472,7 @@ GOOD_FILES = [
     (["import-msccl", "a.xml", "--check"], {"a.xml": XML}),
     (["import-msccl", "a.xml", "--check"], {"a.xml": TINY_XML}),
     ([*COMPARE, "m.json"], {"m.json": json.dumps(MEASURED)}),
+    (["lint-program", "p.yaml"], {"p.yaml": PROGRAM}),
     ([*COMPARE, "m.json"], {"m.json": json.dumps(_edit(MEASURED, "records.0.bytes", "64KiB"))}),  # sizes as people write them
 ]
 
