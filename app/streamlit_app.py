@@ -13,19 +13,33 @@ from simulator.algorithms import build_schedule, get, names_for
 from simulator.collective import OPS
 from simulator.cost import LinkModel
 from simulator.errors import CollsimError
+from simulator.topology.model import check_link_value
 from simulator.units import parse_bandwidth, parse_size_range, parse_time
 
 st.set_page_config(page_title="collsim", layout="wide")
 st.title("collsim: how GPUs talk in collectives")
 
 
+MAX_POINTS = 256  # sizes per curve in the app: 13,870 took 44 s to draw, with no visibly better plot
+
+
+def sizes_input(text: str, field: str = "sizes") -> list[int]:
+    """Sizes from a text field (parsed like --sizes, which counts a range before making it), at most MAX_POINTS."""
+    sizes = parse_size_range(text, field)
+    if len(sizes) > MAX_POINTS:
+        raise CollsimError(f"{field}: {text!r} gives {len(sizes):,} sizes, over the app's limit of {MAX_POINTS} per curve; "
+                           "use a larger FACTOR or a shorter range")
+    return sizes
+
+
 def link_inputs(prefix: str, alpha: str = "2us", bandwidth: str = "25GB/s") -> LinkModel:
-    """Latency, bandwidth and gamma inputs, parsed like the command line parses them."""
+    """Latency, bandwidth and gamma inputs, parsed like the command line parses them; finite, bandwidth > 0."""
     cols = st.columns(3)
     a = cols[0].text_input("latency per message (alpha)", alpha, key=f"{prefix}-alpha")
     b = cols[1].text_input("bandwidth per direction", bandwidth, key=f"{prefix}-bw")
     g = cols[2].number_input("gamma (s per reduced byte)", value=0.0, format="%g", key=f"{prefix}-gamma", min_value=0.0)
-    return LinkModel.from_bandwidth(parse_time(a, "alpha"), parse_bandwidth(b), g)
+    latency = check_link_value("alpha", parse_time(a, "alpha"), "")
+    return LinkModel.from_bandwidth(latency, check_link_value("bandwidth", parse_bandwidth(b), ""), g)
 
 
 def param_inputs(params, prefix: str) -> dict:
@@ -61,7 +75,7 @@ with cost_tab:
     sizes_c = cols[2].text_input("sizes (START:END[:FACTOR])", "1KiB:1GiB:4", key="cost-sizes")
     try:
         model = link_inputs("cost")
-        sizes = parse_size_range(sizes_c)
+        sizes = sizes_input(sizes_c)
         tunables = {p.name: p for n in names_for(op_c) for p in get(op_c, n).params}
         params_c = param_inputs(list(tunables.values()), "cost")
         st.plotly_chart(cost_figure(op_c, int(ranks_c), sizes, model, "time", params=params_c), use_container_width=True)
@@ -82,7 +96,7 @@ with whatif_tab:
         model_a = link_inputs("a", "3us", "50GB/s")
         st.subheader("Machine B")
         model_b = link_inputs("b", "10us", "100GB/s")
-        st.plotly_chart(whatif_figure(op_w, int(ranks_w), parse_size_range(sizes_w), {"A": model_a, "B": model_b}),
+        st.plotly_chart(whatif_figure(op_w, int(ranks_w), sizes_input(sizes_w), {"A": model_a, "B": model_b}),
                         use_container_width=True)
     except CollsimError as exc:
         st.error(str(exc))

@@ -8,6 +8,7 @@ alpha means per message, how it is split over a route's links and how segments a
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -72,24 +73,65 @@ def _check_number(name: str, value, allow_zero: bool) -> None:
         raise CollsimError(f"profile: {name} is {value}; expected a number {'>= 0' if allow_zero else '> 0'}")
 
 
+PROFILE_KEYS = ("collsim_profile", "alpha_s", "bandwidth_Bps", "gamma_s_per_byte", "source", "segments", "meta")
+SEGMENT_KEYS = ("min_bytes", "max_bytes", "alpha_s", "bandwidth_Bps")
+
+
 def load_profile(path: str | Path) -> LinkProfile:
-    """Read a profile file written by collsim (or by hand), with errors naming the file and the field."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except json.JSONDecodeError as exc:
-        raise CollsimError(f"profile: {path} line {exc.lineno}: not valid JSON: {exc.msg}") from None
-    except OSError as exc:
-        raise CollsimError(f"profile: cannot read {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise CollsimError(f"profile: {path} is not valid YAML/JSON: {exc}") from None
-    if not isinstance(data, dict) or "alpha_s" not in data or "bandwidth_Bps" not in data:
-        raise CollsimError(f"profile: {path} needs the fields alpha_s and bandwidth_Bps")
-    try:
-        segments = tuple(Segment(int(s["min_bytes"]), None if s.get("max_bytes") is None else int(s["max_bytes"]),
-                                 float(s["alpha_s"]), float(s["bandwidth_Bps"])) for s in data.get("segments") or ())
-        return LinkProfile(float(data["alpha_s"]), float(data["bandwidth_Bps"]), float(data.get("gamma_s_per_byte", 0.0)),
-                           str(data.get("source", "")), segments, dict(data.get("meta") or {}))
-    except (TypeError, ValueError, KeyError) as exc:
-        raise CollsimError(f"profile: {path}: {exc}") from None
+    """Read a profile file written by collsim (or by hand), with errors naming the file, the field, the value and what is accepted."""
+    from .readfile import read_data
+
+    data = _fields(read_data(path, "profile"), PROFILE_KEYS, ("alpha_s", "bandwidth_Bps"), path, "")
+    raw_segments = data.get("segments") or []
+    if not isinstance(raw_segments, list):
+        raise CollsimError(f"profile: {path}: segments is {raw_segments!r}; expected a list of "
+                           "{min_bytes, max_bytes, alpha_s, bandwidth_Bps}")
+    segments = tuple(_segment(seg, path, f"segments[{i}] ") for i, seg in enumerate(raw_segments))
+    meta = data.get("meta") or {}
+    if not isinstance(meta, dict) or not isinstance(data.get("source", ""), str):
+        bad = "meta" if not isinstance(meta, dict) else "source"
+        raise CollsimError(f"profile: {path}: {bad} is {data[bad]!r}; expected {'a mapping' if bad == 'meta' else 'text'}")
+    gamma = _number(data, "gamma_s_per_byte", path, "") if "gamma_s_per_byte" in data else 0.0
+    return LinkProfile(float(_number(data, "alpha_s", path, "")), float(_number(data, "bandwidth_Bps", path, "")), float(gamma),
+                       data.get("source", ""), segments, dict(meta))
+
+
+def _fields(entry, accepted: tuple[str, ...], required: tuple[str, ...], path, where: str) -> dict:
+    """`entry` when it is a mapping with every required key and no unknown one."""
+    if not isinstance(entry, dict):
+        raise CollsimError(f"profile: {path}: {where or 'the file'} holds {type(entry).__name__} {str(entry)[:40]!r}; "
+                           f"expected a mapping with {', '.join(required)}")
+    missing = [k for k in required if k not in entry]
+    if missing:
+        raise CollsimError(f"profile: {path}: {where}needs the fields {', '.join(required)}; {missing[0]!r} is missing")
+    unknown = [k for k in entry if k not in accepted]
+    if unknown:
+        raise CollsimError(f"profile: {path}: {where}unknown field {unknown[0]!r}; expected {', '.join(accepted)}")
+    return entry
+
+
+def _number(entry: dict, key: str, path, where: str, integer: bool = False, minimum: int = 0):
+    """entry[key] as a finite number >= minimum, or for bandwidth_Bps a number > 0 where inf means no per-byte cost
+    (what `collsim fit` writes for a flat segment); text such as '1e-6' is read as a number."""
+    value = entry[key]
+    if isinstance(value, str) and not integer:  # YAML reads 1e-6 (no dot) as text
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    ok = not isinstance(value, bool) and isinstance(value, int if integer else (int, float))
+    bandwidth = key == "bandwidth_Bps"
+    if not ok or not (math.isfinite(value) or (bandwidth and value > 0)) or value < minimum or (bandwidth and value == 0):
+        accepted = "a number > 0 (.inf: no per-byte cost)" if bandwidth else \
+            f"{'an integer' if integer else 'a finite number'} >= {minimum}"
+        raise CollsimError(f"profile: {path}: {where}{key} is {value!r}; expected {accepted}")
+    return value
+
+
+def _segment(seg, path, where: str) -> Segment:
+    _fields(seg, SEGMENT_KEYS, SEGMENT_KEYS[:1] + SEGMENT_KEYS[2:], path, where)
+    hi = None if seg.get("max_bytes") is None else _number(seg, "max_bytes", path, where, integer=True, minimum=1)
+    lo = _number(seg, "min_bytes", path, where, integer=True)
+    if hi is not None and hi <= lo:
+        raise CollsimError(f"profile: {path}: {where}max_bytes {hi} is not above min_bytes {lo}; expected min_bytes < max_bytes")
+    return Segment(lo, hi, float(_number(seg, "alpha_s", path, where)), float(_number(seg, "bandwidth_Bps", path, where)))

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -13,6 +12,8 @@ from simulator.cost import CLOSED_FORMS
 from simulator.errors import CollsimError
 from simulator.profile import LinkProfile
 from simulator.profile_adapter import ProfileAdapter
+from simulator.readfile import read_data
+from simulator.units import parse_size
 
 
 @dataclass(frozen=True)
@@ -79,21 +80,35 @@ def error_table(sizes, measured, predicted: dict[str, np.ndarray]) -> tuple[list
 
 
 def load_measured(path: str, op: str, algo: str, ranks: int | None) -> tuple[int, list[int], list[float], dict]:
-    """(ranks, sizes, seconds, params) of the timed op/algo rows of a `collsim verify --json` file."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as exc:
-        raise CollsimError(f"measured: cannot read {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise CollsimError(f"measured: {path} line {exc.lineno}: not valid JSON ({exc.msg}); "
-                           "expected `collsim verify --json` output") from None
+    """(ranks, sizes, seconds, params) of the timed op/algo rows of a `collsim verify --json` file, each value checked."""
+    data = read_data(path, "measured")
     records = data.get("records") if isinstance(data, dict) else None
     if not isinstance(records, list):
         raise CollsimError(f"measured: {path} has no 'records' list; expected `collsim verify --json` output")
-    rows = [r for r in records if r.get("op") == op and r.get("algorithm") == algo and "time_s" in r
+    for i, r in enumerate(records):
+        if not isinstance(r, dict):
+            raise CollsimError(f"measured: {path}: records[{i}] is {str(r)[:40]!r}; expected a mapping "
+                               "{op, algorithm, ranks, bytes, time_s} as `collsim verify --json` writes")
+    rows = [(i, r) for i, r in enumerate(records) if r.get("op") == op and r.get("algorithm") == algo and "time_s" in r
             and (ranks is None or r.get("ranks") == ranks)]
     if not rows:
         found = sorted({f"{r.get('op')}/{r.get('algorithm')} p={r.get('ranks')}" for r in records})
         raise CollsimError(f"measured: {path} has no timed {op}/{algo}{'' if ranks is None else f' p={ranks}'} rows; it has: "
-                           f"{', '.join(found) or 'nothing timed'}")
-    return int(rows[0]["ranks"]), [int(r["bytes"]) for r in rows], [float(r["time_s"]) for r in rows], dict(rows[0].get("params") or {})
+                           f"{', '.join(found[:10]) or 'nothing timed'}")
+    sizes, times = [], []
+    for i, r in rows:
+        where = f"measured: {path}: records[{i}]"
+        size = parse_size(r["bytes"], f"{where} bytes") if isinstance(r.get("bytes"), str) else r.get("bytes")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise CollsimError(f"{where} bytes is {size!r}; expected a byte count >= 1 such as 65536 or \"64KiB\"")
+        t = r["time_s"]
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+            raise CollsimError(f"{where} time_s is {t!r}; expected a finite time in seconds > 0")
+        sizes.append(size)
+        times.append(float(t))
+    p, params = rows[0][1].get("ranks"), rows[0][1].get("params") or {}
+    if isinstance(p, bool) or not isinstance(p, int) or p < 1:
+        raise CollsimError(f"measured: {path}: ranks is {p!r}; expected a rank count >= 1")
+    if not isinstance(params, dict):
+        raise CollsimError(f"measured: {path}: params is {params!r}; expected a mapping of algorithm parameters")
+    return p, sizes, times, dict(params)

@@ -24,6 +24,7 @@ from xml.parsers import expat
 from ..collective import REDOPS, normalize_op
 from ..errors import CollsimError
 from ..ops import SPECS
+from ..readfile import read_bytes
 
 STEP_TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
 SENDS = frozenset({"s", "rcs", "rrs", "rrcs"})
@@ -39,6 +40,7 @@ MSCCL_OPS = {**{name: s.msccl for name, s in SPECS.items()}, **{s.msccl: s.msccl
 PER_RANK_BASE = tuple(name for name, s in SPECS.items() if s.msccl_per_rank)
 # MSCCL keeps chunk offsets in 16-bit integers; collsim accepts up to this many chunks per buffer.
 MAX_CHUNKS = 1 << 16
+MAX_ATTRIBUTE = 2**31 - 1  # MSCCL's executor reads attributes into C ints
 
 
 @dataclass(frozen=True)
@@ -187,10 +189,15 @@ class _Attrs:
 
     def int(self, name: str, default: int | None = None, minimum: int | None = None) -> int:
         raw = self._raw(name, None if default is None else str(default))
+        shown = repr(raw) if len(raw) <= 40 else f"{raw[:40]!r}... ({len(raw)} characters)"
         try:
-            value = int(raw)
+            value = int(raw) if len(raw) <= 40 else None
         except ValueError:
-            raise CollsimError(f"msccl: {self.where}: <{self.e.tag}> {name}={raw!r} is not an integer") from None
+            value = None
+        if value is None or abs(value) > MAX_ATTRIBUTE:
+            accepted = f"an integer of at most {MAX_ATTRIBUTE} (2^31 - 1)" if value is not None or raw.lstrip("-").isdigit() \
+                else "an integer"
+            raise CollsimError(f"msccl: {self.where}: <{self.e.tag}> {name}={shown} is not {accepted}")
         if minimum is not None and value < minimum:
             raise CollsimError(f"msccl: {self.where}: <{self.e.tag}> {name}={value} is too small; expected >= {minimum}")
         return value
@@ -252,9 +259,9 @@ def parse_msccl(text: str | bytes, source: str = "<xml>") -> MscclAlgo:
         if gpu.id in gpus:
             raise CollsimError(f"msccl: {source}:{child.line}: gpu id={gpu.id} appears twice (first on line {gpus[gpu.id].line})")
         gpus[gpu.id] = gpu
-    missing = [g for g in range(ngpus) if g not in gpus]
-    if missing:
-        raise CollsimError(f"msccl: {a.where}: ngpus={ngpus} but there is no <gpu> with id {missing[0]}; expected ids 0..{ngpus - 1}")
+    if len(gpus) < ngpus:  # every id is below ngpus and none repeats, so one of 0..len(gpus) is missing
+        missing = next(g for g in range(len(gpus) + 1) if g not in gpus)
+        raise CollsimError(f"msccl: {a.where}: ngpus={ngpus} but there is no <gpu> with id {missing}; expected ids 0..{ngpus - 1}")
     algo.gpus = [gpus[g] for g in range(ngpus)]
     for gpu in algo.gpus:
         _check_gpu(gpu, algo)
@@ -375,11 +382,6 @@ def signal_step(tb: ThreadBlock, deps: int) -> int | None:
 
 def read_msccl(path: str | Path) -> MscclAlgo:
     """Parse an MSCCL XML file."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise CollsimError(f"msccl: cannot read {str(path)!r}: {exc.strerror or exc}") from None
-    return parse_msccl(data, path.name)
+    return parse_msccl(read_bytes(path, "msccl"), Path(path).name)
 
 

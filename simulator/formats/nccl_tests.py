@@ -21,6 +21,7 @@ from ..collective import OPS, REDUCING, ROOTED, TOTAL_SIZE_OPS, busbw_factor, no
 from ..errors import CollsimError
 from ..ops import ALIASES, SPECS
 from ..profile import atomic_write
+from ..readfile import read_bytes
 
 # nccl-tests type names (and collsim's) -> bytes per element.
 TYPE_SIZES = {
@@ -30,6 +31,7 @@ TYPE_SIZES = {
     "int64": 8, "uint64": 8, "double": 8, "float64": 8,
 }
 REDUCTIONS = ("sum", "prod", "max", "min", "avg", "premulsum")
+MAX_COLUMN_VALUE = 2**53  # sizes, counts and roots above this are not exact in float64: refused
 
 _PREFIXES = (
     re.compile(r"^\s*\[\d+,\d+\]<(?:stdout|stderr)>:\s?"),   # Open MPI --tag-output
@@ -123,11 +125,9 @@ class NcclTestsLog:
 
 def read_log(path: str | Path, op: str | None = None, ranks: int | None = None) -> NcclTestsLog:
     """Parse an nccl-tests log file; `op` and `ranks` override what would be inferred."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise CollsimError(f"log: cannot read {path}: {exc.strerror or exc}") from None
+    data = read_bytes(path, "log")
+    # Noise around the table (host names, NCCL INFO) may be in any encoding: undecodable bytes become U+FFFD, and a
+    # result row holding one is refused as garbled by the row parser.
     return parse_log(data.decode("utf-8", errors="replace"), str(path), op=op, ranks=ranks)
 
 
@@ -226,7 +226,7 @@ class _Scan:
             try:
                 self.avg = float(avg.group(1))
             except ValueError:
-                raise CollsimError(f"{self.where(number)}: cannot read the average bus bandwidth {avg.group(1)!r}; "
+                raise CollsimError(f"{self.where(number)}: cannot read the average bus bandwidth {_clip(avg.group(1))}; "
                                    "expected a number") from None
             self.avg_line = number
             return
@@ -256,10 +256,10 @@ class _Scan:
         count = _integer(tokens[1], "count", self.where(number))
         dtype, redop = tokens[2], tokens[3]
         if dtype.lower() not in TYPE_SIZES:
-            raise CollsimError(f"{self.where(number)}: unknown type {dtype!r} in the type column; expected one of "
+            raise CollsimError(f"{self.where(number)}: unknown type {_clip(dtype)} in the type column; expected one of "
                                f"{', '.join(sorted(TYPE_SIZES))}")
         if not re.fullmatch(r"[A-Za-z_]+", redop):
-            raise CollsimError(f"{self.where(number)}: {redop!r} in the redop column is not an operation name "
+            raise CollsimError(f"{self.where(number)}: {_clip(redop)} in the redop column is not an operation name "
                                "(sum, prod, max, min, avg or none)")
         root = _integer(tokens[4], "root", self.where(number), allow_negative=True) if layout == _NEW else None
         timings = [self._timing(number, tokens[fixed + 4 * i: fixed + 4 * i + 4], layout) for i in range(placements)]
@@ -303,9 +303,17 @@ class _Scan:
 
 def _integer(text: str, column: str, where: str, allow_negative: bool = False) -> int:
     if re.fullmatch(r"-?\d+" if allow_negative else r"\d+", text):
-        return int(text)
+        if len(text) <= 20 and abs(int(text)) <= MAX_COLUMN_VALUE:
+            return int(text)
+        raise CollsimError(f"{where}: {_clip(text)} in the {column} column is too large; expected at most "
+                           f"{MAX_COLUMN_VALUE} (2^53)")
     accepted = "an integer" if allow_negative else "a whole number >= 0"
-    raise CollsimError(f"{where}: {text!r} in the {column} column is not {accepted}")
+    raise CollsimError(f"{where}: {_clip(text)} in the {column} column is not {accepted}")
+
+
+def _clip(text: str) -> str:
+    """repr of a cell, cut to 40 characters so one bad cell cannot flood the message."""
+    return repr(text) if len(text) <= 40 else repr(text[:40]) + f"... ({len(text)} characters)"
 
 
 def _number(text: str, column: str, where: str) -> float:
@@ -314,7 +322,7 @@ def _number(text: str, column: str, where: str) -> float:
     except ValueError:
         value = float("nan")
     if not math.isfinite(value) or value < 0:
-        raise CollsimError(f"{where}: {text!r} in the {column} column is not a finite number >= 0")
+        raise CollsimError(f"{where}: {_clip(text)} in the {column} column is not a finite number >= 0")
     return value
 
 

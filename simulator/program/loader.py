@@ -15,6 +15,7 @@ import yaml
 
 from ..collective import DTYPES, OPS, REDOPS, ROOTED, normalize_dtype, normalize_op
 from ..errors import CollsimError
+from ..readfile import read_text
 from ..units import format_size, parse_size, parse_time
 from .graph import dependencies, find_cycle, labels
 from .model import COMPUTE, DEFAULT_STREAM, KINDS, RECORD, RECV, SEND, WAIT, Op, Program
@@ -32,15 +33,13 @@ _ALLOWED = {
 _COLLECTIVE_FIELDS = {"group", "size", "dtype", "root", "redop", "algorithm"}
 _COMMON = {"op", "stream", "name", "after"}
 MAX_WORLD = 1 << 20
+MAX_PROGRAM_BYTES = 128 * 2**20  # twice a 512-GPU `collsim scenario hybrid` step (62 MB)
 
 
 def load_program(path: str | Path) -> Program:
     """Read a program file (.yaml, .yml or .json)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise CollsimError(f"program: cannot read {str(path)!r} ({exc.strerror or exc}); expected a .yaml or .json program file") from None
+    text = read_text(path, "program", MAX_PROGRAM_BYTES)  # capped, UTF-8, no devices or pipes
     try:
         data = json.loads(text) if path.suffix.lower() == ".json" else yaml.load(text, Loader=_loader())
     except (yaml.YAMLError, json.JSONDecodeError) as exc:

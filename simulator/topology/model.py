@@ -21,7 +21,33 @@ import numpy as np
 from ..errors import CollsimError
 
 NODE_KINDS = ("gpu", "switch", "nic", "cpu")
+LINK_VALUES = {"latency": "a finite time >= 0 s", "bandwidth": "a finite bandwidth > 0 B/s"}
 Router = Callable[[int, int], Sequence[int]]  # (src node, dst node) -> node path including both ends
+
+
+def check_link_value(field: str, value, where: str, unbounded: bool = False) -> float:
+    """`value` as a float when it is a valid link latency or bandwidth: finite, >= 0 for latency, > 0 for bandwidth.
+
+    What a person types (files, SPEC options, the app) must be finite. `unbounded=True` also accepts a bandwidth of
+    +inf, which the library uses for "no per-byte cost" (a flat profile segment, the alpha basis of a fit).
+    """
+    kind = "bandwidth" if "bandwidth" in field or field in ("bw", "intra_bw", "net_bw") else "latency"
+    number = value if isinstance(value, (int, float, np.floating)) and not isinstance(value, bool) else None
+    infinite_ok = unbounded and kind == "bandwidth" and number == np.inf
+    if number is None or not (np.isfinite(number) or infinite_ok) or number < 0 or (kind == "bandwidth" and number == 0):
+        raise CollsimError(f"{where}{field} is {value!r}; expected {LINK_VALUES[kind]}")
+    return float(number)
+
+
+def _check_link_arrays(name: str, names: Sequence[str], src: np.ndarray, dst: np.ndarray, latency: np.ndarray,
+                       bandwidth: np.ndarray) -> None:
+    """Raise naming the first link whose latency is not finite and >= 0, or whose bandwidth is not > 0 (NaN included)."""
+    for field, values, ok in (("latency", latency, np.isfinite(latency) & (latency >= 0)),
+                              ("bandwidth", bandwidth, bandwidth > 0)):
+        bad = np.flatnonzero(~ok)
+        if bad.size:
+            lid = int(bad[0])
+            check_link_value(field, float(values[lid]), f"topology {name}: link {names[src[lid]]}->{names[dst[lid]]} ", True)
 
 
 @dataclass(frozen=True)
@@ -55,6 +81,7 @@ class Topology:
         self.link_dst = np.array([link[1] for link in links], dtype=np.int64)
         self.latency = np.array([link[2] for link in links], dtype=np.float64)
         self.bandwidth = np.array([link[3] for link in links], dtype=np.float64)
+        _check_link_arrays(name, self.node_names, self.link_src, self.link_dst, self.latency, self.bandwidth)
         self._link_of: dict[tuple[int, int], int] = {}
         for i, (u, v, _, _) in enumerate(links):
             if (u, v) in self._link_of:
@@ -112,11 +139,9 @@ class Topology:
         """A copy in which every link has this latency (s) and/or bandwidth (B/s per direction)."""
         clone = self._copy()
         if latency is not None:
-            clone.latency[:] = latency
+            clone.latency[:] = check_link_value("latency", latency, "", unbounded=True)
         if bandwidth is not None:
-            if bandwidth <= 0:
-                raise CollsimError(f"bandwidth: {bandwidth} must be > 0 B/s")
-            clone.bandwidth[:] = bandwidth
+            clone.bandwidth[:] = check_link_value("bandwidth", bandwidth, "", unbounded=True)
         return clone
 
     def with_placement(self, placement: Sequence[int]) -> Topology:
@@ -250,8 +275,8 @@ class IdealTopology(Topology):
     def __init__(self, devices: int, latency: float, bandwidth: float, name: str | None = None):
         if devices < 1:
             raise CollsimError(f"ideal: {devices} devices; expected an integer >= 1")
-        if bandwidth <= 0:
-            raise CollsimError(f"ideal: bandwidth {bandwidth} must be > 0 B/s")
+        latency = check_link_value("latency", latency, "ideal: ", unbounded=True)
+        bandwidth = check_link_value("bandwidth", bandwidth, "ideal: ", unbounded=True)
         self.name = name or f"ideal:{devices}"
         self.description = "a dedicated link per ordered pair of ranks (the textbook alpha-beta machine)"
         self.node_names = [f"gpu{i}" for i in range(devices)]
@@ -302,11 +327,9 @@ class IdealTopology(Topology):
     def with_links(self, latency: float | None = None, bandwidth: float | None = None) -> IdealTopology:
         clone = self._copy()
         if latency is not None:
-            clone.uniform_latency = float(latency)
+            clone.uniform_latency = check_link_value("latency", latency, "", unbounded=True)
         if bandwidth is not None:
-            if bandwidth <= 0:
-                raise CollsimError(f"bandwidth: {bandwidth} must be > 0 B/s")
-            clone.uniform_bandwidth = float(bandwidth)
+            clone.uniform_bandwidth = check_link_value("bandwidth", bandwidth, "", unbounded=True)
         return clone
 
     def route(self, src: int, dst: int) -> tuple[int, ...]:

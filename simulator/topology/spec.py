@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ..errors import CollsimError
 from ..units import parse_bandwidth, parse_time
 from . import builders
 from .fileformat import load_topology
-from .model import Topology
+from .model import Topology, check_link_value
 from .presets import PRESETS, build_preset
 
 # name -> (syntax, what it builds)
@@ -53,10 +54,25 @@ def _int(opts: dict, key: str, spec: str, default: int | None = None) -> int:
 def _float(opts: dict, key: str, spec: str, default: float) -> float:
     if key not in opts:
         return default
+    text = opts.pop(key)
     try:
-        return float(opts.pop(key))
+        value = float(text)
     except ValueError:
-        raise CollsimError(f"topology: {key} in {spec!r} is not a number") from None
+        value = math.nan
+    if not math.isfinite(value):
+        raise CollsimError(f"topology: {key}={text} in {spec!r} is not a number; expected a finite number such as 2")
+    return value
+
+
+def _link_value(opts: dict, key: str, spec: str) -> float:
+    """lat=/bw=/intra_bw=/net_bw=: a finite latency >= 0 or bandwidth > 0, errors naming the option and the spec."""
+    text = opts.pop(key)
+    parse = parse_time if key == "lat" else parse_bandwidth
+    try:
+        value = parse(text, key)
+    except CollsimError as exc:
+        raise CollsimError(f"topology: {exc} (in {spec!r})") from None
+    return check_link_value(key, value, f"topology: {key}={text} in {spec!r}: ")
 
 
 def parse_topology(spec: str) -> Topology:
@@ -82,9 +98,9 @@ def _build(name: str, args: str, spec: str) -> Topology:
     opts = _options(args, spec, positional)
     link = {}
     if "lat" in opts:
-        link["latency"] = parse_time(opts.pop("lat"), "lat")
+        link["latency"] = _link_value(opts, "lat", spec)
     if "bw" in opts:
-        link["bandwidth"] = parse_bandwidth(opts.pop("bw"), "bw")
+        link["bandwidth"] = _link_value(opts, "bw", spec)
     if name in ("ideal", "switch"):
         topo = getattr(builders, name)(_int(opts, "n", spec), **link)
     elif name == "ring":
@@ -106,9 +122,9 @@ def _build(name: str, args: str, spec: str) -> Topology:
         if "bandwidth" in link:
             kw["intra_bandwidth"] = kw["net_bandwidth"] = link["bandwidth"]
         if "intra_bw" in opts:
-            kw["intra_bandwidth"] = parse_bandwidth(opts.pop("intra_bw"), "intra_bw")
+            kw["intra_bandwidth"] = _link_value(opts, "intra_bw", spec)
         if "net_bw" in opts:
-            kw["net_bandwidth"] = parse_bandwidth(opts.pop("net_bw"), "net_bw")
+            kw["net_bandwidth"] = _link_value(opts, "net_bw", spec)
         leaf = _int(opts, "leaf", spec, 0) or None
         topo = builders.cluster(_int(opts, "nodes", spec), _int(opts, "gpus", spec, 8), opts.pop("intra", "switch"),
                                 opts.pop("nic", "gpu"), nodes_per_leaf=leaf, oversub=_float(opts, "oversub", spec, 1.0), **kw)

@@ -1,0 +1,185 @@
+"""Bad input to the app: the Streamlit page's text fields (a friendly in-page error, never an exception) and `collsim app`'s options.
+
+The page runs under Streamlit's own test runner (the real script, real widgets): each bad value is put
+into one field before the first run, and the page must show exactly one error, naming the field and the
+value, and no exception. The command-line cases run through the corpus harness and never start a server:
+each is refused before Streamlit is launched.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import app.cli  # noqa: F401  (imported once here, so each forked case starts warm)
+from app.commands.app import streamlit_options
+
+from .harness import Case, run_case
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+SCRIPT = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
+
+# (widget key, bad text, the field the error names, text the error quotes)
+PAGE_CASES = [
+    ("cost-sizes", "1KiB:1GiB:x", "sizes", "'x'"),
+    ("cost-sizes", "1KiB:1GiB:1.001", "sizes", "limit of 10000"),
+    ("cost-sizes", "1KiB:1GiB:1.01", "sizes", "limit of 256"),
+    ("cost-sizes", ",".join(["4096"] * 300), "sizes", "limit of 256"),
+    ("cost-sizes", "1KiB:1GiB:1", "sizes", "'1'"),
+    ("cost-sizes", "1KiB:1GiB:0.5", "sizes", "'0.5'"),
+    ("cost-sizes", "1KiB:1GiB:nan", "sizes", "'nan'"),
+    ("cost-sizes", "1KiB:1GiB:inf", "sizes", "'inf'"),
+    ("cost-sizes", "1KiB:1GiB:-2", "sizes", "'-2'"),
+    ("cost-sizes", "", "sizes", "''"),
+    ("cost-sizes", "abc", "sizes", "'abc'"),
+    ("cost-sizes", "1KiB:", "sizes", "''"),
+    ("cost-sizes", "1GiB:1KiB", "sizes", "'1GiB:1KiB'"),
+    ("cost-sizes", "0:1GiB", "sizes", "'0:1GiB'"),
+    ("cost-sizes", "1e400:1e500", "sizes", "'1e400'"),
+    ("cost-sizes", "1KiB:1GiB:4:5", "sizes", "'1KiB:1GiB:4:5'"),
+    ("cost-sizes", "1,2,x", "sizes", "'x'"),
+    ("cost-sizes", "64 furlongs", "sizes", "'furlongs'"),
+    ("cost-sizes", "1.5", "sizes", "'1.5'"),
+    ("cost-sizes", "1:1e12:1.0000001", "sizes", "limit of 10000"),
+    ("w-sizes", "1KiB:1GiB:x", "sizes", "'x'"),
+    ("w-sizes", "1KiB:1GiB:1.001", "sizes", "limit of 10000"),
+    ("w-sizes", "", "sizes", "''"),
+    ("cost-alpha", "fast", "alpha", "'fast'"),
+    ("cost-alpha", "-2us", "alpha", "'-2us'"),
+    ("cost-alpha", "1e400us", "alpha", "1e400us"),
+    ("cost-alpha", "", "alpha", "''"),
+    ("cost-bw", "0", "bandwidth", "'0'"),
+    ("cost-bw", "-3GB/s", "bandwidth", "'-3GB/s'"),
+    ("cost-bw", "1e400GB/s", "bandwidth", "1e400GB/s"),
+    ("cost-bw", "25 parsecs", "bandwidth", "'parsecs'"),
+    ("a-alpha", "3 fortnights", "alpha", "'fortnights'"),
+    ("b-bw", "0GB/s", "bandwidth", "'0GB/s'"),
+]
+
+
+@pytest.mark.parametrize("key, text, field, quoted", PAGE_CASES, ids=[f"{k}={t[:24]!r}" for k, t, _, _ in PAGE_CASES])
+def test_bad_text_is_a_friendly_error_in_the_page(key, text, field, quoted):
+    at = AppTest.from_file(SCRIPT, default_timeout=60)
+    at.session_state[key] = text
+    start = time.monotonic()
+    at.run()
+    seconds = time.monotonic() - start
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1, errors  # only the tab with the bad field complains
+    assert errors[0].startswith(f"{field}:") or f"{field} " in errors[0], errors[0]
+    assert quoted in errors[0] and "\n" not in errors[0], errors[0]
+    assert seconds < 10, f"the page took {seconds:.1f} s"
+
+
+def test_counts():
+    print(f"\napp bad-input cases: {len(PAGE_CASES)} page text fields, {len(CLI_CASES)} `collsim app` options")
+    assert len(PAGE_CASES) >= 20 and len(CLI_CASES) >= 10
+
+
+def test_a_fine_range_under_the_limit_is_drawn():
+    at = AppTest.from_file(SCRIPT, default_timeout=60)
+    at.session_state["cost-sizes"] = "1KiB:1GiB:1.2"  # 77 sizes
+    at.run()
+    assert not at.exception and not at.error
+
+
+# ---- `collsim app` options ------------------------------------------------------------------------------------
+
+APP = "app"
+CLI_CASES = [
+    Case("app-port-99999", [APP, "--port", "99999"], "port", "'99999'", "1 to 65535"),
+    Case("app-port-0", [APP, "--port", "0"], "port", "'0'", "1 to 65535"),
+    Case("app-port-negative", [APP, "--port", "-1"], "port", "'-1'", "1 to 65535"),
+    Case("app-port-text", [APP, "--port", "http"], "port", "'http'", "1 to 65535"),
+    Case("app-port-huge", [APP, "--port", "9" * 5000], "port", None, "1 to 65535"),
+    Case("app-server-port", [APP, "--server.port", "70000"], "--server.port", "'70000'", "1 to 65535"),
+    Case("app-server-port-eq", [APP, "--server.port=abc"], "--server.port", "'abc'", "1 to 65535"),
+    Case("app-unknown-option", [APP, "--server.prot", "9000"], "--server.prot", None, "did you mean --server.port"),
+    Case("app-no-such-section", [APP, "--nosuch.option", "1"], "--nosuch.option", None, "not a Streamlit option"),
+    Case("app-stray", [APP, "stray"], "app", "'stray'", "--server.port 9000"),
+    Case("app-single-dash", [APP, "-x"], "app", "'-x'", "Streamlit option"),
+    Case("app-no-value", [APP, "--server.headless"], "--server.headless", None, "VALUE"),
+    Case("app-no-value-before-next", [APP, "--theme.base", "--server.port", "9000"], "--theme.base", None, "VALUE"),
+    Case("app-bool", [APP, "--server.headless", "maybe"], "--server.headless", "'maybe'", "true or false"),
+    Case("app-usage-stats", [APP, "--browser.gatherUsageStats", "sometimes"], "--browser.gatherUsageStats", "'sometimes'",
+         "true or false"),
+    Case("app-int", [APP, "--server.maxUploadSize", "big"], "--server.maxUploadSize", "'big'", "an integer"),
+    Case("app-address-empty", [APP, "--address", ""], "address", "''", "0.0.0.0"),
+]
+
+
+@pytest.mark.parametrize("case", CLI_CASES, ids=[c.id for c in CLI_CASES])
+def test_bad_app_options(case, tmp_path):
+    run_case(case, tmp_path)
+
+
+def _options(*argv: str) -> list[str]:
+    return streamlit_options(app.cli.build_parser().parse_args(["app", *argv]))
+
+
+def test_defaults_bind_localhost_without_usage_statistics():
+    opts = _options()
+    assert dict(zip(opts[::2], opts[1::2])) == {"--server.port": "8501", "--server.address": "127.0.0.1",
+                                                "--browser.gatherUsageStats": "false"}
+
+
+def test_streamlit_options_are_forwarded_and_win():
+    opts = dict(zip(*[iter(_options("--server.port", "9000", "--theme.base", "dark", "--address", "0.0.0.0", "--headless",
+                                    "--browser.gatherUsageStats=true"))] * 2))
+    assert opts == {"--server.port": "9000", "--server.address": "0.0.0.0", "--browser.gatherUsageStats": "true",
+                    "--server.headless": "true", "--theme.base": "dark"}
+
+
+def test_help_says_how_to_share_the_app(capsys):
+    with pytest.raises(SystemExit):
+        app.cli.main(["app", "--help"])
+    out = capsys.readouterr().out
+    assert "127.0.0.1" in out and "--address 0.0.0.0" in out and "--theme.base dark" in out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listening(port: int) -> list[str]:
+    """Local addresses (hex, as /proc/net/tcp* writes them) of sockets listening on `port`."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                found.append(local.rsplit(":", 1)[0])
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc/net/tcp to see the bound address")
+def test_the_server_listens_on_localhost_only(tmp_path):
+    """A real `collsim app` (with a forwarded Streamlit option) listens on 127.0.0.1 and nowhere else."""
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "app", "--headless", "--port", str(port), "--theme.base", "dark"],
+                            cwd=Path(SCRIPT).parents[1], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not _listening(port) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        addresses = _listening(port)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert addresses, "the app never listened"
+    assert set(addresses) == {"0100007F"}, addresses  # 127.0.0.1 only, no 0.0.0.0 or ::
