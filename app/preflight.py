@@ -62,10 +62,11 @@ def check_ranges(args: argparse.Namespace) -> None:
 
 def check_not_empty(args: argparse.Namespace) -> None:
     """Refuse an option or argument given as '' (which would otherwise fall back to a default, or read '.')."""
-    outputs = getattr(args, "_outputs", {})
+    outputs, accepted = getattr(args, "_outputs", {}), getattr(args, "_accepted", {})
     for dest, value in vars(args).items():
         if isinstance(value, str) and not value.strip() and dest not in outputs and not dest.startswith("_"):
-            raise CollsimError(f"{dest.replace('_', '-')}: {value!r} is empty; expected a value, see the command's --help")
+            expected = accepted.get(dest, "a value, see the command's --help")
+            raise CollsimError(f"{dest.replace('_', '-')}: {value!r} is empty; expected {expected}")
 
 
 def preflight(args: argparse.Namespace) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from simulator.errors import CollsimError
 
 LOCAL = "127.0.0.1"
+ADDRESS_ACCEPTED = f"{LOCAL} (default) or 0.0.0.0 to share the app"
 DESCRIPTION = (
     "Start the collsim Streamlit app (step-through pictures, cost curves, what-if).\n\n"
     f"It listens on {LOCAL} (this machine only) and sends no usage statistics. To share it on a network,\n"
@@ -41,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--address", default=LOCAL,
                    help=f"address to listen on (default {LOCAL}: this machine only; 0.0.0.0 shares it on every network)")
     p.add_argument("--headless", action="store_true", help="do not open a browser")
-    p.set_defaults(func=run, streamlit_options=[])
+    p.set_defaults(func=run, streamlit_options=[], _accepted={"address": ADDRESS_ACCEPTED})
 
 
 def check_port(text: str, field: str = "port") -> int:
@@ -102,7 +103,7 @@ def streamlit_options(args: argparse.Namespace) -> list[str]:
     settings = {"server.port": str(check_port(args.port)), "server.address": args.address,
                 "browser.gatherUsageStats": "false"}
     if not str(args.address).strip():
-        raise CollsimError(f"address: {args.address!r} is empty; expected {LOCAL} (default) or 0.0.0.0 to share the app")
+        raise CollsimError(f"address: {args.address!r} is empty; expected {ADDRESS_ACCEPTED}")
     if args.headless:
         settings["server.headless"] = "true"
     for key, value in _pairs(args.streamlit_options):

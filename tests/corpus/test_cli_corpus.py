@@ -414,7 +414,7 @@ def msccl_cases() -> list[Case]:
 
 def app_cases() -> list[Case]:
     return [
-        bad("app-port-99999", ["app", "--port", "99999"], "port", "99999", "1..65535"),
+        bad("app-port-99999", ["app", "--port", "99999"], "port", "99999", "1 to 65535"),
         bad("app-port-0", ["app", "--port", "0"], "port", "0"),
         bad("app-port-negative", ["app", "--port", "-1"], "port", "-1"),
         bad("app-port-words", ["app", "--port", "http"], "port", "http"),
