@@ -55,7 +55,7 @@ CASES = (
     Case("03_", "AWS p5, 2 x 8 H100, EFA 32 x 100G", "dgx-h100:nodes=2", "p5:nodes=2"),
     Case("04_", "AWS p5, 1 x 8 H100", "dgx-h100", "p5"),
     Case("05_", "OCI GB200 NVL, 2 x 4 GPUs, one NVLink domain", "gb200-nvl72", "gb200-nvl4:nodes=2"),
-    Case("06_", "CoreWeave A100, 4 x 8, IB 8 x 200G + SHARP", "dgx-a100:nodes=4", "dgx-a100:nodes=4,net=hdr200"),
+    Case("06_", "CoreWeave A100, 4 x 8, IB 8 x 200G + SHARP", "dgx-a100:nodes=4", "dgx-a100:nodes=4"),
     Case("07_", "Vultr HGX B200, 1 x 8", "hgx-b200", "hgx-b200"),
     Case("08_", "Vultr HGX B200, 1 x 8 (allgather)", "hgx-b200", "hgx-b200"),
     Case("12_", "2 x RTX 4090, PCIe, no P2P", "pcie-8gpu", "rtx4090-pcie"),
