@@ -31,6 +31,7 @@ from .topology.presets import NETWORKS, PRESETS
 OPS = ("allreduce", "allgather", "reduce_scatter")
 PIPELINE_CHUNK = 4 << 20  # bytes per pipeline chunk of `rails` (NCCL's default buffer, NCCL_BUFFSIZE = 4 MiB)
 MAX_PIPELINE = 32
+MAX_RANKS = 512  # predict builds C x 2(p-1) x p transfers per size: keep it a few seconds
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,8 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
     if op not in OPS:
         raise CollsimError(f"op: predict covers {', '.join(OPS)}; not {op}")
     ranks = ranks or topology.num_devices
+    if ranks < 2:
+        raise CollsimError(f"ranks: {ranks} rank has nothing to communicate; expected 2 or more")
     topology.check_ranks(ranks)
     system, per_node = machine_of(topology, ranks)
     out = []
