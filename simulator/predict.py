@@ -67,9 +67,12 @@ def machine_of(topology: Topology, ranks: int) -> tuple[System, int]:
     return system, per_node
 
 
-def nccl_pick(system: System, op: str, size: int, proto: str | None = None) -> tuple[str, str]:
-    """NCCL's (algorithm, protocol) at this size: the fastest by its own model, among `proto` only if given."""
+def nccl_pick(system: System, op: str, size: int, proto: str | None = None,
+              algos: tuple[str, ...] | None = None) -> tuple[str, str]:
+    """NCCL's (algorithm, protocol) at this size: the fastest by its own model, among `proto` and `algos` if given."""
     times = predict_times(system, op, [size])
+    if algos is not None:
+        times = {k: v for k, v in times.items() if k[0] in algos}
     if proto is not None:
         if proto not in PROTOCOLS:
             raise CollsimError(f"proto: unknown protocol {proto!r}; expected one of {', '.join(PROTOCOLS)}")
@@ -93,7 +96,13 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
     out = []
     for size in sizes:
         algo, proto_used = nccl_pick(system, op, int(size), proto)
-        out.append(_run(topology, system, per_node, op, int(size), ranks, algo, proto_used, dtype))
+        row = _run(topology, system, per_node, op, int(size), ranks, algo, proto_used, dtype)
+        if system.nodes > 1 and op == "allreduce":  # NCCL's model often mis-ranks ring and tree across nodes:
+            other = "ring" if algo in ("tree", "nvls") else "tree"  # time the other family too, keep the faster
+            other_proto = nccl_pick(system, op, int(size), proto, algos=(other,))[1]
+            alt = _run(topology, system, per_node, op, int(size), ranks, other, other_proto, dtype)
+            row = min(row, alt, key=lambda r: r.time_s)
+        out.append(row)
     return out
 
 
