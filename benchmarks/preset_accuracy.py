@@ -1,6 +1,6 @@
 """Presets against the shared nccl-tests logs, no fitting: median and worst |error| over sizes >= 1 MiB.
 
-    python -m benchmarks.preset_accuracy [--data tests/data/nccl-tests] [--json PATH] [--write-docs]
+    python -m benchmarks.preset_accuracy [--data tests/data/nccl-tests] [--json PATH] [--write-docs] [--fit]
 
 For every log, the preset that matches its machine (read off the log's first line and
 its README), simulated two ways:
@@ -12,6 +12,11 @@ its README), simulated two ways:
 
 Errors are (predicted - measured) / measured of the out-of-place time. `--write-docs` rewrites
 the table in docs/accuracy.md (between its markers), with the machine's load average.
+
+One constant is fitted: the extra latency per network step of a network (NET_STEP_FIT in
+simulator/topology/presets.py). It is fitted only where another log of the same network exists,
+and every log is predicted with the value fitted on the *other* logs (leave-one-out); `--fit`
+prints the value fitted on all logs of each network, the one the preset ships.
 """
 
 from __future__ import annotations
@@ -73,17 +78,62 @@ def simulate_ring(spec: str, op: str, ranks: int, sizes: list[int]) -> np.ndarra
     return np.array(out)
 
 
-def predict_nccl(spec: str, op: str, ranks: int, sizes: list[int]) -> np.ndarray | None:
-    """Seconds of `collsim predict` at each size, or None where the preset or predict is not there yet."""
-    try:
-        from simulator.predict import predict
-    except ImportError:
-        return None
-    try:
-        topology = parse_topology(spec)
-    except Exception:  # noqa: BLE001 (a preset that does not exist yet: no column)
-        return None
-    return np.array([row.time_s for row in predict(topology, op, sizes, ranks=ranks)])
+def predict_nccl(spec: str, op: str, ranks: int, sizes: list[int], net_extra_s: float = 0.0) -> np.ndarray:
+    """Seconds of `collsim predict` at each size, with `net_extra_s` more per network step."""
+    from simulator.predict import predict
+
+    rows = predict(parse_topology(spec), op, sizes, ranks=ranks, net_extra_s=net_extra_s)
+    return np.array([row.time_s for row in rows])
+
+
+GRID_S = [k * 20e-6 for k in range(11)]  # 0 .. 200 us
+
+
+def network_of(case: Case) -> str | None:
+    """The network between the nodes of a case's preset, or None on one node / one NVLink domain."""
+    preset, nodes, net = parse_topology(case.new_spec).preset
+    return net if nodes > 1 and preset.machine.nics_per_node is not None else None
+
+
+class Fitter:
+    """Median |error| of predict on a log for each extra network latency on the grid (cached)."""
+
+    def __init__(self, logs: dict[str, tuple[Case, object]]):
+        self.logs = logs
+        self.cache: dict[tuple[str, float], float] = {}
+
+    def median(self, prefix: str, extra: float) -> float:
+        key = (prefix, extra)
+        if key not in self.cache:
+            case, log = self.logs[prefix]
+            rows = [(s, t) for s, t in log.measurements() if s >= MIN_BYTES]
+            times = predict_nccl(case.new_spec, log.op, log.ranks, [s for s, _ in rows], extra)
+            self.cache[key] = float(np.median(np.abs(errors(times, np.array([t for _, t in rows])))))
+        return self.cache[key]
+
+    def fit(self, prefixes: list[str]) -> float:
+        """The grid value with the smallest mean median |error| over these logs."""
+        return min(GRID_S, key=lambda x: np.mean([self.median(p, x) for p in prefixes]))
+
+
+def leave_one_out(cases: list[tuple[Case, Path]]) -> tuple[dict[str, float], dict[str, tuple[float, list[str]]]]:
+    """Per log, the extra network latency fitted on the other logs of its network (0 if none); per network, the all-log fit."""
+    by_net: dict[str, list[str]] = {}
+    logs = {}
+    for case, path in cases:
+        net = network_of(case)
+        if net is not None:
+            by_net.setdefault(net, []).append(case.prefix)
+            logs[case.prefix] = (case, read_log(path))
+    fitter = Fitter(logs)
+    held_out, shipped = {}, {}
+    for net, prefixes in by_net.items():
+        if len(prefixes) < 2:
+            continue
+        for prefix in prefixes:
+            held_out[prefix] = fitter.fit([q for q in prefixes if q != prefix])
+        shipped[net] = (fitter.fit(prefixes), prefixes)
+    return held_out, shipped
 
 
 def errors(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray:
@@ -91,20 +141,21 @@ def errors(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray:
     return (predicted - measured) / measured * 100.0
 
 
-def evaluate(path: Path, case: Case) -> dict:
-    """Both models against one log."""
+def evaluate(path: Path, case: Case, net_extra_s: float = 0.0) -> dict:
+    """Both models against one log (predict with `net_extra_s`, fitted on other logs only)."""
     log = read_log(path)
     rows = [(s, t) for s, t in log.measurements() if s >= MIN_BYTES]
     sizes = [s for s, _ in rows]
     measured = np.array([t for _, t in rows])
     factor = busbw_factor(log.op, log.ranks)
     out = {"log": path.name, "machine": case.machine, "op": log.op, "ranks": log.ranks, "sizes": sizes,
-           "measured_s": measured.tolist(), "measured_busbw_GBps": sizes[-1] / measured[-1] * factor / 1e9}
-    for key, spec, fn in (("simulate", case.old_spec, simulate_ring), ("predict", case.new_spec, predict_nccl)):
+           "measured_s": measured.tolist(), "measured_busbw_GBps": sizes[-1] / measured[-1] * factor / 1e9,
+           "net_extra_us_fitted_on_other_logs": net_extra_s * 1e6}
+    models = [("simulate", case.old_spec, simulate_ring), ("predict", case.new_spec, predict_nccl)]
+    if net_extra_s:
+        models.append(("predict_loo", case.new_spec, lambda *a: predict_nccl(*a, net_extra_s)))
+    for key, spec, fn in models:
         times = fn(spec, log.op, log.ranks, sizes)
-        if times is None:
-            out[key] = None
-            continue
         err = errors(times, measured)
         out[key] = {"spec": spec, "median_abs_pct": float(np.median(np.abs(err))),
                     "worst_abs_pct": float(np.max(np.abs(err))), "error_pct": err.tolist(),
@@ -122,13 +173,16 @@ def _cells(result: dict | None) -> list[str]:
 def markdown(results: list[dict], load: str) -> str:
     """The docs table."""
     head = ("| log | machine | p | measured busbw at largest (GB/s) | simulate: preset | median | worst | busbw | "
-            "predict: preset | median | worst | busbw | goal met |")
-    lines = [head, "|" + "---|" * 13]
+            "predict: preset | median | worst | busbw | goal met | + network latency fitted on other logs | median | worst |")
+    lines = [head, "|" + "---|" * 16]
     for r in results:
-        pred = r["predict"]
-        met = "-" if pred is None else ("yes" if pred["median_abs_pct"] <= 15 and pred["worst_abs_pct"] <= 40 else "no")
+        pred, loo = r["predict"], r.get("predict_loo")
+        met = "yes" if pred["median_abs_pct"] <= 15 and pred["worst_abs_pct"] <= 40 else "no"
+        fitted = (["-", "-", "-"] if loo is None else
+                  [f"+{r['net_extra_us_fitted_on_other_logs']:.0f} us/step", f"{loo['median_abs_pct']:.1f}%",
+                   f"{loo['worst_abs_pct']:.0f}%"])
         lines.append("| " + " | ".join([r["log"][:2], r["machine"], str(r["ranks"]), f"{r['measured_busbw_GBps']:.0f}",
-                                         *_cells(r["simulate"]), *_cells(r["predict"]), met]) + " |")
+                                         *_cells(r["simulate"]), *_cells(pred), met, *fitted]) + " |")
     lines.append("")
     lines.append(f"Errors over sizes >= 1 MiB of the out-of-place time; busbw at the log's largest size. "
                  f"Made by `python -m benchmarks.preset_accuracy --write-docs`; load average when run: {load}.")
@@ -147,12 +201,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", default=str(ROOT / "tests" / "data" / "nccl-tests"))
     parser.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
     parser.add_argument("--write-docs", action="store_true", help="rewrite the table in docs/accuracy.md")
+    parser.add_argument("--fit", action="store_true", help="print the network latencies fitted on all logs (NET_STEP_FIT)")
     args = parser.parse_args(argv)
-    results = []
-    for case in CASES:
-        paths = sorted(Path(args.data).glob(case.prefix + "*.txt"))
-        if paths:
-            results.append(evaluate(paths[0], case))
+    found = [(case, paths[0]) for case in CASES if (paths := sorted(Path(args.data).glob(case.prefix + "*.txt")))]
+    held_out, shipped = leave_one_out(found)
+    results = [evaluate(path, case, held_out.get(case.prefix, 0.0)) for case, path in found]
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     rows = []
     for r in results:
@@ -164,6 +217,14 @@ def main(argv: list[str] | None = None) -> int:
     print("Presets against the logs, sizes >= 1 MiB: median/worst |error| %, busbw (GB/s) at the largest size")
     print(table(["log", "p", "meas busbw", "simulate med/worst", "busbw", "predict med/worst", "busbw"], rows, "lrrrrrr"))
     print(f"load average: {load}")
+    for r in results:
+        if r["net_extra_us_fitted_on_other_logs"]:
+            loo = r["predict_loo"]
+            print(f"{r['log'][:2]}: with {r['net_extra_us_fitted_on_other_logs']:.0f} us more per network step (fitted on "
+                  f"the other logs of its network): {loo['median_abs_pct']:.1f}/{loo['worst_abs_pct']:.0f}")
+    if args.fit:
+        for net, (value, prefixes) in shipped.items():
+            print(f"NET_STEP_FIT[{net!r}] = ({value:.6g}, 'logs {', '.join(p[:2] for p in prefixes)}')")
     if args.json:
         atomic_write(args.json, json.dumps({"load_average": load, "results": results}, indent=1))
     if args.write_docs:

@@ -15,7 +15,7 @@ channels run at once) and max-min sharing on every link.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from .errors import CollsimError
 from .nccl_model import PROTOCOLS, System, predict_times
 from .protocols import protocol, with_step_latency
 from .topology.model import Topology
-from .topology.presets import NETWORKS, PRESETS
+from .topology.presets import NET_STEP_FIT, NETWORKS, PRESETS
 
 OPS = ("allreduce", "allgather", "reduce_scatter")
 PIPELINE_CHUNK = 4 << 20  # bytes per pipeline chunk of `rails` (NCCL's default buffer, NCCL_BUFFSIZE = 4 MiB)
@@ -83,8 +83,13 @@ def nccl_pick(system: System, op: str, size: int, proto: str | None = None,
 
 
 def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto: str | None = None,
-            dtype: str = "float32") -> list[Prediction]:
-    """One Prediction per size (nccl-tests' size meaning)."""
+            dtype: str = "float32", net_extra_s: float | None = None) -> list[Prediction]:
+    """One Prediction per size (nccl-tests' size meaning).
+
+    `net_extra_s` is added to NCCL's per-step network latency; default: the preset network's fitted
+    value (NET_STEP_FIT, 0 for networks without one). benchmarks/preset_accuracy.py passes
+    leave-one-out values so that no log is predicted with a constant fitted to it.
+    """
     op = normalize_op(op)
     if op not in OPS:
         raise CollsimError(f"op: predict covers {', '.join(OPS)}; not {op}")
@@ -93,21 +98,23 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
         raise CollsimError(f"ranks: {ranks} rank has nothing to communicate; expected 2 or more")
     topology.check_ranks(ranks)
     system, per_node = machine_of(topology, ranks)
+    if net_extra_s is None:
+        net_extra_s = NET_STEP_FIT.get(topology.preset[2], (0.0, ""))[0] if system.nodes > 1 else 0.0
     out = []
     for size in sizes:
         algo, proto_used = nccl_pick(system, op, int(size), proto)
-        row = _run(topology, system, per_node, op, int(size), ranks, algo, proto_used, dtype)
+        row = _run(topology, system, per_node, op, int(size), ranks, algo, proto_used, dtype, net_extra_s)
         if system.nodes > 1 and op == "allreduce":  # NCCL's model often mis-ranks ring and tree across nodes:
             other = "ring" if algo in ("tree", "nvls") else "tree"  # time the other family too, keep the faster
             other_proto = nccl_pick(system, op, int(size), proto, algos=(other,))[1]
-            alt = _run(topology, system, per_node, op, int(size), ranks, other, other_proto, dtype)
+            alt = _run(topology, system, per_node, op, int(size), ranks, other, other_proto, dtype, net_extra_s)
             row = min(row, alt, key=lambda r: r.time_s)
         out.append(row)
     return out
 
 
 def _run(topology: Topology, system: System, per_node: int, op: str, size: int, ranks: int, algo: str, proto: str,
-         dtype: str) -> Prediction:
+         dtype: str, net_extra_s: float) -> Prediction:
     multinode = system.nodes > 1
     if multinode and op == "allreduce" and algo in ("tree", "nvls"):
         family, name = "tree", "rails"
@@ -118,6 +125,7 @@ def _run(topology: Topology, system: System, per_node: int, op: str, size: int, 
         # min(C, G) rings carrying the same bytes, which times the same under max-min sharing.
         params = {"channels": min(system.n_channels, per_node), "node": per_node}
     cost = protocol(proto if algo != "nvls" else "Simple", family, system.link, multinode)
+    cost = replace(cost, net_s=cost.net_s + net_extra_s)
     coll = Collective(op, ranks, size, dtype)
     schedule = build_schedule(coll, name, **params)
     machine = with_step_latency(topology, cost.intra_s, cost.net_s)

@@ -69,3 +69,10 @@ def test_cli_writes_an_nccl_tests_log_that_reads_back(tmp_path, capsys):
     assert main(["predict", "--preset", "p5", "--size", "1KiB", "--proto", "ll128", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["rows"][0]["protocol"] == "LL128" and data["ranks"] == 8
+
+
+def test_extra_network_latency_only_across_nodes():
+    one = [predict(parse_topology("p5"), "allreduce", [1 << 20], net_extra_s=x)[0].time_s for x in (0.0, 1e-3)]
+    assert one[0] == one[1]
+    two = [predict(parse_topology("p5:nodes=2"), "allreduce", [1 << 20], net_extra_s=x)[0].time_s for x in (0.0, 1e-3)]
+    assert two[1] >= two[0] + 2e-3  # at least the two steps across nodes (rails: reduce-scatter and allgather across)
