@@ -75,4 +75,4 @@ def test_extra_network_latency_only_across_nodes():
     one = [predict(parse_topology("p5"), "allreduce", [1 << 20], net_extra_s=x)[0].time_s for x in (0.0, 1e-3)]
     assert one[0] == one[1]
     two = [predict(parse_topology("p5:nodes=2"), "allreduce", [1 << 20], net_extra_s=x)[0].time_s for x in (0.0, 1e-3)]
-    assert two[1] >= two[0] + 2e-3  # at least the two steps across nodes (rails: reduce-scatter and allgather across)
+    assert two[1] >= two[0] + 2e-3 * (1 - 1e-9)  # at least the two steps across nodes (rails: reduce-scatter and allgather across)
