@@ -23,7 +23,7 @@ from .algorithms import build_schedule
 from .collective import Collective, normalize_op
 from .engine import EngineOptions, simulate
 from .errors import CollsimError
-from .nccl_model import PROTOCOLS, System, predict_times
+from .nccl_model import LL_MAX_BW, PROTOCOLS, System, predict_times
 from .protocols import protocol, with_step_latency
 from .topology.model import Topology
 from .topology.presets import NET_STEP_FIT, NETWORKS, PRESETS
@@ -102,7 +102,7 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
         net_extra_s = NET_STEP_FIT.get(topology.preset[2], (0.0, ""))[0] if system.nodes > 1 else 0.0
     out = []
     for size in sizes:
-        algo, proto_used = nccl_pick(system, op, int(size), proto)
+        algo, proto_used = nccl_pick(system, op, int(size), proto, algos=None if system.nodes > 1 else ("ring",))
         row = _run(topology, system, per_node, op, int(size), ranks, algo, proto_used, dtype, net_extra_s)
         if system.nodes > 1 and op == "allreduce":  # NCCL's model often mis-ranks ring and tree across nodes:
             other = "ring" if algo in ("tree", "nvls") else "tree"  # time the other family too, keep the faster
@@ -126,6 +126,9 @@ def _run(topology: Topology, system: System, per_node: int, op: str, size: int, 
         params = {"channels": min(system.n_channels, per_node), "node": per_node}
     cost = protocol(proto if algo != "nvls" else "Simple", family, system.link, multinode)
     cost = replace(cost, net_s=cost.net_s + net_extra_s)
+    if cost.name == "LL" and not multinode:  # tuning.cc caps LL's bus bandwidth at llMaxBw (one node)
+        link_bw = topology.path_cost(0, 1)[1]
+        cost = replace(cost, byte_factor=max(cost.byte_factor, link_bw / (LL_MAX_BW[system.arch][0] * 1e9)))
     coll = Collective(op, ranks, size, dtype)
     schedule = build_schedule(coll, name, **params)
     machine = with_step_latency(topology, cost.intra_s, cost.net_s)

@@ -76,3 +76,12 @@ def test_extra_network_latency_only_across_nodes():
     assert one[0] == one[1]
     two = [predict(parse_topology("p5:nodes=2"), "allreduce", [1 << 20], net_extra_s=x)[0].time_s for x in (0.0, 1e-3)]
     assert two[1] >= two[0] + 2e-3 * (1 - 1e-9)  # at least the two steps across nodes (rails: reduce-scatter and allgather across)
+
+
+def test_ll_is_capped_at_nccls_ll_max_bandwidth_on_one_node():
+    # tuning.cc: LL's bus bandwidth is min(llMaxBw, 0.5 x graph bw); Hopper, one node: llMaxBw = 141 GB/s, so a
+    # 450 GB/s link carries LL payload at 141 GB/s (wire factor 450/141), not at half its rate
+    n = 1 << 20
+    row = predict(parse_topology("p5"), "allreduce", [n], proto="LL")[0]
+    want = 6.6e-6 + 14 * (0.6e-6 + n / 8 / 141e9)
+    assert row.time_s == pytest.approx(want, rel=1e-6)
