@@ -114,3 +114,24 @@ def test_two_node_logs_largest_size_within_15_percent(shared_data):
                        ("03_h100_p5_2node_16gpu_efa_allreduce.txt", "p5:nodes=2"),
                        ("02_a100_p4de_2node_16gpu_efa_allreduce.txt", "p4de:nodes=2")):
         assert abs(_errors(shared_data, name, spec)[-1]) <= 0.15, name
+
+
+def test_tuner_csv_merges_equal_picks_into_ranges():
+    from app.commands.predict import tuner_csv
+    from simulator.predict import Prediction
+
+    def row(size, algorithm, proto):
+        return Prediction(size, size // 4, "x", proto, algorithm, 16, 1.0, 1.0, 0.0)
+
+    text = tuner_csv("reduce_scatter", 16, [row(1024, "nccl_ring", "LL"), row(2048, "nccl_ring", "LL"),
+                                            row(4096, "rails", "Simple")], 2)
+    assert text.splitlines()[2:] == ["reducescatter,0,2048,ring,ll,16,2,16",
+                                     "reducescatter,2049,4294967295,tree,simple,16,2,16"]
+
+
+def test_cli_tuner_csv(tmp_path, capsys):
+    out = tmp_path / "tuner.csv"
+    assert main(["predict", "--preset", "p4de:nodes=2", "--size", "1MiB,1GiB", "--csv", str(out)]) == 0
+    rows = [line.split(",") for line in out.read_text().splitlines() if not line.startswith("#")]
+    assert rows[0][:2] == ["allreduce", "0"] and rows[-1][2] == "4294967295"
+    assert all(r[6:] == ["2", "16"] and r[4] in ("ll", "ll128", "simple") for r in rows)

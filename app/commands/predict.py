@@ -6,6 +6,7 @@ import argparse
 
 from simulator.collective import REDUCING, TOTAL_SIZE_OPS, normalize_op
 from simulator.errors import CollsimError
+from simulator.fileio import atomic_write
 from simulator.formats.nccl_tests import ResultRow, format_log, nccl_type_name, write_log
 from simulator.nccl_model import PROTOCOLS
 from simulator.predict import MAX_RANKS, OPS, predict
@@ -36,6 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ranks", type=int, help="ranks (default: every GPU of the preset)")
     p.add_argument("--proto", default="auto", help=f"protocol: auto (NCCL's pick per size) or one of {', '.join(PROTOCOLS)}")
     p.add_argument("--nccl-log", metavar="FILE", help="also write the table to FILE (nccl-tests format, out-of-place)")
+    p.add_argument("--csv", metavar="FILE", help="also write the picks as an NCCL tuner-plugin CSV (NVIDIA/nccl "
+                   "ext-tuner/example/nccl_tuner.conf format), to try them on real GPUs")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -66,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
     title = f"collsim predict {args.preset}"
     if args.nccl_log:
         write_log(args.nccl_log, op, ranks, results, title=title)
+    if args.csv:
+        atomic_write(args.csv, tuner_csv(op, ranks, rows, topology.preset[1] if ranks > topology.preset[0].gpus_per_node
+                                         and topology.preset[0].machine.nics_per_node is not None else 1))
     if args.json:
         emit_json({"preset": args.preset, "op": op, "ranks": ranks,
                    "rows": [{"bytes": r.bytes, "time_s": r.time_s, "engine_s": r.engine_s, "base_s": r.base_s,
@@ -76,6 +82,34 @@ def run(args: argparse.Namespace) -> int:
     print("# picks (NCCL's tuning model) and the schedule the engine ran:")
     print(table(["size", "NCCL algo", "proto", "channels", "schedule"],
                 [[format_size(r.bytes), r.nccl_algo, r.proto, r.channels, r.algorithm] for r in rows], "llrrl"))
-    if args.nccl_log:
-        print(f"wrote nccl-tests log: {args.nccl_log}")
+    for what, path in (("nccl-tests log", args.nccl_log), ("NCCL tuner CSV", args.csv)):
+        if path:
+            print(f"wrote {what}: {path}")
     return 0
+
+
+TUNER_NAMES = {"allreduce": "allreduce", "allgather": "allgather", "reduce_scatter": "reducescatter"}
+TUNER_ALGOS = {"nccl_ring": "ring", "rails": "tree"}
+MAX_TUNER_BYTES = 4294967295  # the example file's open end
+
+
+def tuner_csv(op: str, ranks: int, rows, nodes: int) -> str:
+    """The picks as rows of NCCL's example tuner plugin: collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks.
+
+    Sizes with the same pick are merged; a range runs from just above the previous size to this size, the
+    last one to the end. The algorithm is the family the engine timed (rails -> NCCL's tree).
+    """
+    lines = ["# collsim predict: NCCL tuner-plugin CSV (ext-tuner/example/nccl_tuner.conf)",
+             "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks"]
+    ranges: list[list] = []
+    for r in rows:
+        pick = (TUNER_ALGOS[r.algorithm], r.proto.lower(), r.channels)
+        if ranges and ranges[-1][2] == pick:
+            ranges[-1][1] = r.bytes
+        else:
+            ranges.append([ranges[-1][1] + 1 if ranges else 0, r.bytes, pick])
+    if ranges:
+        ranges[-1][1] = max(ranges[-1][1], MAX_TUNER_BYTES)
+    for low, high, (algo, proto, channels) in ranges:
+        lines.append(f"{TUNER_NAMES[op]},{low},{high},{algo},{proto},{channels},{nodes},{ranks}")
+    return "\n".join(lines) + "\n"

@@ -54,6 +54,7 @@ OUTPUT_COMMANDS = [  # (id, argv before the flag, flag, field the error names)
     ("fit-out", FIT, "--out", "out"),
     ("nccl-model-write-log", NCCL, "--write-log", "write-log"),
     ("predict-nccl-log", PREDICT, "--nccl-log", "nccl-log"),
+    ("predict-csv", PREDICT, "--csv", "csv"),
     ("export-msccl-o", EXPORT, "-o", "output"),
 ]
 BAD_TARGETS = [  # (id, path, files to create first, what the error says)
@@ -378,6 +379,10 @@ def predict_cases() -> list[Case]:
     """collsim predict, the machine presets and multi-rail clusters it reads."""
     cases = [bad(f"predict-size-{sid}", [*PREDICT[:-2], "--size", text], "size", value) for sid, text, value in BAD_SIZES[:8]]
     return cases + [
+        bad("predict-csv-ok-nccl-log-missing", [*PREDICT, "--csv", "ok.csv", "--nccl-log", "missing/x.log"], "nccl-log",
+            outputs=["ok.csv"]),
+        bad("predict-existing-csv-bad-proto", [*PREDICT, "--proto", "LX", "--csv", "t.csv"], "proto", "LX",
+            outputs=["t.csv"], preexisting=True),
         bad("predict-no-preset", ["predict", "--size", "1MiB"], "preset"),
         bad("predict-preset-unknown", ["predict", "--preset", "p6"], "topology", "p6"),
         bad("predict-preset-not-a-machine", ["predict", "--preset", "mi300x"], "preset", "mi300x", "dgx-h100"),
