@@ -49,7 +49,7 @@ def test_every_smpi_algorithm_is_mapped_or_explained(shared_data):
         assert key in SMPI_NAMES or key in NOT_COMPARABLE, key
 
 
-SMPI_CSV = Path(__file__).resolve().parent / "data" / "simgrid" / "smpi_cluster_p4.csv"
+SMPI_CSV = Path(__file__).resolve().parents[1] / "data" / "simgrid" / "smpi_cluster_p4.csv"
 
 
 def _cases():

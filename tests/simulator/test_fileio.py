@@ -42,7 +42,7 @@ def test_writers_do_not_depend_on_the_cost_model():
     """trace and the nccl-tests writer need atomic_write only: they must not import the link profile."""
     import ast
 
-    root = Path(__file__).resolve().parents[1] / "simulator"
+    root = Path(__file__).resolve().parents[2] / "simulator"
     for module in ("trace.py", "formats/nccl_tests.py"):
         tree = ast.parse((root / module).read_text())
         imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
