@@ -9,3 +9,8 @@ COMMANDS = [algorithms, check, draw, cost, topologies, simulate, sweep, verify, 
 from . import lint_program, scenario  # noqa: E402
 
 COMMANDS[COMMANDS.index(verify):COMMANDS.index(verify)] = [scenario, lint_program]
+
+# Timed programs: run-program after lint-program.
+from . import run_program  # noqa: E402
+
+COMMANDS.insert(COMMANDS.index(lint_program) + 1, run_program)
