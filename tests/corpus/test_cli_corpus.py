@@ -31,6 +31,8 @@ NCCL = ["nccl-model", "--gpus", "8", "--size", "1KiB:1MiB"]
 EXPORT = ["export-msccl", *RING, "--ranks", "4"]
 IMPORT = ["import-msccl", MSCCL]
 SHOW = ["topology", "show"]
+DDP2 = str(DATA / "programs" / "ddp2.yaml")
+RUNP = ["run-program", DDP2]
 
 
 
@@ -53,6 +55,7 @@ OUTPUT_COMMANDS = [  # (id, argv before the flag, flag, field the error names)
     ("fit-out", FIT, "--out", "out"),
     ("nccl-model-write-log", NCCL, "--write-log", "write-log"),
     ("export-msccl-o", EXPORT, "-o", "output"),
+    ("run-program-trace", RUNP, "--trace", "trace"),
 ]
 BAD_TARGETS = [  # (id, path, files to create first, what the error says)
     ("missing-dir", "missing/x.out", {}, "does not exist"),
@@ -455,9 +458,33 @@ def signal_cases() -> list[Case]:
     ]
 
 
+def program_cases() -> list[Case]:
+    """run-program, whatif and scale: programs, scenarios and their options."""
+    swapped = str(DATA / "programs" / "swapped.yaml")
+    mismatch = "world: 2\ngroups: {dp: [0, 1]}\nranks:\n  0: [{op: allreduce, group: dp, size: 2MiB}]\n" \
+               "  1: [{op: allreduce, group: dp, size: 1MiB}]\n"
+    return [
+        bad("run-program-missing-file", ["run-program", "missing.yaml"], "missing.yaml"),
+        bad("run-program-not-yaml", ["run-program", "p.yaml"], "p.yaml", files={"p.yaml": "world: [unclosed"}),
+        bad("run-program-deadlock", ["run-program", swapped], "deadlock",
+            accepted="rank 0 waits in allreduce#1 (group dp) for rank 1, which waits in allgather#1 (group tp) for rank 0"),
+        bad("run-program-mismatch", ["run-program", "m.yaml"], "mismatch", files={"m.yaml": mismatch},
+            accepted="(size differs)"),
+        bad("run-program-algo-bogus", [*RUNP, "--algo", "allreduce=bogus"], "algo", "bogus", "ring"),
+        bad("run-program-algo-no-equals", [*RUNP, "--algo", "ring"], "algo", "ring", "OP=NAME"),
+        bad("run-program-algo-bad-op", [*RUNP, "--algo", "allsum=ring"], "op", "allsum"),
+        bad("run-program-topology-small", [*RUNP, "--topology", "ideal:1"], "ranks", "2"),
+        bad("run-program-topology-bogus", [*RUNP, "--topology", "moon:3"], "topology", "moon"),
+        bad("run-program-ports-negative", [*RUNP, "--ports", "-1"], "ports", "-1"),
+        bad("run-program-gamma-words", [*RUNP, "--gamma", "fast"], "gamma", "fast"),
+        bad("run-program-bandwidth-zero", [*RUNP, "--bandwidth", "0"], "bandwidth", "0"),
+    ]
+
+
 CASES = (output_cases() + size_cases() + link_number_cases() + algorithms_cases() + check_cases() + draw_cases() + cost_cases()
          + topology_cases() + simulate_cases() + sweep_cases() + verify_cases() + calibrate_cases() + compare_cases()
-         + fit_cases() + nccl_model_cases() + msccl_cases() + app_cases() + empty_value_cases() + signal_cases())
+         + fit_cases() + nccl_model_cases() + msccl_cases() + app_cases() + empty_value_cases() + signal_cases()
+         + program_cases())
 SUBCOMMANDS = ("algorithms", "check", "draw", "cost", "topologies", "topology", "simulate", "sweep", "verify", "calibrate",
                "compare", "fit", "nccl-model", "import-msccl", "export-msccl", "app")
 
