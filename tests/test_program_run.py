@@ -194,3 +194,37 @@ def test_deadlock_names_the_cycle_and_keeps_what_ran():
 def test_topology_too_small_is_an_error():
     with pytest.raises(CollsimError, match="ranks: 4 ranks asked"):
         run_program(prog(two_jobs(1, 1)), ideal(2, 0.0, 1e9))
+
+
+def test_isolated_mode_times_each_call_alone():
+    # one call at a time on the links: the isolated run gives the same hand-computed 12 ms and 2 ms exposed
+    r = run_program(prog(ddp_two_buckets(25, 125, 3)), ideal(2, 0.0, 25e9), mode="isolated")
+    assert r.mode == "isolated"
+    assert r.totals()["step_s"] == pytest.approx(12 * MS, rel=1e-9)
+    assert r.totals()["exposed_s"] == pytest.approx(2 * MS, rel=1e-9)
+
+
+def test_isolated_closed_form_above_the_engine_limit():
+    # 8 ranks, ring all-reduce of 8 MB on ideal links (2 us, 10 GB/s): 2 x 7 x (2 us + 1 MB / 10 GB/s) = 1.428 ms
+    from simulator.engine import EngineOptions
+    from simulator.program.isolated import CLOSED_FORM, ENGINE, IsolatedTimes
+
+    text = """
+        world: 8
+        groups: {all: [0, 1, 2, 3, 4, 5, 6, 7]}
+        ranks:
+          0-7: [{op: allreduce, group: all, size: 8MB}]
+        """
+    program = prog(text)
+    topo = ideal(8, 2e-6, 10e9)
+    op = program.ops(0)[0]
+    form = IsolatedTimes(topo, EngineOptions(), {}, 8, max_engine_ranks=4)
+    engine = IsolatedTimes(topo, EngineOptions(), {}, 8)
+    expected = 14 * (2e-6 + 1e6 / 10e9)
+    assert form(op, program.groups["all"])[0] == pytest.approx(expected, rel=1e-9) and form.methods[CLOSED_FORM] == 1
+    assert engine(op, program.groups["all"])[0] == pytest.approx(expected, rel=1e-9) and engine.methods[ENGINE] == 1
+
+
+def test_unknown_mode_is_an_error():
+    with pytest.raises(CollsimError, match="mode: 'fast'; expected one of auto, exact, isolated"):
+        run_program(prog(ddp_two_buckets(25, 25, 3)), ideal(2, 0.0, 25e9), mode="fast")

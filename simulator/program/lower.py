@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,18 +48,19 @@ class _Values:
 
 
 class Augmented(Topology):
-    """A machine plus one private compute lane per (rank, stream): lane k joins devices world + 2k -> world + 2k + 1."""
+    """A machine plus private lanes (one per rank and compute stream, and in isolated mode one per process group):
+    lane k is one link from device world + 2k to world + 2k + 1."""
 
     ideal = False
 
-    def __init__(self, base: Topology, world: int, lanes: list[tuple[int, str]]):
+    def __init__(self, base: Topology, world: int, lanes: list[str]):
         base.check_ranks(world)
         self.base, self.world, self.lanes = base, world, lanes
         self.name = base.name
         self.description = f"{base.name} with {len(lanes)} compute lanes"
         self.node_names = [base.device_name(r) for r in range(world)]
-        for r, s in lanes:
-            self.node_names += [f"rank{r}.{s}", f"rank{r}.{s}.done"]
+        for name in lanes:
+            self.node_names += [name, f"{name}.done"]
         self.node_kinds = ["gpu"] * world + ["cpu"] * (2 * len(lanes))
         self.devices = list(range(world + 2 * len(lanes)))
         self.placement = list(self.devices)
@@ -97,8 +99,7 @@ class Augmented(Topology):
     def link_name(self, lid: int) -> str:
         if lid < self.base_links:
             return self.base.link_name(lid)
-        r, s = self.lanes[lid - self.base_links]
-        return f"compute rank {r} stream {s}"
+        return f"lane {self.lanes[lid - self.base_links]}"
 
 
 @dataclass
@@ -156,8 +157,13 @@ def _params(name: str, members: tuple[int, ...], gpus_per_node: int) -> dict:
 
 
 def lower(program: Program, topology: Topology, algorithms: dict[str, str] | None = None,
-          gpus_per_node: int | None = None) -> Lowered:
-    """The one schedule that runs `program` on `topology` (the program must have no mismatched calls)."""
+          gpus_per_node: int | None = None, isolated: Callable[[Op, tuple[int, ...]], tuple[float, str]] | None = None
+          ) -> Lowered:
+    """The one schedule that runs `program` on `topology` (the program must have no mismatched calls).
+
+    With `isolated` (op, members) -> (seconds, algorithm), each collective is one transfer of that duration on its
+    group's private lane instead of its schedule: collectives then share no links (an approximation for large runs).
+    """
     if gpus_per_node is None:
         gpus_per_node = int(program.meta.get("meta", {}).get("scenario", {}).get("gpus_per_node", 8))
     world = program.world
@@ -166,13 +172,19 @@ def lower(program: Program, topology: Topology, algorithms: dict[str, str] | Non
         for op in program.ops(r):
             if op.op == COMPUTE:
                 lane_of.setdefault((r, op.stream), len(lane_of))
-    topo = Augmented(topology, world, list(lane_of))
+    if isolated:
+        for g in program.groups:
+            lane_of.setdefault((-1, g), len(lane_of))
+    topo = Augmented(topology, world, [f"rank{r}.{s}" if r >= 0 else f"group.{s}" for r, s in lane_of])
     low = Lowered(program, Schedule(Collective("allreduce", len(topo.devices), 0, "uint8"), "program", []), topo, {}, {}, {}, [])
     b = _Builder()
     _arrivals(low, b, lane_of)
     cache: dict[tuple, dict] = {}
     for key, calls in meetings(program).items():
-        _meet(low, b, key, calls, dict(algorithms or {}), gpus_per_node, cache)
+        if isolated and key[0] == "group":
+            _isolated(low, b, key, calls, lane_of, isolated)
+        else:
+            _meet(low, b, key, calls, dict(algorithms or {}), gpus_per_node, cache)
     for r in range(world):  # arrivals wait for the ends of what each operation depends on
         for i, ds in enumerate(dependencies(program.ops(r))):
             b.deps[low.arrive[(r, i)]].extend(low.end[(r, j)] for j in ds)
@@ -196,6 +208,22 @@ def _arrivals(low: Lowered, b: _Builder, lane_of: dict[tuple[int, str], int]) ->
                 low.arrive[(r, i)] = b.join(r, ("op", r, i))
             else:
                 low.arrive[(r, i)] = low.end[(r, i)] = b.join(r, ("op", r, i))
+
+
+def _isolated(low: Lowered, b: _Builder, key: tuple, calls: dict[int, int], lane_of: dict, timing: Callable) -> None:
+    """A collective as one fixed-duration transfer on its group's lane, after every member arrived."""
+    parties = low.program.groups[key[1]]
+    first = low.program.ops(next(iter(calls)))[next(iter(calls.values()))]
+    start = b.join(parties[0], ("meet", key), [low.arrive[(r, i)] for r, i in calls.items()])
+    if any(p not in calls for p in parties):
+        b.deps[start].append(start)
+    seconds, name = timing(first, parties)
+    dev = low.program.world + 2 * lane_of[(-1, key[1])]
+    tid = b.add(dev, dev + 1, round(seconds * COMPUTE_BW), ("meet", key), False, [start])
+    low.algorithms[key] = name
+    for r, i in calls.items():
+        low.gate[(r, i)] = start
+        low.end[(r, i)] = tid
 
 
 def _meet(low: Lowered, b: _Builder, key: tuple, calls: dict[int, int], choices: dict, gpus_per_node: int,

@@ -62,6 +62,7 @@ class ProgramResult:
     trace: Trace
     ops: list[OpTime]
     per_rank: list[dict] = field(default_factory=list)
+    mode: str = "exact"
 
     @property
     def program(self) -> Program:
@@ -80,7 +81,8 @@ class ProgramResult:
                 "comm_s": worst["comm_s"] if worst else 0.0, "exposed_s": worst["exposed_s"] if worst else 0.0,
                 "rank": worst["rank"] if worst else 0,
                 "max_compute_s": max((r["compute_s"] for r in self.per_rank), default=0.0),
-                "transfers": len(self.lowered.schedule.transfers), "events": self.trace.events, "wall_s": self.trace.wall_s}
+                "mode": self.mode, "transfers": len(self.lowered.schedule.transfers), "events": self.trace.events,
+                "wall_s": self.trace.wall_s}
 
     def collectives(self) -> list[dict]:
         """Each communication call of rank 0 (or of its lowest rank when rank 0 has none): start and end."""
@@ -128,18 +130,41 @@ class ProgramResult:
                                        "otherData": {"collsim": self.totals()}}))
 
 
+MODES = ("auto", "exact", "isolated")
+AUTO_LIMIT = 2_000_000  # estimated transfers above which mode 'auto' times calls in isolation
+
+
+def estimate_transfers(program: Program) -> int:
+    """About how many transfers the exact lowering needs: 2 p (p - 1) per collective call (a ring all-reduce)."""
+    sizes = {g: len(m) for g, m in program.groups.items()}
+    return sum(2 * sizes[op.group] * (sizes[op.group] - 1) for op in program.ops(min(program.ranks, default=0))
+               if op.is_collective) * max(1, program.world // max(1, max(sizes.values(), default=1)))
+
+
 def run_program(program: Program, topology: Topology, options: EngineOptions | None = None,
                 algorithms: dict[str, str] | None = None, gpus_per_node: int | None = None,
-                raise_on_deadlock: bool = True) -> ProgramResult:
-    """Run `program` on `topology`; mismatched calls and deadlocks raise CollsimError naming them."""
+                raise_on_deadlock: bool = True, mode: str = "auto") -> ProgramResult:
+    """Run `program` on `topology`; mismatched calls and deadlocks raise CollsimError naming them.
+
+    mode 'exact' expands every call into its schedule (calls share links); 'isolated' times each distinct call alone
+    (isolated.py) and runs it as one step; 'auto' is exact up to AUTO_LIMIT estimated transfers."""
+    if mode not in MODES:
+        raise CollsimError(f"mode: {mode!r}; expected one of {', '.join(MODES)}")
     checker = _Checker(program)
     mismatches = checker.mismatches()
     if mismatches:
         raise CollsimError("program: mismatch: " + "; ".join(p.message for p in mismatches))
     options = replace(options or EngineOptions(), header_bytes=0, messages=None)  # lanes carry exact compute time
-    lowered = lower(program, topology, algorithms, gpus_per_node)
+    if gpus_per_node is None:
+        gpus_per_node = int(program.meta.get("meta", {}).get("scenario", {}).get("gpus_per_node", 8))
+    timing = None
+    if mode == "isolated" or (mode == "auto" and estimate_transfers(program) > AUTO_LIMIT):
+        from .isolated import IsolatedTimes
+
+        timing = IsolatedTimes(topology, options, algorithms or {}, gpus_per_node)
+    lowered = lower(program, topology, algorithms, gpus_per_node, timing)
     trace = simulate(lowered.schedule, lowered.topology, options, raise_on_deadlock=False)
-    result = ProgramResult(lowered, trace, _op_times(lowered, trace))
+    result = ProgramResult(lowered, trace, _op_times(lowered, trace), mode="isolated" if timing else "exact")
     result.per_rank = [_rank_totals(result, r) for r in range(program.world)]
     if trace.stuck.size:
         problems = _deadlocks(checker, lowered, trace)
