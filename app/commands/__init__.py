@@ -14,3 +14,9 @@ COMMANDS[COMMANDS.index(verify):COMMANDS.index(verify)] = [scenario, lint_progra
 from . import run_program  # noqa: E402
 
 COMMANDS.insert(COMMANDS.index(lint_program) + 1, run_program)
+
+# What-if and scaling studies of training steps, after run-program.
+from . import scale, whatif  # noqa: E402
+
+COMMANDS.insert(COMMANDS.index(run_program) + 1, whatif)
+COMMANDS.insert(COMMANDS.index(whatif) + 1, scale)

@@ -97,18 +97,20 @@ class ProgramResult:
         return {"totals": self.totals(), "per_rank": self.per_rank, "critical_path": self.critical_path(),
                 "operations": [o.to_dict() for o in self.ops]}
 
-    def chrome_events(self) -> list[dict]:
-        """Chrome trace events: a process per rank, a thread per stream; the machine's links from the engine's trace."""
+    def chrome_events(self, ranks: int | None = None) -> list[dict]:
+        """Chrome trace events: a process per rank, a thread per stream; the machine's links from the engine's trace.
+
+        `ranks` keeps the first that many ranks (and leaves the links out), for traces of large machines."""
         us = 1e6
         ev: list[dict] = []
-        world = self.program.world
+        world = min(self.program.world, ranks or self.program.world)
         for r in range(world):
             ev.append({"name": "process_name", "ph": "M", "pid": 10 + r, "args": {"name": f"rank {r}"}})
             for k, s in enumerate(self.program.streams(r)):
                 ev.append({"name": "thread_name", "ph": "M", "pid": 10 + r, "tid": k, "args": {"name": f"stream {s}"}})
         tids = {r: {s: k for k, s in enumerate(self.program.streams(r))} for r in range(world)}
         for o in self.ops:
-            if np.isnan(o.end) or o.kind in ("record", "wait"):
+            if o.rank >= world or np.isnan(o.end) or o.kind in ("record", "wait"):
                 continue
             args = {"op": o.kind, "arrive_us": o.arrive * us}
             if o.group:
@@ -119,7 +121,7 @@ class ProgramResult:
             ev.append({"name": o.label, "ph": "X", "pid": 10 + o.rank, "tid": tids[o.rank][o.stream], "ts": o.start * us,
                        "dur": (o.end - o.start) * us, "cat": o.kind, "args": args})
         base = self.lowered.topology.base_links
-        for e in self.trace.chrome_events():
+        for e in self.trace.chrome_events() if ranks is None else ():
             if e.get("pid") == 2 and e.get("tid", 0) < base:  # the machine's links (lanes left out)
                 ev.append(e)
         return ev
