@@ -63,26 +63,46 @@ def run_cases(fn: Callable[[Any], Any], cases: Sequence[Any], jobs: int | None =
             bar.close()
 
 
+def _worker_init() -> None:
+    """Workers leave SIGINT to the parent and die quietly on SIGTERM (the parent terminates them when it stops)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _indexed(job: tuple) -> tuple[int, bool, Any]:
+    fn, i, case = job
+    try:
+        return i, True, fn(case)
+    except CollsimError as exc:
+        return i, False, str(exc)
+
+
 def _pool(fn: Callable, cases: list, jobs: int, bar) -> list:
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    context = multiprocessing.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = {pool.submit(fn, case): i for i, case in enumerate(cases)}
+    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    pool = context.Pool(jobs, initializer=_worker_init)
+    try:
         out: list[Any] = [None] * len(cases)
-        errors: dict[int, BaseException] = {}
-        for future in as_completed(futures):
-            i = futures[future]
-            try:
-                out[i] = future.result()
-            except CollsimError as exc:
-                errors[i] = exc
+        errors: dict[int, str] = {}
+        for i, ok, value in pool.imap_unordered(_indexed, [(fn, i, c) for i, c in enumerate(cases)]):
+            if ok:
+                out[i] = value
+            else:
+                errors[i] = value
             if bar:
                 bar.update()
-        if errors:
-            raise errors[min(errors)]
-        return out
+        pool.close()
+        pool.join()
+    except BaseException:
+        pool.terminate()  # interrupted: no worker outlives the command
+        pool.join()
+        raise
+    if errors:
+        raise CollsimError(errors[min(errors)])
+    return out
 
 
 def _dask(fn: Callable, cases: list, address: str, desc: str) -> list:
@@ -94,26 +114,26 @@ def _dask(fn: Callable, cases: list, address: str, desc: str) -> list:
     if not isinstance(address, str) or not address.strip():
         raise CollsimError(f"dask: {address!r} is not a scheduler address; expected HOST:PORT such as tcp://127.0.0.1:8786")
     try:
-        client = Client(address.strip(), timeout="10s", set_as_default=False)
+        client = Client(address.strip(), timeout="3s", set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
         raise CollsimError(f"dask: cannot reach a scheduler at {address!r} ({type(exc).__name__}); expected the address of "
                            "a running Dask scheduler such as tcp://127.0.0.1:8786") from None
     bar = _bar(len(cases), desc)
     try:
-        futures = client.map(fn, cases, pure=False)
-        index = {f.key: i for i, f in enumerate(futures)}
+        futures = client.map(_indexed, [(fn, i, c) for i, c in enumerate(cases)], pure=False)
         out: list[Any] = [None] * len(cases)
-        errors: dict[int, BaseException] = {}
-        for future in as_completed(futures):
-            i = index[future.key]
-            try:
-                out[i] = future.result()
-            except CollsimError as exc:
-                errors[i] = exc
-            if bar:
-                bar.update()
+        errors: dict[int, str] = {}
+        with client.as_current():
+            for future in as_completed(futures):
+                i, ok, value = future.result()
+                if ok:
+                    out[i] = value
+                else:
+                    errors[i] = value
+                if bar:
+                    bar.update()
         if errors:
-            raise errors[min(errors)]
+            raise CollsimError(errors[min(errors)])
         return out
     finally:
         if bar:
