@@ -9,7 +9,7 @@ from simulator.collective import OPS, normalize_op
 from simulator.engine import EngineOptions
 from simulator.errors import CollsimError
 from simulator.program import load_program
-from simulator.program.run import ProgramDeadlock, ProgramResult, run_program
+from simulator.program.run import MODES, ProgramDeadlock, ProgramResult, run_program
 from simulator.topology import Topology, ideal, parse_topology
 from simulator.units import format_time, parse_bandwidth, parse_time
 
@@ -79,6 +79,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", metavar="TIME", help="set every link's latency")
     p.add_argument("--bandwidth", metavar="BW", help="set every link's bandwidth per direction")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome trace (one track per rank per stream, and the links)")
+    p.add_argument("--mode", default="auto", choices=MODES,
+                   help="exact: every call expanded into its schedule (calls share links); isolated: each distinct call "
+                        "timed alone, then run as one step (large programs); auto (default): exact up to about 2M transfers")
     p.add_argument("--calls", type=int, default=12, help="calls of rank 0 to list (default 12; 0 = none)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -88,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
     program = load_program(args.file)
     topology = machine(args.topology, program.world, args.alpha, args.bandwidth)
     try:
-        result = run_program(program, topology, engine_options(args), parse_algos(args.algo), args.gpus_per_node)
+        result = run_program(program, topology, engine_options(args), parse_algos(args.algo), args.gpus_per_node,
+                             mode=args.mode)
     except ProgramDeadlock as exc:
         if args.json:
             emit_json({"file": args.file, "ok": False, "problems": [p.to_dict() for p in exc.problems]})
@@ -107,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
 def report(result: ProgramResult, name: str, topology: str, calls: int = 12) -> None:
     """The totals, rank 0's first calls and the critical path, as text."""
     t = result.totals()
-    print(f"# {name}: {result.program.world} ranks on {topology}; {t['transfers']:,} transfers, {t['events']:,} events")
+    print(f"# {name}: {result.program.world} ranks on {topology}; {t['mode']} run, {t['transfers']:,} transfers, "
+          f"{t['events']:,} events")
     print(table(["step", "compute", "communication", "exposed", "rank"],
                 [[format_time(t["step_s"]), format_time(t["compute_s"]), format_time(t["comm_s"]),
                   format_time(t["exposed_s"]), t["rank"]]]))
