@@ -228,3 +228,18 @@ def test_isolated_closed_form_above_the_engine_limit():
 def test_unknown_mode_is_an_error():
     with pytest.raises(CollsimError, match="mode: 'fast'; expected one of auto, exact, isolated"):
         run_program(prog(ddp_two_buckets(25, 25, 3)), ideal(2, 0.0, 25e9), mode="fast")
+
+
+def test_run_program_command(tmp_path, capsys, shared_data):
+    from app.cli import main
+
+    trace = tmp_path / "step.trace.json"
+    argv = ["run-program", str(shared_data / "programs" / "ddp2.yaml"), "--alpha", "0", "--bandwidth", "25GB/s", "--json",
+            "--trace", str(trace)]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["totals"]["step_s"] == pytest.approx(12 * MS) and out["totals"]["exposed_s"] == pytest.approx(2 * MS)
+    assert json.loads(trace.read_text())["traceEvents"]
+    assert main(argv[:6]) == 0  # the text report
+    text = capsys.readouterr().out
+    assert "12.000 ms" in text and "critical path" in text and 'allreduce#2 (group dp, "b2")' in text
