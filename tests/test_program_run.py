@@ -199,7 +199,7 @@ def test_topology_too_small_is_an_error():
 def test_isolated_mode_times_each_call_alone():
     # one call at a time on the links: the isolated run gives the same hand-computed 12 ms and 2 ms exposed
     r = run_program(prog(ddp_two_buckets(25, 125, 3)), ideal(2, 0.0, 25e9), mode="isolated")
-    assert r.mode == "isolated"
+    assert r.mode == "symmetric"  # both ranks run the same list: rank 0 stands for both
     assert r.totals()["step_s"] == pytest.approx(12 * MS, rel=1e-9)
     assert r.totals()["exposed_s"] == pytest.approx(2 * MS, rel=1e-9)
 
@@ -243,3 +243,22 @@ def test_run_program_command(tmp_path, capsys, shared_data):
     assert main(argv[:6]) == 0  # the text report
     text = capsys.readouterr().out
     assert "12.000 ms" in text and "critical path" in text and 'allreduce#2 (group dp, "b2")' in text
+
+
+def test_symmetric_and_asymmetric_programs_in_isolated_mode():
+    # two TP pairs {0,1} and {2,3} of the same shape: 1 ms compute, then a ring all-reduce of 10 MB at 10 GB/s = 1 ms
+    same = """
+        world: 4
+        groups: {a: [0, 1], b: [2, 3]}
+        ranks:
+          0-1: [{op: compute, time: 1ms}, {op: allreduce, group: a, size: 10MB}]
+          2-3: [{op: compute, time: 1ms}, {op: allreduce, group: b, size: 10MB}]
+        """
+    r = run_program(prog(same), ideal(4, 0.0, 10e9), gpus_per_node=2, mode="isolated")
+    assert r.mode == "symmetric" and r.step_time == pytest.approx(2 * MS, rel=1e-9)
+    # rank 3 computes longer: no longer symmetric; its pair waits for it (ends at 3 + 1 ms), the other pair does not
+    other = same.replace("2-3: [{op: compute, time: 1ms}", "2: [{op: compute, time: 1ms}, {op: allreduce, group: b, size: 10MB}]\n"
+                         "          3: [{op: compute, time: 3ms}")
+    r = run_program(prog(other), ideal(4, 0.0, 10e9), gpus_per_node=2, mode="isolated")
+    assert r.mode == "isolated" and r.step_time == pytest.approx(4 * MS, rel=1e-9)
+    assert r.per_rank[0]["end_s"] == pytest.approx(2 * MS) and r.per_rank[2]["wait_s"] == pytest.approx(2 * MS)

@@ -24,6 +24,7 @@ from .graph import labels
 from .lower import Lowered, lower
 from .matching import Problem, _Checker
 from .model import COMPUTE, Program
+from .symmetry import representative
 
 
 class ProgramDeadlock(CollsimError):
@@ -152,24 +153,35 @@ def run_program(program: Program, topology: Topology, options: EngineOptions | N
     (isolated.py) and runs it as one step; 'auto' is exact up to AUTO_LIMIT estimated transfers."""
     if mode not in MODES:
         raise CollsimError(f"mode: {mode!r}; expected one of {', '.join(MODES)}")
-    checker = _Checker(program)
-    mismatches = checker.mismatches()
-    if mismatches:
-        raise CollsimError("program: mismatch: " + "; ".join(p.message for p in mismatches))
     options = replace(options or EngineOptions(), header_bytes=0, messages=None)  # lanes carry exact compute time
     if gpus_per_node is None:
         gpus_per_node = int(program.meta.get("meta", {}).get("scenario", {}).get("gpus_per_node", 8))
-    timing = None
+    timing, checker = None, None
     if mode == "isolated" or (mode == "auto" and estimate_transfers(program) > AUTO_LIMIT):
         from .isolated import IsolatedTimes
 
         timing = IsolatedTimes(topology, options, algorithms or {}, gpus_per_node)
+        rep = representative(program, gpus_per_node)
+        if rep is not None:  # one rank stands for all (symmetry.py): time calls on the full groups, run rank 0 alone
+            topology.check_ranks(program.world)
+            full, times = program.groups, timing
+            program = rep
+            timing = lambda op, members: times(op, full[op.group])  # noqa: E731
+    if program.world > 1 or "represents" not in program.meta:
+        checker = _Checker(program)
+        mismatches = checker.mismatches()
+        if mismatches:
+            raise CollsimError("program: mismatch: " + "; ".join(p.message for p in mismatches))
     lowered = lower(program, topology, algorithms, gpus_per_node, timing)
     trace = simulate(lowered.schedule, lowered.topology, options, raise_on_deadlock=False)
-    result = ProgramResult(lowered, trace, _op_times(lowered, trace), mode="isolated" if timing else "exact")
-    result.per_rank = [_rank_totals(result, r) for r in range(program.world)]
+    mode = "exact" if timing is None else "isolated" if program.world > 1 or "represents" not in program.meta else "symmetric"
+    result = ProgramResult(lowered, trace, _op_times(lowered, trace), mode=mode)
+    by_rank: dict[int, list[OpTime]] = {r: [] for r in range(program.world)}
+    for o in result.ops:
+        by_rank[o.rank].append(o)
+    result.per_rank = [_rank_totals(by_rank[r], r) for r in range(program.world)]
     if trace.stuck.size:
-        problems = _deadlocks(checker, lowered, trace)
+        problems = _deadlocks(checker or _Checker(program), lowered, trace)
         if raise_on_deadlock:
             raise ProgramDeadlock(problems, result)
     return result
@@ -239,10 +251,9 @@ def _minus(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
     return total
 
 
-def _rank_totals(result: ProgramResult, rank: int) -> dict:
-    """Compute time (union over streams), communication time (union of calls from start to end) and the part of
-    communication no compute overlaps (exposed)."""
-    mine = [o for o in result.ops if o.rank == rank]
+def _rank_totals(mine: list[OpTime], rank: int) -> dict:
+    """One rank's compute time (union over streams), communication time (union of calls from start to end) and the
+    part of communication no compute overlaps (exposed)."""
     compute = _union([(o.start, o.end) for o in mine if o.kind == COMPUTE])
     comm = _union([(o.start, o.end) for o in mine if o.kind not in (COMPUTE, "record", "wait")])
     wait = _union([(o.arrive, o.start) for o in mine if o.kind not in (COMPUTE, "record", "wait")])
