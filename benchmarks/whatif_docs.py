@@ -12,6 +12,7 @@ import os
 import sys
 import time
 
+from app.commands.scale import machine_spec
 from simulator.fileio import atomic_write
 from simulator.parallel import run_cases
 from simulator.program.whatif import StepCase, evaluate
@@ -33,7 +34,23 @@ def cases() -> dict[str, list[StepCase]]:
         if gpus > 8:
             out["hybrid"].append(StepCase("hybrid", machine, gpus=gpus, tp=8, algorithms=RING, label="flat ring"))
     out["anchor"] = [StepCase("tp-sp", "dgx-a100", model="megatron-22b", gpu="a100", micro_batch=4, label="tp 8 + sp")]
+    out["scale"] = [StepCase("ddp", machine_spec("dgx-h100", "ib400", g), gpus=g, algorithms=(("allreduce", algo),), label=algo)
+                    for g in SCALE for algo in SCALE_ALGOS]
     return out
+
+
+SCALE = [8 << k for k in range(10)]  # 8 .. 4096 GPUs
+SCALE_ALGOS = ("ring", "hierarchical", "double_binary_tree")
+
+
+def scale_table(rows: list[dict]) -> str:
+    lines = ["| GPUs | " + " | ".join(f"{a}: step | {a}: efficiency" for a in SCALE_ALGOS) + " |",
+             "|---:|" + "---:|---:|" * len(SCALE_ALGOS)]
+    for g in SCALE:
+        mine = {r["label"]: r for r in rows if r["gpus"] == g}
+        lines.append(f"| {g} | " + " | ".join(f"{format_time(mine[a]['step_s'])} | {mine[a]['efficiency']:.1%}"
+                                                for a in SCALE_ALGOS) + " |")
+    return "\n".join(lines)
 
 
 def table(rows: list[dict], first: str = "algorithm") -> str:
@@ -104,7 +121,10 @@ alone on its ranks of the machine and then runs as one step of that duration (`-
 `simulator/program/isolated.py`; above 128 members the algorithm's closed form with the slowest hop between
 members is used, two-level for hierarchical). The isolated mode is exact when one collective at a time uses a
 stretch of links (DDP's single comm stream) and optimistic where collectives overlap on the same links (FSDP's
-all-gather and reduce-scatter streams; TP and DP traffic on NVLink). The "run" column says which was used.
+all-gather and reduce-scatter streams; TP and DP traffic on NVLink). When every GPU runs the same operations on
+groups of the same shape, called at the same positions (DDP, FSDP), one GPU stands for all in isolated mode
+(`symmetric`, `simulator/program/symmetry.py`): it gives the isolated numbers exactly, in a fraction of the time.
+The "run" column says which was used.
 
 ## 7B with DDP: 8 GPUs in one node, then 64 and 512 over 400G InfiniBand
 
@@ -151,6 +171,19 @@ matrix multiplications). The data-parallel groups hold one GPU per node, so thei
 (hierarchical has nothing to group: one member per node); each GPU synchronises 1/8 of the gradients, so DP costs
 less than in pure DDP. Most of the exposed time is TP's, which does not depend on the GPU count; the growth from 64
 to 512 GPUs is the data-parallel rings'.
+
+## Where each all-reduce stops scaling (`collsim scale ddp --gpus 8:4096`)
+
+The same 7B DDP step from 8 to 4096 H100s (one to 512 nodes over 400G InfiniBand), per all-reduce algorithm (the
+registry's, `chunks` 1: the double binary tree is not pipelined here, so it moves each bucket whole down and up
+the trees):
+
+{scale_table(g["scale"])}
+
+The flat ring stops scaling at the first NIC (16 GPUs): every bucket crosses its slowest hop 2(p-1) times. The
+hierarchical all-reduce holds near compute while 1/8 of each bucket across nodes fits behind backward, and falls
+off when its ring across nodes grows long enough that 2(N-1) hop latencies per bucket (N nodes, about 540 buckets
+per step) no longer hide. Beyond 128 members the numbers come from closed forms (isolated mode), not the engine.
 
 ## Anchor: Megatron 22B on 8 A100 (Korthikanti et al. 2022, Calculon's validation table)
 
