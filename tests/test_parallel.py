@@ -72,3 +72,14 @@ def test_unreachable_scheduler_is_a_clear_error():
     pytest.importorskip("distributed")
     with pytest.raises(CollsimError, match="dask: cannot reach a scheduler at 'tcp://127.0.0.1:9'"):
         run_cases(square, [1, 2], dask="tcp://127.0.0.1:9")
+
+
+def test_sweep_command_jobs_two_equals_serial(capsys):
+    from app.cli import main
+
+    argv = ["sweep", "--op", "allreduce", "--algo", "ring,hierarchical", "--ranks", "16", "--sizes", "1KiB:1MiB:32",
+            "--topology", "dgx-h100:nodes=2", "--json"]
+    assert main([*argv, "--jobs", "1"]) == 0
+    serial = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--jobs", "2"]) == 0
+    assert json.loads(capsys.readouterr().out) == serial and len(serial["rows"]) == 6  # 1 KiB, 32 KiB, 1 MiB x 2
