@@ -80,7 +80,7 @@ def page(rows: list[dict], cases: int, load: tuple) -> str:
              "`collsim sweep`, `whatif` and `scale` run their cases through `simulator/parallel.py`: serially "
              "(`--jobs 1`), in a pool of processes (`--jobs N`, default every core) or on a Dask scheduler "
              "(`--dask ADDRESS`). Results come back in case order and equal the serial ones exactly "
-             "(`tests/test_parallel.py` checks a real `LocalCluster`).", "",
+             "(`tests/simulator/test_parallel.py` checks a real `LocalCluster`).", "",
              f"{cases} what-if cases (7B DDP steps on 2 x 8 H100 over 400G IB, four all-reduce algorithms, several bucket "
              f"sizes), one run each, on this machine ({os.cpu_count()} cores, shared with other work):", "",
              "| run | wall | speedup | identical to serial | load average (1 min) |", "|---|---:|---:|---|---:|"]

@@ -12,8 +12,8 @@ from simulator.algorithms import build_schedule, get, names_for
 from simulator.algorithms.registry import check_ranks
 from simulator.collective import REDUCING, ROOTED, Collective, normalize_op
 from simulator.engine import simulate
+from simulator.fileio import atomic_write
 from simulator.parallel import check_jobs, run_cases
-from simulator.profile import atomic_write
 from simulator.units import parse_size_range
 
 from ..args import add_algo_params, add_collective, add_op, algo_params

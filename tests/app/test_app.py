@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-SCRIPT = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
+SCRIPT = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
 
 
 def _app() -> AppTest:
