@@ -262,3 +262,17 @@ def test_symmetric_and_asymmetric_programs_in_isolated_mode():
     r = run_program(prog(other), ideal(4, 0.0, 10e9), gpus_per_node=2, mode="isolated")
     assert r.mode == "isolated" and r.step_time == pytest.approx(4 * MS, rel=1e-9)
     assert r.per_rank[0]["end_s"] == pytest.approx(2 * MS) and r.per_rank[2]["wait_s"] == pytest.approx(2 * MS)
+
+
+def test_isolated_and_symmetric_equal_exact_when_one_call_runs_at_a_time():
+    """DDP on 2 nodes: one comm stream, so no two calls share links; the three modes must agree to rounding."""
+    from simulator.program.scenarios import build_spec, generate
+    from simulator.topology import parse_topology
+
+    program = generate(build_spec("ddp", "llama2-7b", "h100", 16, bucket=1 << 30, seq_len=512))
+    topo = parse_topology("dgx-h100:nodes=2,net=ib400")
+    runs = {mode: run_program(program, topo, algorithms={"allreduce": "hierarchical"}, mode=mode) for mode in ("exact", "isolated")}
+    assert runs["isolated"].mode == "symmetric"
+    exact, fast = runs["exact"].totals(), runs["isolated"].totals()
+    for key in ("step_s", "exposed_s", "comm_s", "max_compute_s"):
+        assert fast[key] == pytest.approx(exact[key], rel=1e-9), key
