@@ -1,0 +1,125 @@
+"""The topology as a picture: a layout per builder (circle for rings, grid for tori, nodes grouped for clusters,
+switches as hubs), with a step's transfers or each link's utilisation drawn on it (plotly)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from simulator.topology.model import Topology
+
+_CHUNK_COLOURS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#46f0f0", "#f032e6", "#bcf60c",
+                  "#008080", "#9a6324", "#800000", "#808000", "#000075", "#808080"]
+
+
+def chunk_colour(chunk: int) -> str:
+    """A distinct colour per chunk (cycling)."""
+    return _CHUNK_COLOURS[chunk % len(_CHUNK_COLOURS)]
+
+
+def _circle(n: int, radius: float = 1.0, cx: float = 0.0, cy: float = 0.0) -> list[tuple[float, float]]:
+    return [(cx + radius * math.sin(2 * math.pi * i / max(n, 1)), cy + radius * math.cos(2 * math.pi * i / max(n, 1)))
+            for i in range(n)]
+
+
+def layout(topo: Topology) -> dict[int, tuple[float, float]]:
+    """Node index -> (x, y): tori on their grid, clusters as groups of GPUs around their switch, others on a circle."""
+    names, kinds = topo.node_names, topo.node_kinds
+    gpus = [i for i, k in enumerate(kinds) if k == "gpu"]
+    others = [i for i, k in enumerate(kinds) if k != "gpu"]
+    pos: dict[int, tuple[float, float]] = {}
+    torus = [re.fullmatch(r"[a-z]+(\d+)_(\d+)(?:_(\d+))?", names[i]) for i in gpus]
+    grouped = [re.fullmatch(r"n(\d+)g(\d+)", names[i]) for i in gpus]
+    if gpus and all(torus):
+        for i, m in zip(gpus, torus):
+            a, b, c = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+            pos[i] = (b + c * 0.25 + 0.0, -a - c * 0.25)
+    elif gpus and all(grouped):
+        nodes = sorted({int(m.group(1)) for m in grouped})
+        per = max(int(m.group(2)) for m in grouped) + 1
+        columns = max(1, math.ceil(math.sqrt(len(nodes))))
+        centres = {n: (3.0 * (k % columns), -3.0 * (k // columns)) for k, n in enumerate(nodes)}
+        for i, m in zip(gpus, grouped):
+            cx, cy = centres[int(m.group(1))]
+            pos[i] = _circle(per, 1.0, cx, cy)[int(m.group(2))]
+        for i in others:
+            own = re.match(r"n(\d+)", names[i])
+            if own and int(own.group(1)) in centres:
+                cx, cy = centres[int(own.group(1))]
+                nic = re.search(r"nic(\d+)", names[i])
+                pos[i] = (cx + 1.35, cy - 0.3 * int(nic.group(1))) if nic else (cx, cy)
+        rest = [i for i in others if i not in pos]
+        width = 3.0 * (columns - 1)
+        for k, i in enumerate(rest):
+            pos[i] = (width * (k + 1) / (len(rest) + 1), 2.2 + 0.6 * ("spine" in names[i]))
+    else:
+        for i, xy in zip(gpus, _circle(len(gpus))):
+            pos[i] = xy
+        for k, i in enumerate(others):
+            pos[i] = (0.0, 0.0) if len(others) == 1 else (0.5 * math.cos(2 * math.pi * k / len(others)),
+                                                          0.5 * math.sin(2 * math.pi * k / len(others)) + 0.0)
+    return pos
+
+
+def topology_figure(topo: Topology, ranks: int, arrows: list[tuple[int, int, int, str]] | None = None,
+                    link_values: dict[int, float] | None = None, title: str = "", height: int = 460):
+    """The graph; `arrows` (src rank, dst rank, chunk, hover) drawn over it, or links coloured by `link_values` (0..1)."""
+    import plotly.graph_objects as go
+
+    pos = layout(topo)
+    fig = go.Figure()
+    seen = set()
+    xs, ys = [], []
+    for lid in range(min(topo.num_links, 20000) if not topo.ideal else 0):
+        u, v = int(topo.link_src[lid]), int(topo.link_dst[lid])
+        if (v, u) in seen or link_values is not None:
+            continue
+        seen.add((u, v))
+        xs += [pos[u][0], pos[v][0], None]
+        ys += [pos[u][1], pos[v][1], None]
+    if xs:
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color="#c8c8c8", width=1.5), hoverinfo="skip",
+                                 name="links", showlegend=False))
+    if link_values is not None:
+        _utilisation_lines(fig, topo, pos, link_values)
+    placement = [topo.devices[topo.placement[r]] for r in range(ranks)]
+    switches = [i for i, k in enumerate(topo.node_kinds) if k != "gpu"]
+    if switches:
+        fig.add_trace(go.Scatter(x=[pos[i][0] for i in switches], y=[pos[i][1] for i in switches], mode="markers",
+                                 marker=dict(symbol="square", size=14, color="#718096"), name="switches / NICs",
+                                 text=[topo.node_names[i] for i in switches], hovertemplate="%{text}<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[pos[n][0] for n in placement], y=[pos[n][1] for n in placement], mode="markers+text",
+                             marker=dict(size=max(12, 30 - ranks // 2), color="#ebf4ff", line=dict(color="#2b6cb0", width=2)),
+                             text=[str(r) for r in range(ranks)], textfont=dict(size=11), name="ranks (GPUs)",
+                             hovertext=[f"rank {r} on {topo.node_names[n]}" for r, n in enumerate(placement)],
+                             hoverinfo="text"))
+    for src, dst, chunk, hover in arrows or []:
+        a, b = pos[placement[src]], pos[placement[dst]]
+        fig.add_annotation(x=b[0], y=b[1], ax=a[0], ay=a[1], xref="x", yref="y", axref="x", ayref="y", showarrow=True,
+                           arrowhead=3, arrowsize=1.2, arrowwidth=2, arrowcolor=chunk_colour(chunk), opacity=0.85,
+                           standoff=9, startstandoff=9, hovertext=hover)
+    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
+                      xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x"),
+                      legend=dict(orientation="h", y=-0.02))
+    return fig
+
+
+def _utilisation_lines(fig, topo: Topology, pos, link_values: dict[int, float]) -> None:
+    import plotly.graph_objects as go
+    from plotly.colors import sample_colorscale
+
+    for lid, value in sorted(link_values.items(), key=lambda kv: kv[1]):
+        u, v = int(topo.link_src[lid]), int(topo.link_dst[lid])
+        colour = sample_colorscale("YlOrRd", [float(np.clip(value, 0, 1))])[0]
+        # draw each direction offset a little so both are visible
+        dx, dy = pos[v][0] - pos[u][0], pos[v][1] - pos[u][1]
+        norm = math.hypot(dx, dy) or 1.0
+        ox, oy = -dy / norm * 0.03, dx / norm * 0.03
+        fig.add_trace(go.Scatter(x=[pos[u][0] + ox, pos[v][0] + ox], y=[pos[u][1] + oy, pos[v][1] + oy], mode="lines",
+                                 line=dict(color=colour, width=2 + 5 * float(np.clip(value, 0, 1))), showlegend=False,
+                                 hovertemplate=f"{topo.link_name(lid)}: {value:.0%} busy<extra></extra>"))
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
+                             marker=dict(colorscale="YlOrRd", cmin=0, cmax=1, color=[0], showscale=True,
+                                         colorbar=dict(title="link busy", tickformat=".0%"))))
