@@ -56,16 +56,16 @@ def engine_point(op: str, algo: str, ranks: int, nbytes: int, params: dict, topo
 
 
 def explore(op: str, ranks: int, sizes: list[int], model: LinkModel, params: dict | None = None,
-            topology: Topology | None = None) -> Explorer:
-    """Closed forms (engine on ideal:P where none exists) for every algorithm; engine points on `topology` if given."""
+            topology: Topology | None = None, algorithms: list[str] | None = None) -> Explorer:
+    """Closed forms (engine on ideal:P where none exists) for each algorithm; engine points on `topology` if given."""
     params = params or {}
-    table = cost_table(op, ranks, sizes, model, params=params)
+    table = cost_table(op, ranks, sizes, model, algorithms, params=params)
     ex = Explorer(op, ranks, list(sizes), table)
     best = ex.best()
     for i in range(1, len(sizes)):
         if best[i] != best[i - 1]:
             ex.crossovers.append((sizes[i], best[i - 1], best[i]))
-    at_zero = cost_table(op, ranks, [0], model, params=params)["times"]
+    at_zero = cost_table(op, ranks, [0], model, algorithms, params=params)["times"]
     ex.latency_bound = [float(at_zero[b][0]) * 2 >= float(table["times"][b][i]) for i, b in enumerate(best)]
     if topology is not None and ranks <= MAX_ENGINE_RANKS:
         for name in table["times"]:
