@@ -37,19 +37,28 @@ def best_time(spec: str, op: str, nbytes: int) -> tuple[float, str]:
     return best
 
 
-def whatif_rows(machines: list[str], ops: list[str], sizes: list[int]) -> list[dict]:
-    """One row per (machine, op, size): ranks, best algorithm, engine time and bus bandwidth."""
+def machine_rows(spec: str, ops: list[str], sizes: list[int]) -> list[dict]:
+    """One row per (op, size) on one machine: ranks, best algorithm, engine time and bus bandwidth."""
+    ranks = machine_ranks(spec)
+    rows = []
+    for op in ops:
+        for n in sizes:
+            seconds, name = best_time(spec, op, n)
+            coll = Collective(op, ranks, n, "int8")
+            rows.append({"machine": spec, "ranks": ranks, "op": op, "bytes": n, "best algorithm": name,
+                         "time (us)": seconds * 1e6, "busbw (GB/s)": coll.busbw(seconds) / 1e9 if seconds > 0 else 0.0})
+    return rows
+
+
+def check_choice(machines: list[str], sizes: list[int]) -> None:
+    """Bounds of the page: 1..MAX_MACHINES machines, 1..MAX_SIZES sizes."""
     if not machines or len(machines) > MAX_MACHINES:
         raise CollsimError(f"machines: {len(machines)} given; expected 1..{MAX_MACHINES}")
     if not sizes or len(sizes) > MAX_SIZES:
         raise CollsimError(f"sizes: {len(sizes)} sizes; expected 1..{MAX_SIZES} on this page (the engine runs each)")
-    rows = []
-    for spec in machines:
-        ranks = machine_ranks(spec)
-        for op in ops:
-            for n in sizes:
-                seconds, name = best_time(spec, op, n)
-                coll = Collective(op, ranks, n, "int8")
-                rows.append({"machine": spec, "ranks": ranks, "op": op, "bytes": n, "best algorithm": name,
-                             "time (us)": seconds * 1e6, "busbw (GB/s)": coll.busbw(seconds) / 1e9 if seconds > 0 else 0.0})
-    return rows
+
+
+def whatif_rows(machines: list[str], ops: list[str], sizes: list[int]) -> list[dict]:
+    """machine_rows for every machine (checked against the page's bounds first)."""
+    check_choice(machines, sizes)
+    return [row for spec in machines for row in machine_rows(spec, ops, sizes)]
