@@ -112,3 +112,27 @@ def timeline_figure(trace, highlight_step: int | None = None, height_per_rank: i
                       yaxis=dict(categoryorder="array", categoryarray=[f"rank {r}" for r in range(p)][::-1]),
                       legend=dict(orientation="h", y=1.02, x=1, xanchor="right"))
     return fig
+
+
+def link_timeline_figure(trace, k: int = 12):
+    """When each of the k links that carried the most bytes was busy (merged flow intervals), one row per link."""
+    import plotly.graph_objects as go
+
+    table = trace.link_table
+    order = np.argsort(-table["bytes"], kind="stable")[:k]
+    fig = go.Figure()
+    names, starts, lengths = [], [], []
+    for i in order:
+        lid = int(table["link"][i])
+        name = trace.topology.link_name(lid)
+        for a, b in trace.link_busy_intervals(lid):
+            names.append(name)
+            starts.append(a * 1e6)
+            lengths.append(max((b - a) * 1e6, 1e-9))
+    fig.add_trace(go.Bar(y=names, x=lengths, base=starts, orientation="h", marker=dict(color="#68d391"),
+                         hovertemplate="%{y}: busy from %{base:.4g} us for %{x:.4g} us<extra></extra>", showlegend=False))
+    rows = [trace.topology.link_name(int(table["link"][i])) for i in order]
+    fig.update_layout(height=80 + 22 * max(len(rows), 1), margin=dict(l=10, r=10, t=40, b=30),
+                      title=f"when the {len(rows)} links that carried the most bytes were busy",
+                      xaxis=dict(title="time (us)"), yaxis=dict(categoryorder="array", categoryarray=rows[::-1]))
+    return fig

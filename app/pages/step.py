@@ -79,10 +79,17 @@ with friendly():
             st.markdown(legend_html(ranks), unsafe_allow_html=True)
         right.plotly_chart(figs["topology"], key="step.topology", config={"displayModeBar": False})
         st.plotly_chart(figs["timeline"], key="step.timeline")
+        with st.expander("timeline per link (the busiest links)"):
+            st.plotly_chart(_link_timeline(), key="step.links")
         url.sync()
         if st.session_state.get(play_key) and i >= n:
             st.session_state[play_key] = False
             st.rerun()
+
+    def _link_timeline():
+        from app.figures import link_timeline_figure
+
+        return link_timeline_figure(model.trace)
 
     def _figures(i: int) -> dict:
         from app.ui.step_model import step_figures
