@@ -28,7 +28,8 @@ upload = c[0].file_uploader(f"or upload an nccl-tests log (at most {MAX_UPLOAD >
 segments = c[2].number_input("size ranges (1..3)", 1, 3, key=url.integer("segments", 1, 3, 1),
                              help="fit each protocol regime (LL, LL128, Simple) on its own")
 arch = c[3].selectbox("GPU generation (NCCL model)", ARCHS, key=url.choice("arch", ARCHS, "hopper"))
-nodes = c[4].number_input("nodes (1..64)", 1, 64, key=url.integer("nodes", 1, 64, 1))
+nodes = c[4].number_input("nodes (0 = 8 GPUs each, 1..64)", 0, 64, key=url.integer("nodes", 0, 64, 0),
+                          help="nodes the log's ranks ran on, for NCCL's model; 0 assumes 8 GPUs per node")
 url.show_notes()
 
 with friendly():
@@ -36,7 +37,7 @@ with friendly():
     algos = names_for(log.op)
     algo = c[1].selectbox("algorithm to fit", algos, key=url.choice("algo", algos, "ring"))
     fit = fit_log(log, algo, int(segments))
-    table = pd.DataFrame(rows(fit, log, arch, int(nodes)))
+    table = pd.DataFrame(rows(fit, log, arch, int(nodes) or max(1, -(-log.ranks // 8))))
     st.caption(f"{log.source}: {log.op} on {log.ranks} ranks, {len(table)} sizes. Fitted alpha "
                f"{fit.alpha_s * 1e6:.3g} us, bandwidth {fit.bandwidth_Bps / 1e9:.3g} GB/s; median |error| out of sample "
                f"(sizes >= 64 KiB): {fit.cv_median_abs_pct_error() or 0:.1f}%.")
