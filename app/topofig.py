@@ -25,41 +25,54 @@ def _circle(n: int, radius: float = 1.0, cx: float = 0.0, cy: float = 0.0) -> li
 
 
 def layout(topo: Topology) -> dict[int, tuple[float, float]]:
-    """Node index -> (x, y): tori on their grid, clusters as groups of GPUs around their switch, others on a circle."""
+    """Node index -> (x, y): tori on their grid, clusters as groups of GPUs around their switch, leaf-spine networks
+    in rows, others on a circle with their switches in the middle."""
     names, kinds = topo.node_names, topo.node_kinds
     gpus = [i for i, k in enumerate(kinds) if k == "gpu"]
     others = [i for i, k in enumerate(kinds) if k != "gpu"]
-    pos: dict[int, tuple[float, float]] = {}
     torus = [re.fullmatch(r"[a-z]+(\d+)_(\d+)(?:_(\d+))?", names[i]) for i in gpus]
     grouped = [re.fullmatch(r"n(\d+)g(\d+)", names[i]) for i in gpus]
     if gpus and all(torus):
-        for i, m in zip(gpus, torus):
-            a, b, c = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
-            pos[i] = (b + c * 0.25 + 0.0, -a - c * 0.25)
-    elif gpus and all(grouped):
-        nodes = sorted({int(m.group(1)) for m in grouped})
-        per = max(int(m.group(2)) for m in grouped) + 1
-        columns = max(1, math.ceil(math.sqrt(len(nodes))))
-        centres = {n: (3.0 * (k % columns), -3.0 * (k // columns)) for k, n in enumerate(nodes)}
-        for i, m in zip(gpus, grouped):
-            cx, cy = centres[int(m.group(1))]
-            pos[i] = _circle(per, 1.0, cx, cy)[int(m.group(2))]
-        for i in others:
-            own = re.match(r"n(\d+)", names[i])
-            if own and int(own.group(1)) in centres:
-                cx, cy = centres[int(own.group(1))]
-                nic = re.search(r"nic(\d+)", names[i])
-                pos[i] = (cx + 1.35, cy - 0.3 * int(nic.group(1))) if nic else (cx, cy)
-        rest = [i for i in others if i not in pos]
-        width = 3.0 * (columns - 1)
-        for k, i in enumerate(rest):
-            pos[i] = (width * (k + 1) / (len(rest) + 1), 2.2 + 0.6 * ("spine" in names[i]))
-    else:
-        for i, xy in zip(gpus, _circle(len(gpus))):
-            pos[i] = xy
-        for k, i in enumerate(others):
-            pos[i] = (0.0, 0.0) if len(others) == 1 else (0.5 * math.cos(2 * math.pi * k / len(others)),
-                                                          0.5 * math.sin(2 * math.pi * k / len(others)) + 0.0)
+        return {i: (int(m.group(2)) + int(m.group(3) or 0) * 0.25, -int(m.group(1)) - int(m.group(3) or 0) * 0.25)
+                for i, m in zip(gpus, torus)}
+    if gpus and all(grouped):
+        return _grouped(names, gpus, others, grouped)
+    if any(names[i].startswith("leaf") for i in others):  # leaf-spine: hosts, leaves and spines in rows
+        pos = {}
+        for row, members in enumerate((gpus, [i for i in others if names[i].startswith("leaf")],
+                                       [i for i in others if not names[i].startswith("leaf")])):
+            for k, i in enumerate(members):
+                pos[i] = ((k + 0.5) / max(len(members), 1) * max(len(gpus), 4) * 0.5, 1.5 * row)
+        return pos
+    pos = dict(zip(gpus, _circle(len(gpus))))
+    for k, i in enumerate(others):
+        pos[i] = (0.0, 0.0) if len(others) == 1 else (0.5 * math.cos(2 * math.pi * k / len(others)),
+                                                      0.5 * math.sin(2 * math.pi * k / len(others)))
+    return pos
+
+
+def _grouped(names: list[str], gpus: list[int], others: list[int], matches: list) -> dict[int, tuple[float, float]]:
+    """Nodes of a cluster on a grid, each node's GPUs on a small circle around its switch, NICs beside, network above."""
+    nodes = sorted({int(m.group(1)) for m in matches})
+    per = max(int(m.group(2)) for m in matches) + 1
+    columns = max(1, math.ceil(math.sqrt(len(nodes))))
+    centres = {n: (3.0 * (k % columns), -3.0 * (k // columns)) for k, n in enumerate(nodes)}
+    pos = {}
+    for i, m in zip(gpus, matches):
+        cx, cy = centres[int(m.group(1))]
+        pos[i] = _circle(per, 1.0, cx, cy)[int(m.group(2))]
+    rest = []
+    for i in others:
+        own = re.match(r"n(\d+)", names[i])
+        if own and int(own.group(1)) in centres:
+            cx, cy = centres[int(own.group(1))]
+            nic = re.search(r"nic(\d*)", names[i])
+            pos[i] = (cx + 1.35, cy - 0.3 * int(nic.group(1) or 0)) if nic else (cx, cy)
+        else:
+            rest.append(i)
+    width = 3.0 * (columns - 1)
+    for k, i in enumerate(rest):
+        pos[i] = (width * (k + 1) / (len(rest) + 1), 2.2 + 0.6 * ("spine" in names[i]))
     return pos
 
 

@@ -129,6 +129,12 @@ def test_prev_next_and_play_move_the_step_and_the_url(step):
     step.run()  # the next tick of the player
     assert _step_heading(step)[0] == 1
     step.button(key="step.play").click().run()  # pause
+    assert step.session_state["step.playing"] is False
+    step.slider(key="step.s").set_value(3).run()
+    step.button(key="step.play").click().run()
+    step.run()
+    assert _step_heading(step) == (4, 4) and step.session_state["step.playing"] is False  # stops at the last step
+    step.slider(key="step.s").set_value(1).run()
     sentences = [m.value for m in step.markdown if m.value.startswith("- Rank")]
     assert sentences and sentences[0].count("\n") == 4, sentences  # 5 transfers in a ring allgather step
 

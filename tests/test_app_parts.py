@@ -82,3 +82,12 @@ def test_explorer_regimes_and_engine_sizes():
     ex = explore("allreduce", 8, [1024, 1 << 30], model)
     assert ex.latency_bound == [True, False]
     assert engine_sizes(list(range(100)), 6) == [0, 20, 40, 59, 79, 99]
+
+
+def test_leaf_spine_is_drawn_in_rows_and_node_nics_do_not_hide_the_switch():
+    ft = parse_topology("fat_tree:hosts=8,leaf=4")
+    pos = layout(ft)
+    rows = {kind: {pos[i][1] for i, n in enumerate(ft.node_names) if n.startswith(kind)} for kind in ("gpu", "leaf", "spine")}
+    assert rows == {"gpu": {0.0}, "leaf": {1.5}, "spine": {3.0}}
+    cl = parse_topology("cluster:nodes=3,gpus=2,nic=node")
+    assert len(set(layout(cl).values())) == cl.num_nodes  # no two nodes drawn on top of each other

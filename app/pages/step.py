@@ -47,6 +47,7 @@ with friendly():
         if st.session_state[step_key] >= n:
             st.session_state[step_key] = 0
         st.session_state[play_key] = not st.session_state.get(play_key, False)
+        st.session_state["step.ticked"] = False  # the first tick comes a second after pressing play
 
     playing = bool(st.session_state.get(play_key, False)) and n > 0
 
