@@ -412,3 +412,38 @@ def test_url_round_trip(path, query, key, value):
     assert at.session_state[key] == value
     for name, text in query.items():
         assert at.query_params[name] == text
+
+
+def test_cost_every_op_at_1_to_9_ranks_runs_without_exception(cost):
+    cost.text_input(key="cost.sizes").input("1KiB:1MiB:32").run()
+    cost.text_input(key="cost.topo").input("switch").run()
+    for op in OPS:
+        cost.selectbox(key="cost.op").set_value(op).run()
+        for p in range(1, 10):
+            cost.number_input(key="cost.p").set_value(p).run()
+            _ok(cost)
+            lines = {t["name"] for t in _charts(cost)[0]["data"] if t.get("mode") == "lines"}
+            usable = {n for n in names_for(op) if not get(op, n).refusal(p)}
+            assert {name.removesuffix(" (engine)") for name in lines} - {"lower bound"} == usable, (op, p)
+    cost.selectbox(key="cost.op").set_value("allreduce").run()
+    cost.number_input(key="cost.p").set_value(8).run()
+    cost.text_input(key="cost.topo").input("ideal").run()
+    cost.text_input(key="cost.sizes").input("1KiB:1GiB:4").run()
+
+
+def test_contention_every_op_and_algorithm_runs_without_exception():
+    """Every (op, algorithm) at 1, 4 and 7 ranks (the step page covers 1..9); no second topology, to keep it short."""
+    at = _page("pages/contention.py")
+    at.text_input(key="contention.size").input("64KiB").run()
+    at.text_input(key="contention.vs").input("").run()
+    for op in OPS:
+        at.selectbox(key="contention.op").set_value(op).run()
+        for algo in names_for(op):
+            at.selectbox(key="contention.algo").set_value(algo).run()
+            for p in (1, 4, 7):
+                at.number_input(key="contention.p").set_value(p).run()
+                assert not at.exception, (op, algo, p, [e.value for e in at.exception])
+                if get(op, algo).refusal(p):
+                    assert at.error and "cannot run on" in at.error[0].value
+                else:
+                    assert not at.error, (op, algo, p, [e.value for e in at.error])
