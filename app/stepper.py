@@ -14,7 +14,7 @@ import numpy as np
 
 from simulator.collective import Collective
 from simulator.errors import CollsimError
-from simulator.interpret import Origins, holding, initial_state, narrate, ranks_text, run
+from simulator.interpret import Origins, holding, initial_state, ranks_text, run
 from simulator.schedule import Schedule, Transfer
 
 MAX_RANKS = 32
@@ -121,7 +121,7 @@ def build_stepper(schedule: Schedule) -> Stepper:
     def on_transfer(t: Transfer, payload: list) -> None:
         held = holding(np.concatenate(payload)) if payload else {}
         chunk = max(held, key=lambda c: len(held[c])) if held else 0
-        pending.append(Move(t, chunk, narrate(t, payload)))
+        pending.append(Move(t, chunk, sentence(t, held)))
 
     def after_step(step: int, moved: list, state) -> None:
         steps.append(step)
@@ -131,14 +131,40 @@ def build_stepper(schedule: Schedule) -> Stepper:
 
     run(schedule, origins, after_step=after_step, on_transfer=on_transfer)
     stepper = Stepper(schedule, steps, states, moves)
-    stepper.phases = ["start"] + [phase_name(schedule, m) for m in moves[1:]]
+    stepper.phases = ["start"] + [phase_name(schedule, m, states[i]) for i, m in enumerate(moves[1:])]
     return stepper
+
+
+def _chunks_text(chunks: list[int]) -> str:
+    if len(chunks) == 1:
+        return f"chunk {chunks[0]}"
+    if chunks == list(range(chunks[0], chunks[-1] + 1)):
+        return f"chunks {chunks[0]}-{chunks[-1]}"
+    return "chunks " + ", ".join(map(str, chunks))
+
+
+def sentence(t: Transfer, held: dict[int, tuple[int, ...]]) -> str:
+    """'rank 2 sends chunk 1, holding ranks 1-2, to rank 3, which adds it in'; chunks with the same holders grouped."""
+    by_holders: dict[tuple[int, ...], list[int]] = {}
+    for chunk, ranks in held.items():
+        by_holders.setdefault(ranks, []).append(chunk)
+    what = "; ".join(f"{_chunks_text(chunks)}, holding {ranks_text(ranks)}" for ranks, chunks in by_holders.items()) \
+        or "nothing"
+    if t.local:
+        return f"rank {t.src} {'adds' if t.reduce else 'copies'} {what}, {'into its own' if t.reduce else 'within itself'}"
+    if t.reduce:
+        verb = "adds it in"
+    elif t.pieces and t.pieces[0].dst_buf == "scratch":
+        verb = "keeps it aside (scratch) to add in"
+    else:
+        verb = "stores it"
+    return f"rank {t.src} sends {what}, to rank {t.dst}, which {verb}"
 
 
 # (name when a step reduces, name when it copies), per op; tree-shaped allreduces go up then down
 _PHASES = {
     "allreduce": ("reduce-scatter", "all-gather"),
-    "reduce_scatter": ("reduce-scatter", "reduce-scatter (copy)"),
+    "reduce_scatter": ("reduce-scatter", "hand results to the extra ranks"),
     "allgather": ("all-gather", "all-gather"),
     "broadcast": ("broadcast", "broadcast"),
     "reduce": ("reduce", "gather of the reduced blocks"),
@@ -151,15 +177,18 @@ _TREE_ALLREDUCE = {"binomial": ("reduce up the tree", "broadcast down the tree")
                    "recursive_doubling": ("exchange and add (recursive doubling)", "copy back to the extra ranks")}
 
 
-def phase_name(schedule: Schedule, moves: list[Move]) -> str:
-    """The phase a step belongs to, from what its network transfers do (reduce or copy) and where they go."""
+def phase_name(schedule: Schedule, moves: list[Move], before: np.ndarray | None = None) -> str:
+    """The phase a step belongs to: whether it reduces anything (over the network or locally after a receive),
+    where its messages go, and for van de Geijn's broadcast whether some rank still holds nothing (`before`)."""
     net = [m.transfer for m in moves if not m.transfer.local]
     if not net:
         return "local copy"
     op = schedule.collective.op
+    if op == "broadcast" and schedule.algorithm == "scatter_allgather" and before is not None:
+        empty = any(not any(cell for cell in row) for row in before)
+        return "scatter" if empty else "all-gather"
     reduce_name, copy_name = _TREE_ALLREDUCE.get(schedule.algorithm, _PHASES[op]) if op == "allreduce" else _PHASES[op]
-    reduces = sum(t.reduce for t in net)
-    name = reduce_name if reduces * 2 >= len(net) else copy_name
+    name = reduce_name if any(m.transfer.reduce for m in moves) else copy_name
     group = schedule.params.get("group")
     if group and group < schedule.collective.ranks:
         inside = all(t.src // group == t.dst // group for t in net)

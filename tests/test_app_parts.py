@@ -91,3 +91,12 @@ def test_leaf_spine_is_drawn_in_rows_and_node_nics_do_not_hide_the_switch():
     assert rows == {"gpu": {0.0}, "leaf": {1.5}, "spine": {3.0}}
     cl = parse_topology("cluster:nodes=3,gpus=2,nic=node")
     assert len(set(layout(cl).values())) == cl.num_nodes  # no two nodes drawn on top of each other
+
+
+def test_sentences_name_what_moves_and_what_the_receiver_does():
+    ring = build_stepper(build_schedule(picture_collective("allreduce", 4), "ring"))
+    # step 2 of a ring reduce-scatter: rank 1 forwards chunk 3, which holds ranks 0 and 1, to rank 2 (worked by hand)
+    assert "rank 1 sends chunk 3, holding ranks 0-1, to rank 2, which adds it in" in [m.sentence for m in ring.moves[2]]
+    assert ring.moves[5][0].sentence.endswith("which stores it")  # all-gather: copies
+    broadcast = build_stepper(build_schedule(picture_collective("broadcast", 8), "scatter_allgather"))
+    assert broadcast.phases[1:] == ["scatter"] * 3 + ["all-gather"] * 7
