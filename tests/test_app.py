@@ -447,3 +447,20 @@ def test_contention_every_op_and_algorithm_runs_without_exception():
                     assert at.error and "cannot run on" in at.error[0].value
                 else:
                     assert not at.error, (op, algo, p, [e.value for e in at.error])
+
+
+def test_reality_takes_an_uploaded_verify_result_and_fits_it_exactly():
+    # times of a ring all-reduce on 4 ranks made by hand: 2(p-1)(alpha + n/p beta), alpha = 100 us, 2 GB/s
+    sizes = [2**14, 2**16, 2**18, 2**20, 2**22, 2**24]
+    records = [{"op": "allreduce", "algorithm": "ring", "params": {"chunks": 1}, "ranks": 4, "bytes": n,
+                "time_s": 6 * (1e-4 + n / 4 / 2e9)} for n in sizes]
+    at = _page("pages/reality.py")
+    at.file_uploader(key="reality.upload").set_value(("run.json", json.dumps({"records": records}).encode(),
+                                                       "application/json")).run()
+    _ok(at)
+    table = at.dataframe[0].value
+    assert list(table["bytes"]) == sizes
+    assert table["error (%)"].abs().max() < 1e-6  # the model is exact for these times, so out of sample too
+    assert any("alpha 100 us, bandwidth 2 GB/s" in c.value for c in at.caption)
+    at.file_uploader(key="reality.upload").set_value(("run.json", b'{"rows": []}', "application/json")).run()
+    assert not at.exception and len(at.error) == 1 and at.error[0].value.startswith("upload: 'run.json'")

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app.ui.common import friendly
-from app.ui.reality_model import MAX_UPLOAD, bundled_logs, fit_log, read_bundled, read_upload, rows
+from app.ui.reality_model import MAX_UPLOAD, bundled_logs, fit_log, read_bundled, read_upload, rows, verify_choices
 from app.ui.urlstate import UrlState
 from simulator.algorithms import names_for
 from simulator.nccl_model import ARCHS
@@ -23,8 +23,8 @@ url = UrlState("reality")
 logs = bundled_logs()
 c = st.columns([3, 1.3, 1, 1.2, 1])
 log_name = c[0].selectbox("bundled log (tests/data/nccl-tests)", logs, key=url.choice("log", logs, logs[0] if logs else None))
-upload = c[0].file_uploader(f"or upload an nccl-tests log (at most {MAX_UPLOAD >> 20} MiB)", type=["txt", "log", "out"],
-                            key="reality.upload")
+upload = c[0].file_uploader(f"or upload an nccl-tests log or a `collsim verify --json` result (at most "
+                            f"{MAX_UPLOAD >> 20} MiB)", type=["txt", "log", "out", "json"], key="reality.upload")
 segments = c[2].number_input("size ranges (1..3)", 1, 3, key=url.integer("segments", 1, 3, 1),
                              help="fit each protocol regime (LL, LL128, Simple) on its own")
 arch = c[3].selectbox("GPU generation (NCCL model)", ARCHS, key=url.choice("arch", ARCHS, "hopper"))
@@ -33,9 +33,14 @@ nodes = c[4].number_input("nodes (0 = 8 GPUs each, 1..64)", 0, 64, key=url.integ
 url.show_notes()
 
 with friendly():
-    log = read_upload(upload.getvalue(), upload.name) if upload is not None else read_bundled(log_name)
+    if upload is not None and upload.name.lower().endswith(".json"):
+        choices = verify_choices(upload.getvalue(), upload.name)
+        choice = c[0].selectbox("timed rows of the verify result", choices, key="reality.verify")
+        log = read_upload(upload.getvalue(), upload.name, choice)
+    else:
+        log = read_upload(upload.getvalue(), upload.name) if upload is not None else read_bundled(log_name)
     algos = names_for(log.op)
-    algo = c[1].selectbox("algorithm to fit", algos, key=url.choice("algo", algos, "ring"))
+    algo = c[1].selectbox("algorithm to fit", algos, key=url.choice("algo", algos, log.algorithm or "ring"))
     fit = fit_log(log, algo, int(segments))
     table = pd.DataFrame(rows(fit, log, arch, int(nodes) or max(1, -(-log.ranks // 8))))
     st.caption(f"{log.source}: {log.op} on {log.ranks} ranks, {len(table)} sizes. Fitted alpha "
