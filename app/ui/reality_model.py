@@ -63,6 +63,8 @@ def read_upload(data: bytes, name: str, choice: str | None = None) -> Measured:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         p, sizes, times, _ = load_measured(tmp, op, algo, int(ranks))
+    except CollsimError as exc:
+        raise CollsimError(str(exc).replace(tmp, repr(name))) from None  # name the file the person uploaded
     finally:
         os.unlink(tmp)
     return Measured(f"{name} ({pick})", op, p, tuple(zip(sizes, times)), algo)

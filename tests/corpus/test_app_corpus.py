@@ -104,8 +104,38 @@ def test_bad_text_is_a_friendly_error_in_the_page(page, key, text, field, quoted
     assert seconds < 10, f"the page took {seconds:.1f} s"
 
 
+# (uploaded file name, its bytes, the field the error names, text the error quotes)
+UPLOAD_CASES = [
+    ("notes.txt", b"hello world", "log", "notes.txt"),
+    ("binary.log", b"\xff\xfe\x00garbage\x00", "log", "binary.log"),
+    ("empty.txt", b"", "log", "empty.txt"),
+    ("big.txt", b"#" * (5 << 20), "upload", "'big.txt'"),
+    ("run.json", b"not json", "upload", "'run.json'"),
+    ("run.json", b'{"records": 3}', "upload", "'run.json'"),
+    ("run.json", b'{"records": [{"op": "allreduce"}]}', "upload", "no timed records"),
+    ("run.json", b'{"records": [{"op": "allreduce", "algorithm": "ring", "ranks": 4, "bytes": -5, "time_s": 1}]}',
+     "measured", "'run.json'"),
+    ("run.json", b'{"records": [{"op": "allreduce", "algorithm": "ring", "ranks": 4, "bytes": 64, "time_s": "x"}]}',
+     "measured", "time_s"),
+]
+
+
+@pytest.mark.parametrize("name, data, field, quoted", UPLOAD_CASES, ids=[f"{n}:{d[:16]!r}" for n, d, _, _ in UPLOAD_CASES])
+def test_bad_upload_is_a_friendly_error_in_the_page(name, data, field, quoted):
+    at = AppTest.from_file(SCRIPT, default_timeout=60)
+    at.run()
+    at.switch_page("pages/reality.py")
+    at.run()
+    at.file_uploader(key="reality.upload").set_value((name, data, "application/octet-stream")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(f"{field}:") and quoted in errors[0] and "/tmp" not in errors[0], errors[0]
+
+
 def test_counts():
-    print(f"\napp bad-input cases: {len(PAGE_CASES)} page text fields, {len(CLI_CASES)} `collsim app` options")
+    print(f"\napp bad-input cases: {len(PAGE_CASES)} page text fields, {len(UPLOAD_CASES)} uploads, "
+          f"{len(CLI_CASES)} `collsim app` options")
     assert len(PAGE_CASES) >= 50 and len(CLI_CASES) >= 10
     fields = {key for _, key, _, _, _ in PAGE_CASES}
     assert fields >= {"cost.sizes", "cost.alpha", "cost.bw", "cost.topo", "step.topo", "step.size", "contention.topo",
