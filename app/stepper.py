@@ -250,7 +250,9 @@ def legend_html(p: int) -> str:
     """The colour key: how many ranks' contributions a cell holds."""
     keys = sorted({1, max(1, p // 2), p} | ({2} if p > 2 else set()))
     swatches = "".join(f'<span style="background:{count_colour(k, p)};border:1px solid #bbb;padding:2px 8px;'
-                       f'margin-right:6px">{k} of {p}</span>' for k in keys)
+                       f'margin-right:6px;white-space:nowrap;display:inline-block;'
+                       f'color:{"#fff" if count_colour(k, p) in _PALETTE[5:] else "#111"}">{k} of {p}</span>'
+                       for k in keys)
     return (f'<div style="font-size:13px">Colour: ranks whose data a cell holds &nbsp; <span style="border:1px solid #bbb;'
             f'padding:2px 8px;margin-right:6px">nothing</span>{swatches} &nbsp; blue outline: changed in this step; '
             "&#9664;: rank received in this step</div>")

@@ -11,12 +11,12 @@ import streamlit as st
 st.set_page_config(page_title="collsim", layout="wide")
 
 PAGES = [
-    st.Page("pages/lessons.py", title="Lessons", url_path="lessons", default=True),
-    st.Page("pages/step.py", title="Step through", url_path="step"),
-    st.Page("pages/cost.py", title="Cost explorer", url_path="cost"),
-    st.Page("pages/contention.py", title="Topology and contention", url_path="contention"),
-    st.Page("pages/whatif.py", title="What-if hardware", url_path="whatif"),
-    st.Page("pages/reality.py", title="Model vs reality", url_path="reality"),
+    st.Page("views/lessons.py", title="Lessons", url_path="lessons", default=True),
+    st.Page("views/step.py", title="Step through", url_path="step"),
+    st.Page("views/cost.py", title="Cost explorer", url_path="cost"),
+    st.Page("views/contention.py", title="Topology and contention", url_path="contention"),
+    st.Page("views/whatif.py", title="What-if hardware", url_path="whatif"),
+    st.Page("views/reality.py", title="Model vs reality", url_path="reality"),
 ]
 
 st.sidebar.markdown("**collsim**: how GPUs talk in collectives. Every picture is computed by running the "

@@ -75,12 +75,12 @@ def test_the_default_page_is_the_first_lesson():
     assert at.query_params["lesson"] == "a"
 
 
-@pytest.mark.parametrize("path", ["pages/lessons.py", "pages/step.py", "pages/cost.py", "pages/contention.py",
-                                  "pages/whatif.py", "pages/reality.py"])
+@pytest.mark.parametrize("path", ["views/lessons.py", "views/step.py", "views/cost.py", "views/contention.py",
+                                  "views/whatif.py", "views/reality.py"])
 def test_every_page_opens_with_a_figure_and_no_error(path):
     at = _page(path)
     assert at.header and at.markdown, "a page opens with its title and a few sentences"
-    if path != "pages/lessons.py":
+    if path != "views/lessons.py":
         assert at.get("plotly_chart"), "every tool page draws a figure"
 
 
@@ -88,7 +88,7 @@ def test_every_page_opens_with_a_figure_and_no_error(path):
 
 @pytest.fixture(scope="module")
 def step():
-    return _page("pages/step.py")
+    return _page("views/step.py")
 
 
 def test_ring_allreduce_on_4_ranks_has_6_steps_and_ends_fully_reduced(step):
@@ -210,7 +210,7 @@ def test_every_op_and_algorithm_at_1_to_9_ranks_runs_without_exception(step):
 
 
 def test_a_pasted_link_restores_the_step_page():
-    at2 = _page("pages/step.py", {"op": "reduce_scatter", "algo": "recursive_halving", "p": "8", "s": "2", "topo": "switch",
+    at2 = _page("views/step.py", {"op": "reduce_scatter", "algo": "recursive_halving", "p": "8", "s": "2", "topo": "switch",
                                   "size": "64KiB"})
     assert at2.selectbox(key="step.op").value == "reduce_scatter"
     assert at2.selectbox(key="step.algo").value == "recursive_halving"
@@ -220,7 +220,7 @@ def test_a_pasted_link_restores_the_step_page():
 
 
 def test_a_link_with_values_out_of_range_says_so_and_uses_defaults():
-    at = _page("pages/step.py", {"p": "99", "op": "allsum"}, check=False)
+    at = _page("views/step.py", {"p": "99", "op": "allsum"}, check=False)
     assert not at.exception
     warning = " ".join(w.value for w in at.warning)
     assert "p='99' is outside 1..32" in warning and "op='allsum'" in warning
@@ -231,7 +231,7 @@ def test_a_link_with_values_out_of_range_says_so_and_uses_defaults():
 
 @pytest.fixture(scope="module")
 def cost():
-    return _page("pages/cost.py")
+    return _page("views/cost.py")
 
 
 def test_cost_crossover_is_where_the_hand_formulas_cross(cost):
@@ -291,7 +291,7 @@ LESSON_ANSWERS = {"a": (1, 4), "b": ("recursive doubling", "ring"), "c": (4, 15)
 
 @pytest.fixture(scope="module")
 def lessons():
-    return _page("pages/lessons.py")
+    return _page("views/lessons.py")
 
 
 def _answer(at: AppTest, key: str, value) -> str:
@@ -349,7 +349,7 @@ def test_a_lesson_link_opens_that_lesson():
 # ---- contention, what-if, model vs reality -------------------------------------------------------------------------
 
 def test_contention_times_equal_simulate_before_and_after():
-    at = _page("pages/contention.py")
+    at = _page("views/contention.py")
     at.number_input(key="contention.late").set_value(2).run()
     at.number_input(key="contention.delay").set_value(100).run()
     _ok(at)
@@ -368,7 +368,7 @@ def test_contention_times_equal_simulate_before_and_after():
 
 
 def test_whatif_rows_are_the_fastest_algorithm_in_the_engine():
-    at = _page("pages/whatif.py")
+    at = _page("views/whatif.py")
     at.text_input(key="whatif.m0").input("switch:4").run()
     at.text_input(key="whatif.m1").input("ring:4").run()
     at.text_input(key="whatif.ops").input("allgather").run()
@@ -388,7 +388,7 @@ def test_whatif_rows_are_the_fastest_algorithm_in_the_engine():
 def test_reality_shows_every_size_of_the_log_with_its_out_of_sample_error():
     from simulator.formats.nccl_tests import read_log
 
-    at = _page("pages/reality.py")
+    at = _page("views/reality.py")
     name = "07_b200_hgx_1node_8gpu_allreduce.txt"
     at.selectbox(key="reality.log").set_value(name).run()
     _ok(at)
@@ -402,10 +402,10 @@ def test_reality_shows_every_size_of_the_log_with_its_out_of_sample_error():
 
 
 @pytest.mark.parametrize("path, query, key, value", [
-    ("pages/cost.py", {"op": "allgather", "p": "16", "sizes": "4KiB:4MiB"}, "cost.p", 16),
-    ("pages/contention.py", {"topo": "torus:2x4", "algo": "rabenseifner"}, "contention.topo", "torus:2x4"),
-    ("pages/whatif.py", {"m0": "dgx-a100", "sizes": "1MiB"}, "whatif.m0", "dgx-a100"),
-    ("pages/reality.py", {"log": "12_rtx4090_pcie_1node_2gpu_allreduce.txt", "arch": "ampere"}, "reality.arch", "ampere"),
+    ("views/cost.py", {"op": "allgather", "p": "16", "sizes": "4KiB:4MiB"}, "cost.p", 16),
+    ("views/contention.py", {"topo": "torus:2x4", "algo": "rabenseifner"}, "contention.topo", "torus:2x4"),
+    ("views/whatif.py", {"m0": "dgx-a100", "sizes": "1MiB"}, "whatif.m0", "dgx-a100"),
+    ("views/reality.py", {"log": "12_rtx4090_pcie_1node_2gpu_allreduce.txt", "arch": "ampere"}, "reality.arch", "ampere"),
 ])
 def test_url_round_trip(path, query, key, value):
     at = _page(path, query)
@@ -433,7 +433,7 @@ def test_cost_every_op_at_1_to_9_ranks_runs_without_exception(cost):
 
 def test_contention_every_op_and_algorithm_runs_without_exception():
     """Every (op, algorithm) at 1, 4 and 7 ranks (the step page covers 1..9); no second topology, to keep it short."""
-    at = _page("pages/contention.py")
+    at = _page("views/contention.py")
     at.text_input(key="contention.size").input("64KiB").run()
     at.text_input(key="contention.vs").input("").run()
     for op in OPS:
@@ -454,7 +454,7 @@ def test_reality_takes_an_uploaded_verify_result_and_fits_it_exactly():
     sizes = [2**14, 2**16, 2**18, 2**20, 2**22, 2**24]
     records = [{"op": "allreduce", "algorithm": "ring", "params": {"chunks": 1}, "ranks": 4, "bytes": n,
                 "time_s": 6 * (1e-4 + n / 4 / 2e9)} for n in sizes]
-    at = _page("pages/reality.py")
+    at = _page("views/reality.py")
     at.file_uploader(key="reality.upload").set_value(("run.json", json.dumps({"records": records}).encode(),
                                                        "application/json")).run()
     _ok(at)

@@ -26,7 +26,7 @@ def algorithm_params(url: UrlState, op: str, algo: str, ranks: int, max_chunks: 
     spec = get(op, algo)
     if not spec.params:
         return params
-    cols = st.columns(len(spec.params))
+    cols = st.columns([1] * len(spec.params) + [max(4 - len(spec.params), 1)])
     for param, col in zip(spec.params, cols):
         if param.name == "chunks":
             hi = max_chunks if param.maximum is None else min(param.maximum, max_chunks)

@@ -91,7 +91,7 @@ PAGE_CASES = [
 def test_bad_text_is_a_friendly_error_in_the_page(page, key, text, field, quoted):
     at = AppTest.from_file(SCRIPT, default_timeout=60)
     at.run()
-    at.switch_page(f"pages/{page}.py")
+    at.switch_page(f"views/{page}.py")
     at.session_state[key] = text
     start = time.monotonic()
     at.run()
@@ -124,7 +124,7 @@ UPLOAD_CASES = [
 def test_bad_upload_is_a_friendly_error_in_the_page(name, data, field, quoted):
     at = AppTest.from_file(SCRIPT, default_timeout=60)
     at.run()
-    at.switch_page("pages/reality.py")
+    at.switch_page("views/reality.py")
     at.run()
     at.file_uploader(key="reality.upload").set_value((name, data, "application/octet-stream")).run()
     assert not at.exception, [e.value for e in at.exception]
@@ -145,7 +145,7 @@ def test_counts():
 def test_a_fine_range_under_the_limit_is_drawn():
     at = AppTest.from_file(SCRIPT, default_timeout=60)
     at.run()
-    at.switch_page("pages/cost.py")
+    at.switch_page("views/cost.py")
     at.session_state["cost.sizes"] = "1KiB:1GiB:1.2"  # 77 sizes
     at.run()
     assert not at.exception and not at.error

@@ -43,6 +43,9 @@ with friendly():
         st.session_state[step_key] = min(max(st.session_state[step_key] + delta, 0), n)
         st.session_state[play_key] = False
 
+    def _stop() -> None:
+        st.session_state[play_key] = False
+
     def _play() -> None:
         if st.session_state[step_key] >= n:
             st.session_state[step_key] = 0
@@ -50,19 +53,22 @@ with friendly():
         st.session_state["step.ticked"] = False  # the first tick comes a second after pressing play
 
     playing = bool(st.session_state.get(play_key, False)) and n > 0
+    # play sits outside the fragment: its click reruns the page, which re-declares the fragment with a timer
+    st.button("pause" if playing else "▶ play", on_click=_play, key="step.play", disabled=n == 0,
+              help="advance one step a second; prev, next or the slider pause it")
 
     @st.fragment(run_every=1.0 if playing else None)
     def step_view() -> None:
+        if playing and not st.session_state.get(play_key):
+            st.rerun()  # paused by prev/next/slider inside the fragment: redraw the page to stop the timer
         if st.session_state.get(play_key) and st.session_state.get("step.ticked"):
             st.session_state[step_key] = min(st.session_state[step_key] + 1, n)
         st.session_state["step.ticked"] = bool(st.session_state.get(play_key))
-        b = st.columns([1, 1, 1, 6])
+        b = st.columns([1, 1, 7])
         b[0].button("◀ prev", on_click=_move, args=(-1,), key="step.prev", disabled=n == 0)
-        b[1].button("⏸ pause" if st.session_state.get(play_key) else "▶ play", on_click=_play, key="step.play",
-                    disabled=n == 0)
-        b[2].button("next ▶", on_click=_move, args=(1,), key="step.next", disabled=n == 0)
+        b[1].button("next ▶", on_click=_move, args=(1,), key="step.next", disabled=n == 0)
         if n > 0:
-            b[3].slider("step", 0, n, key=step_key, label_visibility="collapsed")
+            b[2].slider("step", 0, n, key=step_key, label_visibility="collapsed", on_change=_stop)
         i = st.session_state[step_key]
         stepper = model.stepper
         figs = _figures(i)
