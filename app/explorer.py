@@ -90,10 +90,13 @@ def explorer_figure(ex: Explorer, metric: str = "time", topology_name: str = "")
 
     _shade(fig, ex)
     labels = [format_size(s) for s in ex.sizes]
+    same = _same_as(ex.table["times"])
     for k, (name, times) in enumerate(ex.table["times"].items()):
         colour = f"hsl({(k * 360) // max(len(ex.table['times']), 1)},65%,45%)"
-        fig.add_trace(go.Scatter(x=sizes, y=y_of(sizes, times), name=_label(name, ex.table), mode="lines",
-                                 line=dict(color=colour, dash=_DASHES[k % len(_DASHES)], width=2.5 if k == 0 else 2),
+        label = _label(name, ex.table) + (f" (= {same[name]})" if name in same else "")
+        fig.add_trace(go.Scatter(x=sizes, y=y_of(sizes, times), name=label, mode="lines",
+                                 line=dict(color=colour, dash="dot" if name in same else _DASHES[k % len(_DASHES)],
+                                           width=4 if k == 0 else 2),
                                  legendgroup=name, text=labels, hovertemplate="%{text}: %{y:.4g}<extra>" + name + "</extra>"))
         if name in ex.engine:
             pts = ex.engine[name]
@@ -117,6 +120,17 @@ def explorer_figure(ex: Explorer, metric: str = "time", topology_name: str = "")
     return fig
 
 
+def _same_as(times: dict[str, np.ndarray]) -> dict[str, str]:
+    """Algorithm -> the first earlier algorithm with the same times at every size (their lines lie on top of each other)."""
+    names, out = list(times), {}
+    for i, name in enumerate(names):
+        for other in names[:i]:
+            if other not in out and np.allclose(times[name], times[other], rtol=1e-9, atol=0):
+                out[name] = other
+                break
+    return out
+
+
 def _shade(fig, ex: Explorer) -> None:
     """Latency-bound sizes (alpha terms are at least half the best time) shaded blue, bandwidth-bound orange."""
     if not ex.sizes:
@@ -129,9 +143,9 @@ def _shade(fig, ex: Explorer) -> None:
     for a, b, lat in runs:
         lo = ex.sizes[a] if a == 0 else (ex.sizes[a - 1] * ex.sizes[a]) ** 0.5
         hi = ex.sizes[b] if b == len(ex.sizes) - 1 else (ex.sizes[b] * ex.sizes[b + 1]) ** 0.5
-        fig.add_vrect(x0=lo, x1=hi, fillcolor="#bee3f8" if lat else "#feebc8", opacity=0.45, line_width=0, layer="below",
-                      annotation_text="latency-bound" if lat else "bandwidth-bound", annotation_position="bottom left",
-                      annotation_font_size=11)
+        fig.add_vrect(x0=lo, x1=hi, fillcolor="#bee3f8" if lat else "#feebc8", opacity=0.45, line_width=0, layer="below")
+        fig.add_annotation(x=(np.log10(lo) + np.log10(hi)) / 2, y=0.01, yref="paper", yanchor="bottom", showarrow=False,
+                           text="latency-bound" if lat else "bandwidth-bound", font=dict(size=11, color="#4a5568"))
 
 
 def algorithms_for(op: str, ranks: int) -> list[str]:

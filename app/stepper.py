@@ -226,7 +226,7 @@ def grid_html(stepper: Stepper, i: int, cell_px: int = 64) -> str:
     received = {m.transfer.dst for m in stepper.moves[i] if not m.transfer.local}
     rows = []
     head = "".join(f'<th style="width:{cell_px}px;min-width:{cell_px}px">{c}</th>' for c in range(grid.shape[1]))
-    rows.append(f'<tr><th style="min-width:70px">rank</th>{head}</tr>')
+    rows.append(f'<tr><th style="min-width:110px">rank</th>{head}</tr>')
     for r in range(grid.shape[0]):
         cells = []
         for c in range(grid.shape[1]):
@@ -241,7 +241,8 @@ def grid_html(stepper: Stepper, i: int, cell_px: int = 64) -> str:
                 f'height:26px;text-align:center;font-size:12px;color:{"#fff" if dark else "#111"};'
                 f'white-space:nowrap;overflow:hidden">{escape(cell_label(cell))}</td>')
         mark = " &#9664;" if r in received else ""
-        rows.append(f'<tr><th style="text-align:left">rank {r} ({rank_letter(r)}){mark}</th>{"".join(cells)}</tr>')
+        rows.append(f'<tr><th style="text-align:left;white-space:nowrap">rank {r} ({rank_letter(r)}){mark}</th>'
+                    f'{"".join(cells)}</tr>')
     return ('<div class="buffer-grid" style="overflow:auto;max-height:620px;border:1px solid #ddd">'
             f'<table style="border-collapse:collapse;table-layout:fixed">{"".join(rows)}</table></div>')
 

@@ -243,6 +243,14 @@ def test_cost_crossover_is_where_the_hand_formulas_cross(cost):
     assert "rabenseifner beats recursive_doubling from 256KiB" in text
 
 
+def test_cost_lines_that_coincide_say_so(cost):
+    cost.number_input(key="cost.p").set_value(8).run()
+    cost.text_input(key="cost.sizes").input("1KiB:1GiB:4").run()
+    names = {t["name"] for t in _charts(cost)[0]["data"]}
+    # on 8 ranks direct and hierarchical (one group of 8) send what the ring sends, in as many steps (README's table)
+    assert {"direct (= ring)", "hierarchical (= ring)", "ring", "rabenseifner"} <= names
+
+
 def test_cost_engine_points_equal_simulate_on_the_chosen_topology(cost):
     cost.number_input(key="cost.p").set_value(8).run()
     cost.text_input(key="cost.topo").input("switch").run()
@@ -424,7 +432,7 @@ def test_cost_every_op_at_1_to_9_ranks_runs_without_exception(cost):
             _ok(cost)
             lines = {t["name"] for t in _charts(cost)[0]["data"] if t.get("mode") == "lines"}
             usable = {n for n in names_for(op) if not get(op, n).refusal(p)}
-            assert {name.removesuffix(" (engine)") for name in lines} - {"lower bound"} == usable, (op, p)
+            assert {re.sub(r" \(.*\)$", "", name) for name in lines} - {"lower bound"} == usable, (op, p)
     cost.selectbox(key="cost.op").set_value("allreduce").run()
     cost.number_input(key="cost.p").set_value(8).run()
     cost.text_input(key="cost.topo").input("ideal").run()

@@ -81,7 +81,7 @@ def _shots(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("path", list(PAGES))
 def test_every_page_opens_from_its_link_without_an_exception(server, browser, tmp_path, path):
-    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})  # Streamlit scrolls inside: a tall window shows all
     page.goto(f"{server}/{path}")
     page.get_by_text(PAGES[path]).first.wait_for(timeout=90000)
     if not path.startswith("?"):

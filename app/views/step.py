@@ -76,14 +76,15 @@ with friendly():
         st.caption(f"{len(model.stepper.schedule.network_transfers())} messages in {n} steps; the engine took "
                    f"{model.trace.time * 1e6:.4g} us for {size} on {model.topology.name}.")
         sentences = figs["sentences"]
-        st.markdown("\n".join(f"- {s}" for s in sentences[:8]))
-        if len(sentences) > 8:
-            with st.expander(f"all {len(sentences)} transfers of this step"):
-                st.markdown("\n".join(f"- {s}" for s in sentences[8:]))
+        st.markdown(grid_html(stepper, i), unsafe_allow_html=True)
+        st.markdown(legend_html(ranks), unsafe_allow_html=True)
         left, right = st.columns([3, 2])
         with left:
-            st.markdown(grid_html(stepper, i), unsafe_allow_html=True)
-            st.markdown(legend_html(ranks), unsafe_allow_html=True)
+            st.markdown("**What moves in this step**")
+            st.markdown("\n".join(f"- {s}" for s in sentences[:10]))
+            if len(sentences) > 10:
+                with st.expander(f"all {len(sentences)} transfers of this step"):
+                    st.markdown("\n".join(f"- {s}" for s in sentences[10:]))
         right.plotly_chart(figs["topology"], key="step.topology", config={"displayModeBar": False})
         st.plotly_chart(figs["timeline"], key="step.timeline")
         with st.expander("timeline per link (the busiest links)"):
