@@ -373,6 +373,11 @@ def test_contention_times_equal_simulate_before_and_after():
     _ok(at)
     links = at.dataframe[0].value
     assert links["utilisation"].max() <= 1.0 + 1e-9 and len(links) == 10
+    # the loaded link (rank 0's uplink, the first busiest) now carries 2 x 7/8 x 64 MiB at half of 25 GB/s
+    loaded = simulate(schedule, topo, EngineOptions(start_delay={2: 100e-6}, background={0: 0.5})).time
+    top = links.iloc[0]
+    assert top["link"] == "gpu0->switch" and top["other traffic"] == 0.5 and top["bytes"] == 2 * 7 * (64 << 20) // 8
+    assert top["utilisation"] == pytest.approx(top["bytes"] / 12.5e9 / loaded, rel=1e-9)
 
 
 def test_whatif_rows_are_the_fastest_algorithm_in_the_engine():

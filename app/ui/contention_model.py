@@ -29,20 +29,25 @@ class Contention:
 
 
 def utilisation(trace: Trace) -> dict[int, float]:
-    """Link id -> bytes / bandwidth / run time (the share of the run the link would need at full speed)."""
+    """Link id -> bytes / bandwidth left to this collective / run time: the share of the run the link was needed for
+    (bandwidth left: after the background load the run was given on that link)."""
     table = trace.link_table
     total = trace.time
     if total <= 0:
         return {}
-    return {int(k): float(b / trace.topology.bandwidth[int(k)] / total) for k, b in zip(table["link"], table["bytes"])}
+    background = trace.options.background
+    return {int(k): float(b / (trace.topology.bandwidth[int(k)] * (1.0 - background.get(int(k), 0.0))) / total)
+            for k, b in zip(table["link"], table["bytes"])}
 
 
 def busiest(trace: Trace, k: int = 10) -> list[dict]:
-    """The k links with the highest utilisation: name, bytes, utilisation, busy fraction, peak flows."""
+    """The k links with the highest utilisation: name, bytes, utilisation, busy fraction, peak flows, background share."""
     table = trace.link_table
     util = utilisation(trace)
+    background = trace.options.background
     rows = [{"link": trace.topology.link_name(int(lid)), "bytes": int(b), "utilisation": util.get(int(lid), 0.0),
-             "busy fraction": float(s / trace.time) if trace.time > 0 else 0.0, "peak flows": int(pk)}
+             "busy fraction": float(s / trace.time) if trace.time > 0 else 0.0, "peak flows": int(pk),
+             "other traffic": float(background.get(int(lid), 0.0))}
             for lid, b, s, pk in zip(table["link"], table["bytes"], table["busy_s"], table["peak_flows"])]
     return sorted(rows, key=lambda r: -r["utilisation"])[:k]
 

@@ -58,7 +58,11 @@ with friendly():
     right.plotly_chart(topology_figure(after.topology, int(ranks), link_values=utilisation(after),
                                        title="with the disturbance"), key="contention.after")
     st.subheader("Busiest links")
-    st.dataframe(pd.DataFrame(busiest(after)), hide_index=True, key="contention.links")
+    st.caption("utilisation: bytes / (bandwidth left after other traffic) / run time; busy: share of the run with a "
+               "message on the link.")
+    st.dataframe(pd.DataFrame(busiest(after)), hide_index=True, key="contention.links",
+                 column_config={c: st.column_config.NumberColumn(format="percent")
+                                for c in ("utilisation", "busy fraction", "other traffic")})
     st.download_button("Download the Chrome trace (open in ui.perfetto.dev)", chrome_json(after),
                        file_name=f"{op}_{algo}_{int(ranks)}.trace.json", mime="application/json", key="contention.trace")
     if other.strip():
