@@ -73,6 +73,15 @@ def browser():
         chromium.close()
 
 
+def _photograph(page, path: Path) -> None:
+    """A screenshot down to the end of the page's content (Streamlit scrolls inside its own block)."""
+    height = page.evaluate("() => { const m = document.querySelector('[data-testid=\"stMainBlockContainer\"]');"
+                           " return m ? m.getBoundingClientRect().bottom : 0; }")
+    size = page.viewport_size
+    bottom = min(int(height) + 20, size["height"]) if height else size["height"]
+    page.screenshot(path=str(path), clip={"x": 0, "y": 0, "width": size["width"], "height": max(bottom, 400)})
+
+
 def _shots(tmp_path: Path) -> Path:
     folder = Path(os.environ.get("COLLSIM_SCREENSHOTS") or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)
@@ -89,7 +98,7 @@ def test_every_page_opens_from_its_link_without_an_exception(server, browser, tm
     page.wait_for_timeout(1500)  # let the figures finish drawing
     assert page.locator(EXCEPTION).count() == 0
     name = "app_" + (path.split("?")[0] or "lessons") + ".png"
-    page.screenshot(path=str(_shots(tmp_path) / name), full_page=True)
+    _photograph(page, _shots(tmp_path) / name)
     assert (_shots(tmp_path) / name).stat().st_size > 10_000
     if path.startswith("step"):
         grid = page.locator(".buffer-grid td.cell")
@@ -109,13 +118,16 @@ def test_play_advances_the_step_by_itself(server, browser):
     page.close()
 
 
-def test_a_link_restores_the_lesson_and_the_check_works(server, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+def test_a_link_restores_the_lesson_and_the_check_works(server, browser, tmp_path):
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(f"{server}/?lesson=c")
     page.get_by_text("Lesson (c)").first.wait_for(timeout=90000)
     page.get_by_label(re.compile("your answer")).fill("4")
     page.get_by_label(re.compile("your answer")).press("Enter")
     page.get_by_role("button", name="Check my prediction").click()
     page.get_by_text("Right.").first.wait_for(timeout=30000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=60000)  # the live figure, revealed by the check
+    page.wait_for_timeout(1500)
     assert page.locator(EXCEPTION).count() == 0
+    _photograph(page, _shots(tmp_path) / "app_lesson_checked.png")
     page.close()

@@ -52,7 +52,7 @@ def _b(url: UrlState) -> None:
 def _c(url: UrlState) -> None:
     from app.explorer import explorer_figure
 
-    _step_through(url, "recursive_doubling", 8, 3)
+    _step_through(url, "recursive_doubling", 8, 1)
     ex = _explorer(("ring", "recursive_doubling", "binomial", "double_binary_tree"), tuple(1 << k for k in range(6, 23)))
     st.plotly_chart(explorer_figure(ex), key="lesson.c.figure")
 

@@ -23,7 +23,8 @@ guess_key = f"lesson.guess.{lesson.key}"
 if lesson.kind == "choice":
     guess = st.radio("your answer", lesson.options, index=None, key=guess_key, horizontal=True)
 else:
-    guess = st.number_input(f"your answer ({lesson.unit})", value=None, min_value=0.0, max_value=1e9, key=guess_key)
+    guess = st.number_input(f"your answer ({lesson.unit})", value=None, min_value=0.0, max_value=1e9, step=1.0, format="%g",
+                            key=guess_key)
 checked_key = f"lesson.checked.{lesson.key}"
 if st.button("Check my prediction", key=f"lesson.check.{lesson.key}", disabled=guess is None):
     st.session_state[checked_key] = guess

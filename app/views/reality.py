@@ -24,7 +24,8 @@ logs = bundled_logs()
 c = st.columns([3, 1.3, 1, 1.2, 1])
 log_name = c[0].selectbox("bundled log (tests/data/nccl-tests)", logs, key=url.choice("log", logs, logs[0] if logs else None))
 upload = c[0].file_uploader(f"or upload an nccl-tests log or a `collsim verify --json` result (at most "
-                            f"{MAX_UPLOAD >> 20} MiB)", type=["txt", "log", "out", "json"], key="reality.upload")
+                            f"{MAX_UPLOAD >> 20} MiB)", type=["txt", "log", "out", "json"], key="reality.upload",
+                            max_upload_size=MAX_UPLOAD >> 20)
 segments = c[2].number_input("size ranges (1..3)", 1, 3, key=url.integer("segments", 1, 3, 1),
                              help="fit each protocol regime (LL, LL128, Simple) on its own")
 arch = c[3].selectbox("GPU generation (NCCL model)", ARCHS, key=url.choice("arch", ARCHS, "hopper"))

@@ -64,11 +64,14 @@ with friendly():
     check_choice(list(chosen), sizes)
     rows = pd.DataFrame([row for spec in chosen for row in _rows(spec, tuple(ops), tuple(sizes))])
     rows["size"] = [format_size(int(n)) for n in rows["bytes"]]
+    first = rows[rows["machine"] == chosen[0]].set_index(["op", "bytes"])["time (us)"]
+    rows[f"time vs {chosen[0]}"] = [t / first[(op, n)] for op, n, t in zip(rows["op"], rows["bytes"], rows["time (us)"])]
     for op in ops:
         part = rows[rows["op"] == op]
         fig = px.bar(part, x="size", y="time (us)", color="machine", barmode="group", log_y=True,
                      hover_data=["best algorithm", "ranks", "busbw (GB/s)"],
                      title=f"{op}: engine time with the best algorithm on each machine (lower is better)")
         st.plotly_chart(fig, key=f"whatif.{op}")
-    st.dataframe(rows.drop(columns=["bytes"]), hide_index=True, key="whatif.table")
+    st.dataframe(rows.drop(columns=["bytes"]), hide_index=True, key="whatif.table",
+                 column_config={f"time vs {chosen[0]}": st.column_config.NumberColumn(format="%.2fx")})
 url.sync()
