@@ -112,8 +112,11 @@ def test_play_advances_the_step_by_itself(server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1100})
     page.goto(f"{server}/step?op=allreduce&algo=ring&p=4&topo=ring&size=1MiB&s=0")
     page.get_by_text("Step 0 of 6").first.wait_for(timeout=90000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=60000)
+    page.wait_for_timeout(1000)  # the first run has finished drawing
     page.get_by_role("button", name="▶ play").click()
-    page.get_by_text(re.compile(r"Step [2-6] of 6")).first.wait_for(timeout=30000)  # two ticks without a click
+    page.get_by_role("button", name="pause").wait_for(timeout=30000)
+    page.get_by_text(re.compile(r"Step [2-6] of 6")).first.wait_for(timeout=45000)  # two ticks without a click
     assert page.locator(EXCEPTION).count() == 0
     page.close()
 

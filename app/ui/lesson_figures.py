@@ -22,7 +22,7 @@ def _step_through(url: UrlState, algo: str, ranks: int, start: int) -> None:
     stepper = _stepper("allreduce", algo, ranks)
     n = stepper.num_steps
     i = st.slider(f"step (0..{n})", 0, n, key=url.integer("s", 0, n, start))
-    st.markdown(f"**Step {i} of {n}** — {stepper.phases[i]}" + ("" if i == 0 else " phase"))
+    st.markdown(f"**Step {i} of {n}** — " + (f"phase: {stepper.phases[i]}" if i else "start"))
     st.markdown(grid_html(stepper, i), unsafe_allow_html=True)
     st.markdown(legend_html(ranks), unsafe_allow_html=True)
     st.markdown("\n".join(f"- {s}" for s in step_sentences(stepper, i)[:8]))

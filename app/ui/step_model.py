@@ -52,6 +52,6 @@ def step_figures(model: StepModel, i: int) -> dict:
     arrows = [(m.transfer.src, m.transfer.dst, m.chunk, m.sentence) for m in stepper.moves[i] if not m.transfer.local]
     step_no = stepper.steps[i - 1] if i > 0 else None
     title = "start" if i == 0 else f"step {i}: {stepper.phases[i]}"
-    return {"topology": topology_figure(model.topology, p, arrows, title=f"{model.topology.name}, {title}"),
+    return {"topology": topology_figure(model.topology, p, arrows, title=title),
             "timeline": timeline_figure(model.trace, step_no),
             "sentences": step_sentences(stepper, i)}

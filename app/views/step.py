@@ -72,7 +72,7 @@ with friendly():
         i = st.session_state[step_key]
         stepper = model.stepper
         figs = _figures(i)
-        st.subheader(f"Step {i} of {n}" + (f" — {stepper.phases[i]} phase" if i else " — start"))
+        st.subheader(f"Step {i} of {n} — " + (f"phase: {stepper.phases[i]}" if i else "start"))
         st.caption(f"{len(model.stepper.schedule.network_transfers())} messages in {n} steps; the engine took "
                    f"{model.trace.time * 1e6:.4g} us for {size} on {model.topology.name}.")
         sentences = figs["sentences"]
