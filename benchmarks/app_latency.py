@@ -33,6 +33,17 @@ def _step(p: int) -> Callable[[], object]:
     return build
 
 
+def _step_chunks(p: int) -> Callable[[], object]:
+    """8 chunks per block: 8x the transfers and arrows (256 arrows per step at p=32)."""
+    from app.stepper import grid_html
+    from app.ui.step_model import build_step_model, step_figures
+
+    def build():
+        model = build_step_model("allreduce", "ring", p, {"chunks": 8}, 0, "ring", "1MiB")
+        return step_figures(model, 5), grid_html(model.stepper, 5)
+    return build
+
+
 def _step_move(p: int) -> Callable[[], object]:
     from app.stepper import grid_html
     from app.ui.step_model import build_step_model, step_figures
@@ -113,7 +124,8 @@ def _lesson(key: str) -> Callable[[int], Callable[[], object]]:
     return make
 
 
-PAGES = {"step (new choice)": _step, "step (move)": _step_move, "cost explorer": _cost, "contention": _contention,
+PAGES = {"step (new choice)": _step, "step (8 chunks)": _step_chunks, "step (move)": _step_move,
+         "cost explorer": _cost, "contention": _contention,
          "what-if (2 machines)": _whatif,
          "what-if (1 machine edited)": _whatif_one, "model vs reality": _reality, "lesson d (engine)": _lesson("d"),
          "lesson e (engine)": _lesson("e")}
