@@ -218,33 +218,44 @@ def count_colour(k: int, p: int) -> str:
     return _PALETTE[min(level, len(_PALETTE) - 1)]
 
 
-def grid_html(stepper: Stepper, i: int, cell_px: int = 64) -> str:
-    """The (ranks x columns) buffer grid after state i: symbolic labels, colour by contribution count, changed cells outlined."""
+def _grid_style(cell_px: int) -> str:
+    """One style block for every cell (inline styles per cell made a 32-rank, 8-chunk grid 2 MB)."""
+    levels = "".join(f".buffer-grid td.k{k}{{background:{c};{'color:#fff;' if k >= 5 else ''}}}"
+                     for k, c in enumerate(_PALETTE))
+    return ("<style>.buffer-grid{overflow:auto;max-height:620px;border:1px solid #ddd}"
+            ".buffer-grid table{border-collapse:collapse;table-layout:fixed}"
+            f".buffer-grid td.cell{{width:{cell_px}px;min-width:{cell_px}px;max-width:{cell_px}px;height:26px;"
+            "text-align:center;font-size:12px;color:#111;white-space:nowrap;overflow:hidden;border:1px solid #bbb}"
+            ".buffer-grid td.chg{border:2px solid #1a56db}"
+            f".buffer-grid th.col{{width:{cell_px}px;min-width:{cell_px}px}}"
+            ".buffer-grid th.rk{text-align:left;white-space:nowrap;min-width:110px}" + levels + "</style>")
+
+
+def _level(k: int, p: int) -> int:
+    """Index into the palette for k contributions of p (0: nothing)."""
+    return _PALETTE.index(count_colour(k, p))
+
+
+def grid_html(stepper: Stepper, i: int, cell_px: int = 72) -> str:
+    """The (ranks x columns) buffer grid after state i: symbolic labels, colour by contribution count, changed cells
+    outlined; fixed cell sizes, scrolling instead of squeezing."""
     grid = stepper.states[i]
     prev = stepper.states[i - 1] if i > 0 else grid
     p = stepper.schedule.collective.ranks
     received = {m.transfer.dst for m in stepper.moves[i] if not m.transfer.local}
-    rows = []
-    head = "".join(f'<th style="width:{cell_px}px;min-width:{cell_px}px">{c}</th>' for c in range(grid.shape[1]))
-    rows.append(f'<tr><th style="min-width:110px">rank</th>{head}</tr>')
+    head = "".join(f'<th class="col">{c}</th>' for c in range(grid.shape[1]))
+    rows = [f'<tr><th class="rk">rank</th>{head}</tr>']
     for r in range(grid.shape[0]):
         cells = []
         for c in range(grid.shape[1]):
             cell = grid[r, c]
             k = len(cell)
-            changed = cell != prev[r, c]
-            border = "2px solid #1a56db" if changed else "1px solid #bbb"
-            dark = k > 0 and count_colour(k, p) in _PALETTE[5:]
-            cells.append(
-                f'<td class="cell" data-rank="{r}" data-col="{c}" data-count="{k}" title="{escape(cell_tooltip(cell))}" '
-                f'style="background:{count_colour(k, p)};border:{border};width:{cell_px}px;min-width:{cell_px}px;'
-                f'height:26px;text-align:center;font-size:12px;color:{"#fff" if dark else "#111"};'
-                f'white-space:nowrap;overflow:hidden">{escape(cell_label(cell))}</td>')
+            changed = " chg" if cell != prev[r, c] else ""
+            cells.append(f'<td class="cell k{_level(k, p)}{changed}" data-rank="{r}" data-count="{k}" '
+                         f'title="{escape(cell_tooltip(cell))}">{escape(cell_label(cell))}</td>')
         mark = " &#9664;" if r in received else ""
-        rows.append(f'<tr><th style="text-align:left;white-space:nowrap">rank {r} ({rank_letter(r)}){mark}</th>'
-                    f'{"".join(cells)}</tr>')
-    return ('<div class="buffer-grid" style="overflow:auto;max-height:620px;border:1px solid #ddd">'
-            f'<table style="border-collapse:collapse;table-layout:fixed">{"".join(rows)}</table></div>')
+        rows.append(f'<tr><th class="rk">rank {r} ({rank_letter(r)}){mark}</th>{"".join(cells)}</tr>')
+    return f'{_grid_style(cell_px)}<div class="buffer-grid"><table>{"".join(rows)}</table></div>'
 
 
 def legend_html(p: int) -> str:
