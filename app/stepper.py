@@ -93,8 +93,8 @@ def picture_collective(op: str, ranks: int, chunks: int = 1, root: int = 0) -> C
     if not 1 <= ranks <= MAX_RANKS:
         raise CollsimError(f"ranks: {ranks} is outside the step-through's range; expected 1..{MAX_RANKS}")
     if ranks * chunks > MAX_COLUMNS:
-        raise CollsimError(f"chunks: {ranks} ranks x {chunks} chunks is {ranks * chunks} columns, over the limit of "
-                           f"{MAX_COLUMNS}; use fewer chunks")
+        raise CollsimError(f"chunks: {ranks} ranks x {chunks} pieces per block (chunks x channels x pipeline) is "
+                           f"{ranks * chunks} columns, over the limit of {MAX_COLUMNS}; use fewer chunks or channels")
     return Collective(op, ranks, ranks * chunks, "int8", root=root)
 
 

@@ -9,3 +9,8 @@ COMMANDS = [algorithms, check, draw, cost, topologies, simulate, sweep, verify, 
 from . import lint_program, scenario  # noqa: E402
 
 COMMANDS[COMMANDS.index(verify):COMMANDS.index(verify)] = [scenario, lint_program]
+
+# NCCL-style prediction on machine presets, listed after nccl-model.
+from . import predict  # noqa: E402
+
+COMMANDS.insert(COMMANDS.index(nccl_model) + 1, predict)

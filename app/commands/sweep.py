@@ -10,7 +10,7 @@ from simulator.algorithms import build_schedule, get, names_for
 from simulator.algorithms.registry import check_ranks
 from simulator.collective import REDUCING, ROOTED, Collective, normalize_op
 from simulator.engine import simulate
-from simulator.profile import atomic_write
+from simulator.fileio import atomic_write
 from simulator.units import parse_size_range
 
 from ..args import add_algo_params, add_collective, add_op, algo_params

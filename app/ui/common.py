@@ -20,29 +20,45 @@ def friendly():
         st.error(str(exc).splitlines()[0])
 
 
+def _param_widget(col, url: UrlState, param, ranks: int, max_chunks: int, who: str = "") -> int | None:
+    """One bounded number input for a registry Param, its limit in the label; 0 means 'the algorithm picks' for a
+    parameter without a default (group, node)."""
+    if param.default is None:
+        value = col.number_input(f"{param.name} (0 = the algorithm picks, 1..{ranks}){who}: {param.help}", 0, ranks,
+                                 key=url.integer(param.name, 0, ranks, 0))
+        return int(value) or None
+    hi = max_chunks if param.name == "chunks" else 1024
+    hi = min(hi, param.maximum) if param.maximum is not None else hi
+    value = col.number_input(f"{param.name} ({param.minimum}..{hi}){who}: {param.help}", param.minimum, hi,
+                             key=url.integer(param.name, param.minimum, hi, param.default))
+    return int(value)
+
+
 def algorithm_params(url: UrlState, op: str, algo: str, ranks: int, max_chunks: int = 8) -> dict:
     """One bounded number input per registry parameter of (op, algo); the limit is in the label."""
-    params = {}
     spec = get(op, algo)
     if not spec.params:
-        return params
+        return {}
     cols = st.columns([1] * len(spec.params) + [max(4 - len(spec.params), 1)])
-    for param, col in zip(spec.params, cols):
-        if param.name == "chunks":
-            hi = max_chunks if param.maximum is None else min(param.maximum, max_chunks)
-            value = col.number_input(f"chunks (1..{hi}): {param.help}", param.minimum, hi,
-                                     key=url.integer("chunks", param.minimum, hi, param.default or 1))
-        elif param.name == "group":
-            value = col.number_input(f"group (0 = the algorithm picks, 1..{ranks}): ranks per node", 0, ranks,
-                                     key=url.integer("group", 0, ranks, 0))
-            value = value or None
-        else:
-            hi = param.maximum if param.maximum is not None else 1024
-            value = col.number_input(f"{param.name} ({param.minimum}..{hi}): {param.help}", param.minimum, hi,
-                                     key=url.integer(param.name, param.minimum, hi, param.default or param.minimum))
-        if value is not None:
-            params[param.name] = int(value)
-    return params
+    values = {param.name: _param_widget(col, url, param, ranks, max_chunks) for param, col in zip(spec.params, cols)}
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def algorithm_union_params(url: UrlState, op: str, ranks: int, max_chunks: int = 64) -> dict:
+    """The parameters any algorithm of `op` takes (chunks, group, ...), each applied to the algorithms that accept it."""
+    from simulator.algorithms import names_for
+
+    params, takers = {}, {}
+    for name in names_for(op):
+        for param in get(op, name).params:
+            params.setdefault(param.name, param)
+            takers.setdefault(param.name, []).append(name)
+    if not params:
+        return {}
+    cols = st.columns(len(params))
+    values = {name: _param_widget(col, url, param, ranks, max_chunks, f", for {', '.join(takers[name])}")
+              for (name, param), col in zip(params.items(), cols)}
+    return {k: v for k, v in values.items() if v is not None}
 
 
 @st.cache_resource(max_entries=32, show_spinner="running the schedule on symbols and in the engine...")
@@ -51,25 +67,6 @@ def cached_step_model(op: str, algo: str, ranks: int, params: tuple, root: int, 
     from app.ui.step_model import build_step_model
 
     return build_step_model(op, algo, ranks, dict(params), root, topology, size)
-
-
-def algorithm_union_params(url: UrlState, op: str, ranks: int, max_chunks: int = 64) -> dict:
-    """The parameters any algorithm of `op` takes (chunks, group), each applied to the algorithms that accept it."""
-    from simulator.algorithms import names_for
-
-    names = {p.name for n in names_for(op) for p in get(op, n).params}
-    params = {}
-    cols = st.columns(max(len(names), 1))
-    for name, col in zip(sorted(names), cols):
-        if name == "chunks":
-            params["chunks"] = int(col.number_input(f"chunks (1..{max_chunks}): pipelining depth of the algorithms "
-                                                    "that take it", 1, max_chunks, key=url.integer("chunks", 1, max_chunks, 1)))
-        elif name == "group":
-            group = col.number_input(f"group (0 = auto, 1..{ranks}): ranks per node for hierarchical", 0, ranks,
-                                     key=url.integer("group", 0, ranks, 0))
-            if group:
-                params["group"] = int(group)
-    return params
 
 
 @st.cache_resource(max_entries=32, show_spinner="pricing every algorithm...")

@@ -36,8 +36,9 @@ def build_step_model(op: str, algo: str, ranks: int, params: dict, root: int, to
     """Schedule on symbols (ranks x chunks columns) and the same algorithm at `size` bytes on `topology` in the engine."""
     spec = get(op, algo)
     check_ranks(spec, ranks)
-    chunks = int(params.get("chunks", 1) or 1)
-    picture = build_schedule(picture_collective(op, ranks, chunks, root), algo, **params)
+    # elements per rank block in the picture: every piece the parameters cut a block into gets its own column
+    per_block = int(params.get("chunks") or 1) * int(params.get("channels") or 1) * -(-int(params.get("pipeline") or 1) // ranks)
+    picture = build_schedule(picture_collective(op, ranks, per_block, root), algo, **params)
     topo = topology_input(topology, ranks)
     nbytes = size_input(size, "size", 4)
     schedule = build_schedule(Collective(op, ranks, nbytes, DTYPE, root), algo, **params)

@@ -28,6 +28,7 @@ CALIBRATE = ["calibrate", "--ranks", "2"]
 COMPARE = ["compare", *RING, "--ranks", "2", "--alpha", "2us", "--bandwidth", "1GB/s"]
 FIT = ["fit", LOG]
 NCCL = ["nccl-model", "--gpus", "8", "--size", "1KiB:1MiB"]
+PREDICT = ["predict", "--preset", "p5", "--size", "1MiB:2MiB"]
 EXPORT = ["export-msccl", *RING, "--ranks", "4"]
 IMPORT = ["import-msccl", MSCCL]
 SHOW = ["topology", "show"]
@@ -52,6 +53,8 @@ OUTPUT_COMMANDS = [  # (id, argv before the flag, flag, field the error names)
     ("compare-csv", COMPARE, "--csv", "csv"),
     ("fit-out", FIT, "--out", "out"),
     ("nccl-model-write-log", NCCL, "--write-log", "write-log"),
+    ("predict-nccl-log", PREDICT, "--nccl-log", "nccl-log"),
+    ("predict-csv", PREDICT, "--csv", "csv"),
     ("export-msccl-o", EXPORT, "-o", "output"),
 ]
 BAD_TARGETS = [  # (id, path, files to create first, what the error says)
@@ -372,6 +375,44 @@ def fit_cases() -> list[Case]:
     ]
 
 
+def predict_cases() -> list[Case]:
+    """collsim predict, the machine presets and multi-rail clusters it reads."""
+    cases = [bad(f"predict-size-{sid}", [*PREDICT[:-2], "--size", text], "size", value) for sid, text, value in BAD_SIZES[:8]]
+    return cases + [
+        bad("predict-csv-ok-nccl-log-missing", [*PREDICT, "--csv", "ok.csv", "--nccl-log", "missing/x.log"], "nccl-log",
+            outputs=["ok.csv"]),
+        bad("predict-existing-csv-bad-proto", [*PREDICT, "--proto", "LX", "--csv", "t.csv"], "proto", "LX",
+            outputs=["t.csv"], preexisting=True),
+        bad("predict-no-preset", ["predict", "--size", "1MiB"], "preset"),
+        bad("predict-preset-unknown", ["predict", "--preset", "p6"], "topology", "p6"),
+        bad("predict-preset-not-a-machine", ["predict", "--preset", "mi300x"], "preset", "mi300x", "dgx-h100"),
+        bad("predict-preset-builder", ["predict", "--preset", "switch:8"], "preset", "switch:8"),
+        bad("predict-preset-nodes-0", ["predict", "--preset", "p5:nodes=0"], "nodes", "0"),
+        bad("predict-preset-too-many-ranks", ["predict", "--preset", "p5:nodes=100"], "ranks", "800", "512"),
+        bad("predict-gb200-trays-19", ["predict", "--preset", "gb200-nvl4:nodes=19"], "nodes", "19"),
+        bad("predict-op-alltoall", [*PREDICT, "--op", "alltoall"], "op", "alltoall", "allgather"),
+        bad("predict-op-bogus", [*PREDICT, "--op", "allsum"], "op", "allsum"),
+        bad("predict-proto-bogus", [*PREDICT, "--proto", "LL256"], "proto", "LL256", "Simple"),
+        bad("predict-proto-empty", [*PREDICT, "--proto", ""], "proto"),
+        bad("predict-ranks-0", [*PREDICT, "--ranks", "0"], "ranks", "0"),
+        bad("predict-ranks-1", [*PREDICT, "--ranks", "1"], "ranks", "1", "2 or more"),
+        bad("predict-ranks-over", [*PREDICT, "--ranks", "9"], "ranks", "9"),
+        bad("predict-ranks-not-whole-nodes", ["predict", "--preset", "p5:nodes=2", "--size", "1MiB", "--ranks", "12"],
+            "ranks", "12"),
+        bad("predict-size-odd-bytes", [*PREDICT[:-2], "--size", "7"], "size", "7"),
+        bad("predict-net-bogus", ["predict", "--preset", "p5:nodes=2,net=efa999"], "net", "efa999"),
+        bad("simulate-channels-0", [*SIM[:4], "nccl_ring", *SIM[5:], "--channels", "0"], "channels", "0"),
+        bad("simulate-channels-65", [*SIM[:4], "nccl_ring", *SIM[5:], "--channels", "65"], "channels", "65", "<= 64"),
+        bad("simulate-node-0", [*SIM[:4], "nccl_ring", *SIM[5:], "--node", "0"], "node", "0"),
+        bad("simulate-pipeline-0", [*SIM[:4], "rails", *SIM[5:], "--pipeline", "0"], "pipeline", "0"),
+        bad("simulate-pipeline-on-ring", [*SIM, "--pipeline", "2"], "pipeline", "ring"),
+        bad("simulate-rails-group-3", [*SIM[:4], "rails", *SIM[5:], "--group", "3"], "group", "3"),
+        bad("simulate-cluster-nics-3", [*SIM, "--topology", "cluster:nodes=2,gpus=8,nics=3"], "nics", "3"),
+        bad("simulate-cluster-nics-0", [*SIM, "--topology", "cluster:nodes=2,gpus=8,nics=0"], "nics", "0"),
+        bad("simulate-cluster-nics-word", [*SIM, "--topology", "cluster:nodes=2,gpus=8,nics=many"], "nics"),
+    ]
+
+
 def nccl_model_cases() -> list[Case]:
     return [
         bad("nccl-model-gpus-0", ["nccl-model", "--gpus", "0"], "gpus", "0"),
@@ -457,9 +498,9 @@ def signal_cases() -> list[Case]:
 
 CASES = (output_cases() + size_cases() + link_number_cases() + algorithms_cases() + check_cases() + draw_cases() + cost_cases()
          + topology_cases() + simulate_cases() + sweep_cases() + verify_cases() + calibrate_cases() + compare_cases()
-         + fit_cases() + nccl_model_cases() + msccl_cases() + app_cases() + empty_value_cases() + signal_cases())
+         + fit_cases() + nccl_model_cases() + predict_cases() + msccl_cases() + app_cases() + empty_value_cases() + signal_cases())
 SUBCOMMANDS = ("algorithms", "check", "draw", "cost", "topologies", "topology", "simulate", "sweep", "verify", "calibrate",
-               "compare", "fit", "nccl-model", "import-msccl", "export-msccl", "app")
+               "compare", "fit", "nccl-model", "predict", "import-msccl", "export-msccl", "app")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

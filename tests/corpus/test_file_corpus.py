@@ -4,7 +4,7 @@ Formats: topology YAML and JSON (`topology show`, `simulate --topology`, `sweep 
 `import-msccl --topology`), link profiles (`simulate --profile`, `compare --profile`), nccl-tests logs
 (`fit`, `nccl-model --compare`), MSCCL XML (`import-msccl`) and measured JSON (`compare --measured`).
 Each bad file is a small edit of a well-formed file (the logs and MSCCL files in tests/data, the
-topology of tests/test_topology.py), and `test_well_formed_bases_are_accepted` shows that each base
+topology of tests/simulator/test_topology.py), and `test_well_formed_bases_are_accepted` shows that each base
 file on its own runs, so every refusal below comes from the edit.
 """
 
@@ -409,7 +409,7 @@ def _measured_cases() -> list[Case]:
     ]
 
 
-# ---- program files (`collsim lint-program`): the reading side; their content is tests/test_program_corpus.py's -----------
+# ---- program files (`collsim lint-program`): the reading side; their content is tests/simulator/test_program_corpus.py's -----------
 
 PROGRAM = "world: 2\ngroups: {dp: [0, 1]}\nranks:\n  0-1: [{op: all_reduce, group: dp, size: 1MiB}]\n"
 

@@ -133,7 +133,7 @@ def test_loop_runs_an_instant_in_post_order_then_decides_then_what_the_decision_
 
 
 def test_engine_uses_only_simpys_public_api():
-    source = "".join(p.read_text() for p in (Path(__file__).parents[1] / "simulator" / "engine").glob("*.py"))
+    source = "".join(p.read_text() for p in (Path(__file__).parents[2] / "simulator" / "engine").glob("*.py"))
     for private in ("env._", "._queue", "._eid", "._now", "._value", "._ok", "_Event"):
         assert private not in source, private
 

@@ -193,7 +193,7 @@ def test_the_worked_example_in_the_docs_says_what_the_checker_says():
     import re
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "programs.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "programs.md").read_text()
     blocks = re.findall(r"```yaml\n(.*?)```", doc, re.S)
     step = yaml.safe_load(blocks[0])
     program = program_from_dict(step, source="step.yaml")

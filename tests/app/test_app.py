@@ -18,7 +18,7 @@ from simulator.collective import OPS, Collective  # noqa: E402
 from simulator.engine import EngineOptions, simulate  # noqa: E402
 from simulator.topology import parse_topology  # noqa: E402
 
-SCRIPT = str(Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py")
+SCRIPT = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
 
 
 def _page(path: str | None, query: dict | None = None, check: bool = True) -> AppTest:
@@ -405,7 +405,7 @@ def test_reality_shows_every_size_of_the_log_with_its_out_of_sample_error():
     name = "07_b200_hgx_1node_8gpu_allreduce.txt"
     at.selectbox(key="reality.log").set_value(name).run()
     _ok(at)
-    log = read_log(Path(__file__).parent / "data" / "nccl-tests" / name)
+    log = read_log(Path(__file__).parents[1] / "data" / "nccl-tests" / name)
     measured = sorted({n: t for n, t in log.measurements("out")}.items())
     table = at.dataframe[0].value
     assert list(table["bytes"]) == [n for n, _ in measured]

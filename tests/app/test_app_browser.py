@@ -22,7 +22,7 @@ playwright = pytest.importorskip("playwright.sync_api", reason="playwright is in
 if CHROMIUM is None:
     pytest.skip("no chromium on PATH (.ci/run installs Debian's chromium)", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXCEPTION = "[data-testid='stException']"
 # url path (with a query string, as a teacher would link it) -> text the page shows once drawn
 PAGES = {
