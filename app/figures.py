@@ -85,8 +85,9 @@ def collective_for_picture(op: str, ranks: int, elements: int, root: int = 0) ->
     return Collective(op, ranks, elements, "int8", root=root)
 
 
-def timeline_figure(trace, highlight_step: int | None = None, height_per_rank: int = 22):
-    """The engine's timeline: one row per rank, a bar per message it sends (start to arrival); the step shown is bold."""
+def timeline_figure(trace, highlight_step: int | None = None, height_per_rank: int = 22, x_max_us: float | None = None):
+    """The engine's timeline: one row per rank, a bar per message it sends (start to arrival); the step shown is bold.
+    `x_max_us` fixes the time axis (to compare two runs side by side)."""
     import plotly.graph_objects as go
 
     a = trace.schedule.arrays
@@ -108,7 +109,7 @@ def timeline_figure(trace, highlight_step: int | None = None, height_per_rank: i
                           "%{base:.3g} to %{x:.3g} us long<extra></extra>"))
     fig.update_layout(barmode="overlay", height=80 + height_per_rank * p, margin=dict(l=10, r=10, t=40, b=30),
                       title=f"engine timeline: {trace.time * 1e6:.4g} us on {trace.topology.name}",
-                      xaxis=dict(title="time (us)"),
+                      xaxis=dict(title="time (us)", range=[0, x_max_us] if x_max_us else None),
                       yaxis=dict(categoryorder="array", categoryarray=[f"rank {r}" for r in range(p)][::-1]),
                       legend=dict(orientation="h", y=1.02, x=1, xanchor="right"))
     return fig

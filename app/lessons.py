@@ -164,8 +164,8 @@ LESSONS = (
            "A collective finishes when its last transfer does. In a ring every rank waits for its neighbour, so one "
            "rank that starts late delays everyone, and one link carrying background traffic slows every step that "
            "uses it.",
-           "Ring all-reduce of 1 MiB on ring:8 takes about 87 us. If rank 3 starts 50 us late, how many microseconds "
-           "later does the whole collective finish? (within 15%)",
+           f"Ring all-reduce of 1 MiB on ring:8 takes {straggler_times(0.0)[0] * 1e6:.1f} us in the engine. If rank 3 "
+           "starts 50 us late, how many microseconds later does the whole collective finish? (within 15%)",
            straggler_extra_us, "All of it: each step of the ring waits for the late rank's chunk, so the finish moves "
            "by the full delay (compare the two timelines).",
            (("What if half of one link's bandwidth is taken by other traffic (switch:8, 64 MiB)?",

@@ -172,6 +172,7 @@ _PHASES = {
     "gather": ("gather", "gather"),
     "scatter": ("scatter", "scatter"),
 }
+_RS_AG_ALLREDUCE = {"ring", "rabenseifner", "direct", "hierarchical", "nccl_ring"}  # reduce-scatter, then all-gather
 _TREE_ALLREDUCE = {"binomial": ("reduce up the tree", "broadcast down the tree"),
                    "double_binary_tree": ("reduce up the trees", "broadcast down the trees"),
                    "recursive_doubling": ("exchange and add (recursive doubling)", "copy back to the extra ranks")}
@@ -187,7 +188,12 @@ def phase_name(schedule: Schedule, moves: list[Move], before: np.ndarray | None 
     if op == "broadcast" and schedule.algorithm == "scatter_allgather" and before is not None:
         empty = any(not any(cell for cell in row) for row in before)
         return "scatter" if empty else "all-gather"
-    reduce_name, copy_name = _TREE_ALLREDUCE.get(schedule.algorithm, _PHASES[op]) if op == "allreduce" else _PHASES[op]
+    if op == "allreduce" and schedule.algorithm in _TREE_ALLREDUCE:
+        reduce_name, copy_name = _TREE_ALLREDUCE[schedule.algorithm]
+    elif op == "allreduce" and schedule.algorithm not in _RS_AG_ALLREDUCE:
+        reduce_name, copy_name = "reduce (partial sums added in)", "copy (finished sums passed on)"
+    else:
+        reduce_name, copy_name = _PHASES[op]
     name = reduce_name if any(m.transfer.reduce for m in moves) else copy_name
     group = schedule.params.get("group")
     if group and group < schedule.collective.ranks:

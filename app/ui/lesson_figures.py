@@ -95,9 +95,10 @@ def _e(url: UrlState) -> None:
     topo = parse_topology("ring:8")
     schedule = build_schedule(Collective("allreduce", 8, 1 << 20, "float32"), "ring")
     left, right = st.columns(2)
-    left.plotly_chart(timeline_figure(simulate(schedule, topo)), key="lesson.e.before")
-    right.plotly_chart(timeline_figure(simulate(schedule, topo, EngineOptions(start_delay={3: delay * 1e-6}))),
-                       key="lesson.e.after")
+    span = max(before, after) * 1e6 * 1.02  # one time axis for both
+    left.plotly_chart(timeline_figure(simulate(schedule, topo), x_max_us=span), key="lesson.e.before")
+    right.plotly_chart(timeline_figure(simulate(schedule, topo, EngineOptions(start_delay={3: delay * 1e-6})),
+                                       x_max_us=span), key="lesson.e.after")
 
 
 def _f(url: UrlState) -> None:
