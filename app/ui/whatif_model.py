@@ -62,3 +62,47 @@ def whatif_rows(machines: list[str], ops: list[str], sizes: list[int]) -> list[d
     """machine_rows for every machine (checked against the page's bounds first)."""
     check_choice(machines, sizes)
     return [row for spec in machines for row in machine_rows(spec, ops, sizes)]
+
+
+# ---- training steps: the scenarios and the evaluation `collsim whatif` runs ------------------------------------------
+
+STEP_SCENARIOS = ("ddp", "fsdp", "tp", "hybrid")
+STEP_MODES = ("isolated", "auto", "exact")  # isolated first: a DDP step on 16 GPUs takes 0.2 s, exact 6 s
+MAX_TP = 8
+
+
+def step_case_for(machine: str, scenario: str, model: str, gpu: str = "", tp: int = 0, mfu: float = 0.4,
+                  mode: str = "isolated"):
+    """The StepCase `collsim whatif SCENARIO --machines MACHINE --model ... --mode ...` builds, from the same parser
+    and the same `step_case` (tp 0 or gpu '' = the scenario's or machine's default)."""
+    import argparse
+
+    from app.commands.whatif import add_step_args, step_case
+
+    if scenario not in STEP_SCENARIOS:
+        raise CollsimError(f"scenario: {scenario!r}; expected one of {', '.join(STEP_SCENARIOS)}")
+    if mode not in STEP_MODES:
+        raise CollsimError(f"mode: {mode!r}; expected one of {', '.join(STEP_MODES)}")
+    parser = argparse.ArgumentParser(prog="collsim whatif", add_help=False)
+    add_step_args(parser)
+    argv = [scenario, "--model", model, "--mfu", repr(float(mfu)), "--mode", mode]
+    argv += ["--gpu", gpu] if gpu else []
+    argv += ["--tp", str(int(tp))] if tp else []
+    machine_ranks(machine)
+    return step_case(parser.parse_args(argv), machine.strip(), label=machine.strip())
+
+
+def step_row(machine: str, scenario: str, model: str, gpu: str = "", tp: int = 0, mfu: float = 0.4,
+             mode: str = "isolated") -> dict:
+    """One machine's training step, as `collsim whatif` evaluates it (simulator.program.whatif.evaluate)."""
+    from simulator.program.whatif import evaluate
+
+    return evaluate(step_case_for(machine, scenario, model, gpu, tp, mfu, mode))
+
+
+def step_table_row(row: dict) -> dict:
+    """The page's table row: times in ms, tokens/s, efficiency."""
+    return {"machine": row["label"], "gpu": row["gpu"], "gpus": row["gpus"], "tp": row["tp"], "dp": row["dp"],
+            "step (ms)": row["step_s"] * 1e3, "compute (ms)": row["compute_s"] * 1e3,
+            "exposed comm (ms)": row["exposed_s"] * 1e3, "tokens/s": row["tokens_per_s"],
+            "efficiency": row["efficiency"], "run": row["mode"]}

@@ -9,9 +9,22 @@ import streamlit as st
 from app.ui.common import friendly
 from app.ui.inputs import sizes_input
 from app.ui.urlstate import UrlState
-from app.ui.whatif_model import MAX_MACHINES, MAX_RANKS, MAX_SIZES, check_choice, machine_rows
+from app.ui.whatif_model import (
+    MAX_MACHINES,
+    MAX_RANKS,
+    MAX_SIZES,
+    MAX_TP,
+    STEP_MODES,
+    STEP_SCENARIOS,
+    check_choice,
+    machine_rows,
+    step_row,
+    step_table_row,
+)
 from simulator.collective import OPS, normalize_op
 from simulator.errors import CollsimError
+from simulator.program.presets import GPUS, MODELS
+from simulator.program.scenarios import SCENARIOS
 from simulator.topology import PRESETS
 from simulator.units import format_size
 
@@ -22,8 +35,6 @@ st.markdown(
     "one runs every algorithm of each collective in the event engine, on all its GPUs, and the fastest counts.")
 st.caption(f"Presets: {', '.join(PRESETS)} (add :nodes=N); builders such as cluster:nodes=2,gpus=8,net_bw=50GB/s. "
            f"At most {MAX_MACHINES} machines, {MAX_RANKS} GPUs each, {MAX_SIZES} sizes.")
-
-
 
 def parse_ops(text: str) -> list[str]:
     """Collective names from 'allreduce, allgather' (aliases such as all_reduce allowed), no repeats."""
@@ -42,13 +53,12 @@ def parse_ops(text: str) -> list[str]:
 
 
 url = UrlState("whatif")
+KINDS = ("collectives", "a training step")
+kind = st.radio("compare", KINDS, horizontal=True, key=url.choice("kind", KINDS))
 c = st.columns(3)
 defaults = ("dgx-h100:nodes=2", "hgx-b200:nodes=2", "")
 machines = [c[i].text_input(f"machine {'ABC'[i]}", key=url.text(f"m{i}", defaults[i])) for i in range(MAX_MACHINES)]
-c = st.columns(2)
-ops_text = c[0].text_input(f"collectives (comma-separated: {', '.join(OPS)})", key=url.text("ops", "allreduce,allgather"))
-sizes_text = c[1].text_input(f"sizes (at most {MAX_SIZES})", key=url.text("sizes", "64KiB,16MiB,1GiB"))
-url.show_notes()
+chosen = tuple(m.strip() for m in machines if m.strip())
 
 
 @st.cache_data(max_entries=32, show_spinner="running the machine in the engine...")
@@ -57,21 +67,80 @@ def _rows(machine: str, ops: tuple, sizes: tuple) -> list[dict]:
     return machine_rows(machine, list(ops), list(sizes))
 
 
-with friendly():
-    ops = parse_ops(ops_text)
-    sizes = sizes_input(sizes_text)
-    chosen = tuple(m.strip() for m in machines if m.strip())
-    check_choice(list(chosen), sizes)
-    rows = pd.DataFrame([row for spec in chosen for row in _rows(spec, tuple(ops), tuple(sizes))])
-    rows["size"] = [format_size(int(n)) for n in rows["bytes"]]
-    first = rows[rows["machine"] == chosen[0]].set_index(["op", "bytes"])["time (us)"]
-    rows[f"time vs {chosen[0]}"] = [t / first[(op, n)] for op, n, t in zip(rows["op"], rows["bytes"], rows["time (us)"])]
-    for op in ops:
-        part = rows[rows["op"] == op]
-        fig = px.bar(part, x="size", y="time (us)", color="machine", barmode="group", log_y=True,
-                     hover_data=["best algorithm", "ranks", "busbw (GB/s)"],
-                     title=f"{op}: engine time with the best algorithm on each machine (lower is better)")
-        st.plotly_chart(fig, key=f"whatif.{op}")
-    st.dataframe(rows.drop(columns=["bytes"]), hide_index=True, key="whatif.table",
-                 column_config={f"time vs {chosen[0]}": st.column_config.NumberColumn(format="%.2fx")})
+@st.cache_data(max_entries=32, show_spinner="running the training step in the engine...")
+def _step(machine: str, scenario: str, model: str, gpu: str, tp: int, mfu: float, mode: str) -> dict:
+    """One machine's training step (as `collsim whatif`), cached per machine."""
+    row = step_row(machine, scenario, model, gpu, tp, mfu, mode)
+    row.pop("trace_events", None)
+    return row
+
+
+def collectives_section() -> None:
+    c = st.columns(2)
+    ops_text = c[0].text_input(f"collectives (comma-separated: {', '.join(OPS)})", key=url.text("ops", "allreduce,allgather"))
+    sizes_text = c[1].text_input(f"sizes (at most {MAX_SIZES})", key=url.text("sizes", "64KiB,16MiB,1GiB"))
+    url.show_notes()
+    with friendly():
+        ops = parse_ops(ops_text)
+        sizes = sizes_input(sizes_text)
+        check_choice(list(chosen), sizes)
+        rows = pd.DataFrame([row for spec in chosen for row in _rows(spec, tuple(ops), tuple(sizes))])
+        rows["size"] = [format_size(int(n)) for n in rows["bytes"]]
+        first = rows[rows["machine"] == chosen[0]].set_index(["op", "bytes"])["time (us)"]
+        rows[f"time vs {chosen[0]}"] = [t / first[(op, n)] for op, n, t in zip(rows["op"], rows["bytes"], rows["time (us)"])]
+        for op in ops:
+            part = rows[rows["op"] == op]
+            fig = px.bar(part, x="size", y="time (us)", color="machine", barmode="group", log_y=True,
+                         hover_data=["best algorithm", "ranks", "busbw (GB/s)"],
+                         title=f"{op}: engine time with the best algorithm on each machine (lower is better)")
+            st.plotly_chart(fig, key=f"whatif.{op}")
+        st.dataframe(rows.drop(columns=["bytes"]), hide_index=True, key="whatif.table",
+                     column_config={f"time vs {chosen[0]}": st.column_config.NumberColumn(format="%.2fx")})
+
+
+def step_section() -> None:
+    st.markdown(
+        "A training step is compute plus the collectives the parallelism needs. Communication that overlaps compute "
+        "(DDP's gradient buckets behind the backward pass) costs nothing; what sticks out past the compute is the "
+        "*exposed* communication, and it is what a faster network buys back. The step is generated and timed exactly "
+        "as `collsim whatif` does it, on every GPU of each machine.")
+    c = st.columns(3)
+    scenario = c[0].selectbox("scenario", STEP_SCENARIOS, key=url.choice("scenario", STEP_SCENARIOS),
+                              format_func=lambda s: f"{s}: {SCENARIOS[s].split(':')[0]}")
+    model = c[1].selectbox("model", list(MODELS), key=url.choice("model", list(MODELS)))
+    gpu_options = ("", *GPUS)
+    gpu = c[2].selectbox("GPU", gpu_options, key=url.choice("gpu", gpu_options),
+                         format_func=lambda g: g or "the machine preset's")
+    c = st.columns(3)
+    tp = c[0].number_input(f"tensor parallel (0 = the scenario's, 1..{MAX_TP})", 0, MAX_TP,
+                           key=url.integer("tp", 0, MAX_TP, 0))
+    mfu = c[1].slider("MFU (fraction of the GPU's peak achieved)", 0.05, 1.0, step=0.05,
+                      key=url.number("mfu", 0.05, 1.0, 0.4))
+    mode = c[2].selectbox("run", STEP_MODES, key=url.choice("mode", STEP_MODES),
+                          help="isolated: each distinct collective timed alone (fast); exact: every call expanded, "
+                               "calls share links (seconds per machine); auto: exact up to about 2M transfers")
+    url.show_notes()
+    with friendly():
+        if not chosen:
+            raise CollsimError(f"machines: none given; expected 1..{MAX_MACHINES}")
+        rows = pd.DataFrame([step_table_row(_step(m, scenario, model, gpu, int(tp), float(mfu), mode)) for m in chosen])
+        rows[f"step vs {chosen[0]}"] = rows["step (ms)"] / rows["step (ms)"].iloc[0]
+        times = rows.melt(id_vars=["machine"], value_vars=["step (ms)", "compute (ms)", "exposed comm (ms)"],
+                          var_name="part", value_name="ms")
+        st.plotly_chart(px.bar(times, x="part", y="ms", color="machine", barmode="group",
+                               title=f"{scenario} step of {model}: time per step (lower is better)"),
+                        key="whatif.step_times")
+        st.plotly_chart(px.bar(rows, x="machine", y="tokens/s", color="machine",
+                               title="tokens per second (higher is better)"), key="whatif.tokens")
+        st.dataframe(rows, hide_index=True, key="whatif.step_table",
+                     column_config={"efficiency": st.column_config.NumberColumn(format="%.3f"),
+                                    f"step vs {chosen[0]}": st.column_config.NumberColumn(format="%.2fx")})
+        st.caption("efficiency = compute-only step / step; tokens = data-parallel ranks x micro-batch x micro-batches "
+                   "x sequence length. Same numbers: `collsim whatif " + scenario + " --machines ... --mode " + mode + "`.")
+
+
+if kind == KINDS[0]:
+    collectives_section()
+else:
+    step_section()
 url.sync()

@@ -398,6 +398,44 @@ def test_whatif_rows_are_the_fastest_algorithm_in_the_engine():
     assert len(at.error) == 1 and at.error[0].value.startswith("collectives: 'allsum'")
 
 
+def _whatif_json(capsys, scenario: str, machines: str, *extra: str) -> list[dict]:
+    """`collsim whatif` itself (the command line, serially), its JSON rows."""
+    from app.cli import main
+
+    capsys.readouterr()
+    assert main(["whatif", scenario, "--machines", machines, "--mode", "isolated", "--no-sensitivity", "--jobs", "1",
+                 "--json", *extra]) == 0
+    return json.loads(capsys.readouterr().out)["rows"]
+
+
+def test_whatif_training_step_shows_what_collsim_whatif_prints(capsys):
+    machines = ["dgx-h100:nodes=2", "hgx-b200:nodes=2", "dgx-a100:nodes=2"]
+    at = _page("views/whatif.py", {"kind": "a training step", "scenario": "fsdp", "m2": machines[2]})
+    table = at.dataframe[0].value
+    assert list(table["machine"]) == machines and len(at.get("plotly_chart")) == 2
+    for row in _whatif_json(capsys, "fsdp", ",".join(machines)):
+        shown = table[table["machine"] == row["label"]].iloc[0]
+        assert shown["step (ms)"] == pytest.approx(row["step_s"] * 1e3, rel=1e-12)
+        assert shown["exposed comm (ms)"] == pytest.approx(row["exposed_s"] * 1e3, rel=1e-12)
+        assert shown["tokens/s"] == pytest.approx(row["tokens_per_s"], rel=1e-12)
+        # a step is at least its compute, and exposed communication is what sticks out past it
+        assert shown["step (ms)"] >= shown["compute (ms)"] > 0 and shown["exposed comm (ms)"] > 0
+    bars = _charts(at)[0]["data"]
+    assert sorted(_values(bars[0]["y"])) == sorted([table["step (ms)"].iloc[0], table["compute (ms)"].iloc[0],
+                                                    table["exposed comm (ms)"].iloc[0]])
+    # TP over all 16 GPUs does not fit in an 8-GPU node: one friendly line; tp 8 then runs, as the CLI does
+    at.selectbox(key="whatif.scenario").set_value("tp").run()
+    assert not at.exception and len(at.error) == 1 and at.error[0].value.startswith("tp: 16 does not fit")
+    at.number_input(key="whatif.tp").set_value(8).run()
+    _ok(at)
+    table = at.dataframe[0].value
+    for row in _whatif_json(capsys, "tp", ",".join(machines[:2]) + "," + machines[2], "--tp", "8"):
+        shown = table[table["machine"] == row["label"]].iloc[0]
+        assert (shown["tp"], shown["dp"]) == (8, 2)
+        assert shown["step (ms)"] == pytest.approx(row["step_s"] * 1e3, rel=1e-12)
+    assert at.query_params["scenario"] == "tp" and at.query_params["tp"] == "8"
+
+
 def test_reality_shows_every_size_of_the_log_with_its_out_of_sample_error():
     from simulator.formats.nccl_tests import read_log
 
@@ -418,6 +456,8 @@ def test_reality_shows_every_size_of_the_log_with_its_out_of_sample_error():
     ("views/cost.py", {"op": "allgather", "p": "16", "sizes": "4KiB:4MiB"}, "cost.p", 16),
     ("views/contention.py", {"topo": "torus:2x4", "algo": "rabenseifner"}, "contention.topo", "torus:2x4"),
     ("views/whatif.py", {"m0": "dgx-a100", "sizes": "1MiB"}, "whatif.m0", "dgx-a100"),
+    ("views/whatif.py", {"kind": "a training step", "m0": "dgx-a100", "m1": "", "scenario": "ddp", "model": "llama2-7b",
+                         "gpu": "", "tp": "0", "mfu": "0.5", "mode": "isolated"}, "whatif.mfu", 0.5),
     ("views/reality.py", {"log": "12_rtx4090_pcie_1node_2gpu_allreduce.txt", "arch": "ampere"}, "reality.arch", "ampere"),
 ])
 def test_url_round_trip(path, query, key, value):
