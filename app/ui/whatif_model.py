@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from simulator.algorithms import build_schedule, get, names_for
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
 from simulator.errors import CollsimError
-from simulator.topology import parse_topology
+from simulator.schedule import Schedule
+from simulator.topology.model import Topology
+
+from .engine_bound import PairCosts, lower_bound
+
+Builder = Callable[[Collective, str], Schedule]
 
 MAX_MACHINES = 3
 MAX_SIZES = 8
@@ -15,35 +22,56 @@ MAX_RANKS = 64
 
 def machine_ranks(spec: str) -> int:
     """Ranks a machine runs: all its devices (at most MAX_RANKS)."""
+    return _machine(spec).num_devices
+
+
+def _machine(spec: str) -> Topology:
+    """The machine's topology, checked against the app's bounds and this page's MAX_RANKS."""
     from app.ui.inputs import topology_input
 
-    devices = topology_input(spec, 1, "machine").num_devices
-    if devices > MAX_RANKS:
-        raise CollsimError(f"machine: {spec!r} has {devices} GPUs, over this page's limit of {MAX_RANKS}; use fewer nodes")
-    return devices
+    topo = topology_input(spec, 1, "machine")
+    if topo.num_devices > MAX_RANKS:
+        raise CollsimError(f"machine: {spec!r} has {topo.num_devices} GPUs, over this page's limit of {MAX_RANKS}; "
+                           "use fewer nodes")
+    return topo
 
 
-def best_time(spec: str, op: str, nbytes: int) -> tuple[float, str]:
-    """The engine's time of the fastest algorithm for (op, nbytes) on every GPU of the machine, and its name."""
-    topo = parse_topology(spec)
-    ranks = machine_ranks(spec)
+def best_time(spec: str | Topology, op: str, nbytes: int, build: Builder = build_schedule,
+              pairs: PairCosts | None = None) -> tuple[float, str]:
+    """The engine's time of the fastest algorithm for (op, nbytes) on every GPU of the machine, and its name (the first
+    by name on a tie). Algorithms are run in order of a lower bound on their engine time (app.ui.engine_bound), and one
+    whose bound is already above the best time found is not run: it cannot win, so the answer is the same as running
+    them all. `build` makes a schedule from (collective, name): pass a cached one to share schedules between machines
+    with as many GPUs; `pairs` are the machine's route costs, kept across calls."""
+    topo = _machine(spec) if isinstance(spec, str) else spec
+    ranks = topo.num_devices
     coll = Collective(op, ranks, nbytes, "int8")
-    best = (float("inf"), "")
+    options = EngineOptions()
+    pairs = pairs or PairCosts(topo, options)
+    candidates = []
     for name in names_for(op):
         if get(op, name).refusal(ranks):
             continue
-        seconds = simulate(build_schedule(coll, name), topo, EngineOptions()).time
-        best = min(best, (seconds, name))
+        schedule = build(coll, name)
+        # shaved by 1e-9: the bound and the engine add the same terms in different orders
+        candidates.append((lower_bound(schedule, topo, options, pairs) * (1 - 1e-9), name, schedule))
+    best = (float("inf"), "")
+    for bound, name, schedule in sorted(candidates, key=lambda c: c[:2]):
+        if (bound, name) > best:
+            continue
+        best = min(best, (simulate(schedule, topo, options).time, name))
     return best
 
 
-def machine_rows(spec: str, ops: list[str], sizes: list[int]) -> list[dict]:
+def machine_rows(spec: str, ops: list[str], sizes: list[int], build: Builder = build_schedule) -> list[dict]:
     """One row per (op, size) on one machine: ranks, best algorithm, engine time and bus bandwidth."""
-    ranks = machine_ranks(spec)
+    topo = _machine(spec)
+    ranks = topo.num_devices
+    pairs = PairCosts(topo, EngineOptions())
     rows = []
     for op in ops:
         for n in sizes:
-            seconds, name = best_time(spec, op, n)
+            seconds, name = best_time(topo, op, n, build, pairs)
             coll = Collective(op, ranks, n, "int8")
             rows.append({"machine": spec, "ranks": ranks, "op": op, "bytes": n, "best algorithm": name,
                          "time (us)": seconds * 1e6, "busbw (GB/s)": coll.busbw(seconds) / 1e9 if seconds > 0 else 0.0})
@@ -61,7 +89,16 @@ def check_choice(machines: list[str], sizes: list[int]) -> None:
 def whatif_rows(machines: list[str], ops: list[str], sizes: list[int]) -> list[dict]:
     """machine_rows for every machine (checked against the page's bounds first)."""
     check_choice(machines, sizes)
-    return [row for spec in machines for row in machine_rows(spec, ops, sizes)]
+    schedules: dict = {}
+
+    def build(coll: Collective, name: str):
+        """Each schedule built once for all the machines with as many GPUs."""
+        key = (coll.op, coll.ranks, coll.nbytes, name)
+        if key not in schedules:
+            schedules[key] = build_schedule(coll, name)
+        return schedules[key]
+
+    return [row for spec in machines for row in machine_rows(spec, ops, sizes, build)]
 
 
 # ---- training steps: the scenarios and the evaluation `collsim whatif` runs ------------------------------------------

@@ -21,7 +21,8 @@ from app.ui.whatif_model import (
     step_row,
     step_table_row,
 )
-from simulator.collective import OPS, normalize_op
+from simulator.algorithms import build_schedule
+from simulator.collective import OPS, Collective, normalize_op
 from simulator.errors import CollsimError
 from simulator.program.presets import GPUS, MODELS
 from simulator.program.scenarios import SCENARIOS
@@ -61,10 +62,17 @@ machines = [c[i].text_input(f"machine {'ABC'[i]}", key=url.text(f"m{i}", default
 chosen = tuple(m.strip() for m in machines if m.strip())
 
 
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _schedule(op: str, ranks: int, nbytes: int, dtype: str, name: str):
+    """A schedule (read-only), shared by the machines with as many GPUs."""
+    return build_schedule(Collective(op, ranks, nbytes, dtype), name)
+
+
 @st.cache_data(max_entries=32, show_spinner="running the machine in the engine...")
 def _rows(machine: str, ops: tuple, sizes: tuple) -> list[dict]:
     """One machine's rows, cached on their own: changing machine B does not rerun machine A."""
-    return machine_rows(machine, list(ops), list(sizes))
+    return machine_rows(machine, list(ops), list(sizes),
+                        lambda coll, name: _schedule(coll.op, coll.ranks, coll.nbytes, coll.dtype, name))
 
 
 @st.cache_data(max_entries=32, show_spinner="running the training step in the engine...")

@@ -100,3 +100,54 @@ def test_sentences_name_what_moves_and_what_the_receiver_does():
     assert ring.moves[5][0].sentence.endswith("which stores it")  # all-gather: copies
     broadcast = build_stepper(build_schedule(picture_collective("broadcast", 8), "scatter_allgather"))
     assert broadcast.phases[1:] == ["scatter"] * 3 + ["all-gather"] * 7
+
+
+# ---- what-if: the engine lower bound that lets the page skip algorithms that cannot win -------------------------
+
+BOUND_MACHINES = ["switch:8", "ring:8", "torus:2x4", "cluster:nodes=2,gpus=4,net_bw=12GB/s", "dgx-h100"]
+
+
+def test_lower_bound_of_one_message_is_its_latency_plus_bytes_over_bandwidth():
+    from app.ui.engine_bound import lower_bound
+    from simulator.collective import Collective
+    from simulator.topology import ideal
+
+    # broadcast on 2 ranks: one message of 1 MiB from the root, alpha 3 us, 10 GB/s
+    schedule = build_schedule(Collective("broadcast", 2, 1 << 20, "int8"), "binomial")
+    assert lower_bound(schedule, ideal(2, 3e-6, 10e9)) == pytest.approx(3e-6 + (1 << 20) / 10e9, rel=1e-12)
+
+
+@pytest.mark.parametrize("machine", BOUND_MACHINES)
+def test_lower_bound_never_exceeds_the_engine(machine):
+    from app.ui.engine_bound import lower_bound
+    from simulator.algorithms import get, names_for
+    from simulator.collective import OPS, Collective
+    from simulator.engine import EngineOptions, simulate
+
+    topo = parse_topology(machine)
+    p = topo.num_devices
+    for options in (EngineOptions(), EngineOptions(ports=2, gamma=1e-10, background={0: 0.5}), EngineOptions(ports=0)):
+        for op in OPS:
+            for name in names_for(op):
+                if get(op, name).refusal(p):
+                    continue
+                for n in (4096, 1 << 22):
+                    schedule = build_schedule(Collective(op, p, n, "int8"), name)
+                    bound = lower_bound(schedule, topo, options)
+                    assert 0 < bound <= simulate(schedule, topo, options).time * (1 + 1e-9), (op, name, n, options)
+
+
+@pytest.mark.parametrize("machine", BOUND_MACHINES)
+def test_whatif_best_time_is_the_fastest_of_every_algorithm_run(machine):
+    from app.ui.whatif_model import best_time
+    from simulator.algorithms import get, names_for
+    from simulator.collective import OPS, Collective
+    from simulator.engine import simulate
+
+    topo = parse_topology(machine)
+    p = topo.num_devices
+    for op in OPS:
+        for n in (1024, 1 << 20, 1 << 28):
+            every = [(simulate(build_schedule(Collective(op, p, n, "int8"), a), topo).time, a)
+                     for a in names_for(op) if not get(op, a).refusal(p)]
+            assert best_time(machine, op, n) == min(every), (op, n)
