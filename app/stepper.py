@@ -38,12 +38,20 @@ def _compact(ranks: tuple[int, ...]) -> str:
     return ",".join(runs)
 
 
-def cell_label(cell: frozenset) -> str:
+def _held(cell: frozenset) -> dict[int, tuple[int, ...]]:
+    """holding() of one cell, without building an array: chunk -> sorted ranks."""
+    out: dict[int, list[int]] = {}
+    for rank, chunk in cell:
+        out.setdefault(chunk, []).append(rank)
+    return {chunk: tuple(sorted(ranks)) for chunk, ranks in sorted(out.items())}
+
+
+def cell_label(cell: frozenset, held: dict | None = None) -> str:
     """'' (nothing yet), 'A0', 'A0+B0+C0', or 'Σ0..3' (one chunk, many ranks); several chunks are joined by ' '."""
     if not cell:
         return ""
     parts = []
-    for chunk, ranks in holding(np.array([cell], dtype=object)).items():
+    for chunk, ranks in (held if held is not None else _held(cell)).items():
         if len(ranks) > LONG:
             parts.append(f"Σ{_compact(ranks)}")
         else:
@@ -51,21 +59,41 @@ def cell_label(cell: frozenset) -> str:
     return " ".join(parts)
 
 
-def cell_tooltip(cell: frozenset) -> str:
+def cell_tooltip(cell: frozenset, held: dict | None = None) -> str:
     """Every contribution in words: 'chunk 0 from ranks 0-3'."""
     if not cell:
         return "nothing yet"
-    held = holding(np.array([cell], dtype=object))
+    held = held if held is not None else _held(cell)
     return "; ".join(f"chunk {c} from {ranks_text(r)}" for c, r in held.items())
 
 
-@dataclass
 class Move:
-    """One transfer of a step, with the chunk it mostly carries and its sentence."""
+    """One transfer of a step, with the chunk it mostly carries and its sentence (both worked out when first asked
+    for: a page shows one step's moves, and 32 ranks x 8 chunks make 16,000 of them)."""
 
-    transfer: Transfer
-    chunk: int
-    sentence: str
+    __slots__ = ("transfer", "_cells", "_held")
+
+    def __init__(self, transfer: Transfer, cells: np.ndarray | None):
+        self.transfer = transfer
+        self._cells = cells  # the Origins values it carries (frozensets: never changed after the copy)
+        self._held: dict[int, tuple[int, ...]] | None = None
+
+    @property
+    def held(self) -> dict[int, tuple[int, ...]]:
+        """Chunk -> the ranks whose contribution the message carries."""
+        if self._held is None:
+            self._held = holding(self._cells) if self._cells is not None else {}
+            self._cells = None
+        return self._held
+
+    @property
+    def chunk(self) -> int:
+        held = self.held
+        return max(held, key=lambda c: len(held[c])) if held else 0
+
+    @property
+    def sentence(self) -> str:
+        return sentence(self.transfer, self.held)
 
 
 @dataclass
@@ -119,9 +147,7 @@ def build_stepper(schedule: Schedule) -> Stepper:
     pending: list[Move] = []
 
     def on_transfer(t: Transfer, payload: list) -> None:
-        held = holding(np.concatenate(payload)) if payload else {}
-        chunk = max(held, key=lambda c: len(held[c])) if held else 0
-        pending.append(Move(t, chunk, sentence(t, held)))
+        pending.append(Move(t, np.concatenate(payload) if payload else None))
 
     def after_step(step: int, moved: list, state) -> None:
         steps.append(step)
@@ -249,6 +275,7 @@ def grid_html(stepper: Stepper, i: int, cell_px: int = 72) -> str:
     prev = stepper.states[i - 1] if i > 0 else grid
     p = stepper.schedule.collective.ranks
     received = {m.transfer.dst for m in stepper.moves[i] if not m.transfer.local}
+    levels = [_level(k, p) for k in range(p + 1)]
     head = "".join(f'<th class="col">{c}</th>' for c in range(grid.shape[1]))
     rows = [f'<tr><th class="rk">rank</th>{head}</tr>']
     for r in range(grid.shape[0]):
@@ -257,8 +284,9 @@ def grid_html(stepper: Stepper, i: int, cell_px: int = 72) -> str:
             cell = grid[r, c]
             k = len(cell)
             changed = " chg" if cell != prev[r, c] else ""
-            cells.append(f'<td class="cell k{_level(k, p)}{changed}" data-rank="{r}" data-count="{k}" '
-                         f'title="{escape(cell_tooltip(cell))}">{escape(cell_label(cell))}</td>')
+            held = _held(cell)
+            cells.append(f'<td class="cell k{levels[k]}{changed}" data-rank="{r}" data-count="{k}" '
+                         f'title="{escape(cell_tooltip(cell, held))}">{escape(cell_label(cell, held))}</td>')
         mark = " &#9664;" if r in received else ""
         rows.append(f'<tr><th class="rk">rank {r} ({rank_letter(r)}){mark}</th>{"".join(cells)}</tr>')
     return f'{_grid_style(cell_px)}<div class="buffer-grid"><table>{"".join(rows)}</table></div>'
