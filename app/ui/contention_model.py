@@ -13,10 +13,13 @@ from simulator.algorithms.registry import check_ranks
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
 from simulator.errors import CollsimError
+from simulator.topology.model import Topology
 from simulator.trace import Trace
 
 MAX_RANKS = 64
 MAX_DELAY_US = 10_000
+MAX_SLOW = 100      # a slow rank's factor: its links at 1/factor of their bandwidth, its reductions factor x longer
+MAX_GAMMA = 1e-6    # s per reduced byte
 
 
 @dataclass
@@ -52,19 +55,39 @@ def busiest(trace: Trace, k: int = 10) -> list[dict]:
     return sorted(rows, key=lambda r: -r["utilisation"])[:k]
 
 
+def slow_links(topo: Topology, rank: int, factor: float) -> Topology:
+    """A copy of `topo` in which every link into or out of `rank`'s device has 1/factor of its bandwidth (a degraded
+    NIC or NVLink port); an ideal topology (every pair one uniform link) is returned as it is."""
+    if topo.ideal or factor == 1:
+        return topo
+    clone = topo.with_links()
+    device = topo.devices[topo.placement[rank]]
+    for lid in range(clone.num_links):
+        if device in (int(clone.link_src[lid]), int(clone.link_dst[lid])):
+            clone.bandwidth[lid] /= factor
+    return clone
+
+
 def run_contention(topology: str, op: str, algo: str, ranks: int, size: str, params: dict, root: int = 0,
-                   late_rank: int = -1, delay_us: float = 0.0, load: float = 0.0) -> Contention:
-    """Run once as chosen, once with rank `late_rank` starting `delay_us` late and `load` of the busiest link taken."""
+                   late_rank: int = -1, delay_us: float = 0.0, load: float = 0.0, slow_rank: int = -1,
+                   slow_factor: float = 1.0, gamma: float = 0.0) -> Contention:
+    """Run once as chosen, once with rank `late_rank` starting `delay_us` late, `load` of the busiest link taken and
+    rank `slow_rank` slow: its links at 1/`slow_factor` of their bandwidth and its reductions `slow_factor` x longer
+    (the engine's slowdown; reductions cost `gamma` s per byte in both runs)."""
     if not 1 <= ranks <= MAX_RANKS:
         raise CollsimError(f"ranks: {ranks} is outside this page's range; expected 1..{MAX_RANKS}")
     if not 0 <= delay_us <= MAX_DELAY_US:
         raise CollsimError(f"delay: {delay_us} us; expected 0..{MAX_DELAY_US} us")
     if not 0 <= load < 1:
         raise CollsimError(f"background load: {load}; expected 0 <= share < 1")
+    if not 1 <= slow_factor <= MAX_SLOW:
+        raise CollsimError(f"slow factor: {slow_factor}; expected 1..{MAX_SLOW}")
+    if not 0 <= gamma <= MAX_GAMMA:
+        raise CollsimError(f"gamma: {gamma} s per byte; expected 0..{MAX_GAMMA:g}")
     check_ranks(get(op, algo), ranks)
     topo = topology_input(topology, ranks)
     schedule = build_schedule(Collective(op, ranks, size_input(size, "size", 4), "float32", root), algo, **params)
-    before = simulate(schedule, topo, EngineOptions())
+    before = simulate(schedule, topo, EngineOptions(gamma=gamma))
     options, said = {}, []
     if 0 <= late_rank < ranks and delay_us > 0:
         options["start_delay"] = {late_rank: delay_us * 1e-6}
@@ -73,7 +96,14 @@ def run_contention(topology: str, op: str, algo: str, ranks: int, size: str, par
     if load > 0 and link is not None:
         options["background"] = {link["link"]: load}
         said.append(f"{load:.0%} of {link['name']} taken by other traffic")
-    after = simulate(schedule, topo, EngineOptions(**options)) if options else before
+    slowed = topo
+    if 0 <= slow_rank < ranks and slow_factor > 1:
+        options["slowdown"] = {slow_rank: slow_factor}
+        slowed = slow_links(topo, slow_rank, slow_factor)
+        links = "its links at 1/" + f"{slow_factor:g} of their bandwidth, " if slowed is not topo else ""
+        said.append(f"rank {slow_rank} is slow ({links}its reductions {slow_factor:g}x longer"
+                    f"{'' if gamma > 0 else ', but they cost nothing at gamma 0'})")
+    after = simulate(schedule, slowed, EngineOptions(gamma=gamma, **options)) if options else before
     return Contention(before, after, "; ".join(said) or "nothing changed")
 
 

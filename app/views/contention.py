@@ -7,7 +7,16 @@ import streamlit as st
 
 from app.topofig import topology_figure
 from app.ui.common import algorithm_params, friendly
-from app.ui.contention_model import MAX_DELAY_US, MAX_RANKS, busiest, chrome_json, run_contention, utilisation
+from app.ui.contention_model import (
+    MAX_DELAY_US,
+    MAX_GAMMA,
+    MAX_RANKS,
+    MAX_SLOW,
+    busiest,
+    chrome_json,
+    run_contention,
+    utilisation,
+)
 from app.ui.urlstate import UrlState
 from simulator.algorithms import names_for
 from simulator.collective import OPS
@@ -16,7 +25,8 @@ st.header("Topology and contention")
 st.markdown(
     "On a real machine messages share links. The engine routes every message over the topology and splits each "
     "link's bandwidth fairly among the messages on it, so a link that many messages cross becomes the bottleneck. "
-    "A rank that starts late, or a link that other traffic already uses, delays every rank that waits on it.")
+    "A rank that starts late, a slow rank (a degraded link, a GPU busy with something else), or a link that other "
+    "traffic already uses delays every rank that waits on it: a ring moves at the pace of its slowest hop.")
 
 url = UrlState("contention")
 c = st.columns(5)
@@ -34,17 +44,24 @@ late = c[0].number_input(f"late rank (-1 = none, 0..{int(ranks) - 1})", -1, int(
 delay = c[1].number_input(f"starts late by (us, 0..{MAX_DELAY_US})", 0, MAX_DELAY_US, key=url.integer("delay", 0, MAX_DELAY_US, 50))
 load = c[2].slider("other traffic on the busiest link (%)", 0, 90, key=url.integer("load", 0, 90, 0))
 other = c[3].text_input("compare with topology (empty: none)", key=url.text("vs", "ring"))
+c = st.columns(4)
+slow = c[0].number_input(f"slow rank (-1 = none, 0..{int(ranks) - 1})", -1, int(ranks) - 1,
+                         key=url.integer("slow", -1, int(ranks) - 1, -1))
+factor = c[1].slider(f"slow by (x, 1..{MAX_SLOW}): its links' bandwidth / x, its reductions x longer", 1, MAX_SLOW,
+                     key=url.integer("factor", 1, MAX_SLOW, 4))
+gamma = c[2].number_input(f"reduction cost gamma (s per byte, 0..{MAX_GAMMA:g})", 0.0, MAX_GAMMA, format="%g",
+                          key=url.number("gamma", 0.0, MAX_GAMMA, 0.0))
 url.show_notes()
 
 
 @st.cache_resource(max_entries=16, show_spinner="running the engine...")
-def _run(topology, op, algo, ranks, size, params, late, delay, load):
-    return run_contention(topology, op, algo, ranks, size, dict(params), 0, late, delay, load / 100)
+def _run(topology, op, algo, ranks, size, params, late, delay, load, slow=-1, factor=1.0, gamma=0.0):
+    return run_contention(topology, op, algo, ranks, size, dict(params), 0, late, delay, load / 100, slow, factor, gamma)
 
 
 with friendly():
     key = (op, algo, int(ranks), size, tuple(sorted(params.items())))
-    run = _run(topology, *key, int(late), float(delay), int(load))
+    run = _run(topology, *key, int(late), float(delay), int(load), int(slow), float(factor), float(gamma))
     before, after = run.before, run.after
     m = st.columns(3)
     m[0].metric("as chosen", f"{before.time * 1e6:.4g} us")
@@ -66,7 +83,7 @@ with friendly():
     st.download_button("Download the Chrome trace (open in ui.perfetto.dev)", chrome_json(after),
                        file_name=f"{op}_{algo}_{int(ranks)}.trace.json", mime="application/json", key="contention.trace")
     if other.strip():
-        run2 = _run(other, *key, -1, 0.0, 0)
+        run2 = _run(other, *key, -1, 0.0, 0, -1, 1.0, float(gamma))
         st.subheader(f"Side by side: {before.topology.name} against {run2.before.topology.name}")
         a, b = st.columns(2)
         a.metric(before.topology.name, f"{before.time * 1e6:.4g} us")

@@ -398,6 +398,35 @@ def test_whatif_rows_are_the_fastest_algorithm_in_the_engine():
     assert len(at.error) == 1 and at.error[0].value.startswith("collectives: 'allsum'")
 
 
+def test_contention_slow_rank_slows_its_links_and_reductions():
+    at = _page("views/contention.py", {"late": "-1", "slow": "2", "factor": "4", "gamma": "1e-10", "vs": ""})
+    topo = parse_topology("switch:8")
+    n = 64 << 20
+    schedule = build_schedule(Collective("allreduce", 8, n, "float32"), "ring")
+    slowed = topo.with_links()
+    gpu2 = topo.devices[topo.placement[2]]
+    ends = [(int(topo.link_src[k]), int(topo.link_dst[k])) for k in range(topo.num_links)]
+    touched = [k for k, (u, v) in enumerate(ends) if gpu2 in (u, v)]
+    assert len(touched) == 2  # its uplink and downlink to the switch
+    for k in touched:
+        slowed.bandwidth[k] = topo.bandwidth[k] / 4
+    before = simulate(schedule, topo, EngineOptions(gamma=1e-10)).time
+    after = simulate(schedule, slowed, EngineOptions(gamma=1e-10, slowdown={2: 4})).time
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["as chosen"] == f"{before * 1e6:.4g} us"
+    assert metrics["with the disturbance"] == f"{after * 1e6:.4g} us"
+    # by hand: rank 2 sends 2 x 7 blocks of n/8 bytes over its uplink, now at a quarter of the bandwidth
+    uplink = next(k for k in touched if ends[k][0] == gpu2)
+    assert after >= 2 * 7 * (n / 8) / (topo.bandwidth[uplink] / 4) > before
+    assert "rank 2 is slow" in next(c.value for c in at.caption if c.value.startswith("Disturbance"))
+    links = at.dataframe[0].value
+    assert links.iloc[0]["link"] in {"gpu2->switch", "switch->gpu2"} and links.iloc[0]["utilisation"] <= 1 + 1e-9
+    at.number_input(key="contention.slow").set_value(-1).run()
+    _ok(at)
+    assert {m.label: m.value for m in at.metric}["with the disturbance"] == f"{before * 1e6:.4g} us"
+    assert at.query_params["slow"] == "-1" and at.query_params["factor"] == "4"
+
+
 def _whatif_json(capsys, scenario: str, machines: str, *extra: str) -> list[dict]:
     """`collsim whatif` itself (the command line, serially), its JSON rows."""
     from app.cli import main
