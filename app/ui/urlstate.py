@@ -41,15 +41,18 @@ class UrlState:
             st.session_state[key] = value
         return key
 
-    def choice(self, name: str, options: Sequence[str], default: str | None = None) -> str:
-        """Key for a selectbox/radio over `options`; a value no longer offered falls back to the default."""
+    def choice(self, name: str, options: Sequence, default=None) -> str:
+        """Key for a selectbox/radio/select_slider over `options` (strings, or numbers written as str() in the URL);
+        a value no longer offered falls back to the default."""
         options = list(options)
         default = default if default in options else options[0]
+        by_text = {str(o): o for o in options}
 
-        def parse(raw: str) -> str:
-            if raw not in options:
-                raise ValueError(f"is not one of {', '.join(options[:12])}")
-            return raw
+        def parse(raw: str):
+            if raw not in by_text:
+                shown = ", ".join(map(str, options[:12])) + (f", ... {options[-1]}" if len(options) > 12 else "")
+                raise ValueError(f"is not one of {shown}")
+            return by_text[raw]
 
         key = self._seed(name, default, parse)
         if st.session_state[key] not in options:

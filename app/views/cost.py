@@ -13,6 +13,13 @@ from simulator.collective import OPS
 from simulator.units import format_size
 
 MAX_RANKS = 4096
+# the sliders' stops: every rank count to 64, then the usual cluster sizes; log-spaced link numbers
+RANK_STEPS = [*range(1, 65), 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096]
+ALPHAS = ["100ns", "200ns", "500ns", "1us", "1.5us", "2us", "3us", "5us", "7us", "10us", "15us", "20us", "30us",
+          "50us", "100us"]
+BANDWIDTHS = ["1GB/s", "2GB/s", "5GB/s", "10GB/s", "12.5GB/s", "25GB/s", "50GB/s", "100GB/s", "200GB/s", "400GB/s",
+              "450GB/s", "900GB/s"]
+GAMMAS = [0.0, 1e-12, 2e-12, 5e-12, 1e-11, 2e-11, 5e-11, 1e-10, 2e-10, 5e-10, 1e-9]
 
 st.header("Cost explorer")
 st.markdown(
@@ -21,18 +28,20 @@ st.markdown(
     "ones (bandwidth-bound, orange). Dashed vertical lines mark the sizes where the fastest algorithm changes.")
 
 url = UrlState("cost")
-c = st.columns(4)
+c = st.columns(3)
 op = c[0].selectbox("collective", OPS, key=url.choice("op", OPS, "allreduce"))
-ranks = c[1].number_input(f"ranks (1..{MAX_RANKS})", 1, MAX_RANKS, key=url.integer("p", 1, MAX_RANKS, 8))
-sizes_text = c[2].text_input(f"sizes (START:END[:FACTOR], at most {MAX_POINTS})", key=url.text("sizes", "1KiB:1GiB:4"))
-metric = c[3].radio("show", ["time", "busbw"], horizontal=True, key=url.choice("metric", ["time", "busbw"]))
-c = st.columns(4)
-alpha = c[0].text_input("latency per message (alpha)", key=url.text("alpha", "2us"))
-bandwidth = c[1].text_input("bandwidth per direction", key=url.text("bw", "25GB/s"))
-gamma = c[2].number_input("gamma (s per reduced byte, 0..1e-6)", 0.0, 1e-6, format="%g", key=url.number("gamma", 0.0, 1e-6, 0.0))
-topo_text = c[3].text_input(f"engine points on (empty: none; p <= {MAX_ENGINE_RANKS})", key=url.text("topo", "ideal"),
-                            help="ideal (the alpha and bandwidth above), switch, ring, torus, cluster:nodes=2,gpus=4, "
-                                 "a preset such as dgx-h100")
+sizes_text = c[1].text_input(f"sizes (START:END[:FACTOR], at most {MAX_POINTS})", key=url.text("sizes", "1KiB:1GiB:4"))
+metric = c[2].radio("show", ["time", "busbw"], horizontal=True, key=url.choice("metric", ["time", "busbw"]))
+c = st.columns(2)
+ranks = c[0].select_slider(f"ranks (1..{MAX_RANKS})", RANK_STEPS, key=url.choice("p", RANK_STEPS, 8))
+alpha = c[1].select_slider("latency per message (alpha)", ALPHAS, key=url.choice("alpha", ALPHAS, "2us"))
+c = st.columns(2)
+bandwidth = c[0].select_slider("bandwidth per direction", BANDWIDTHS, key=url.choice("bw", BANDWIDTHS, "25GB/s"))
+gamma = c[1].select_slider("gamma (reduction cost, s per reduced byte)", GAMMAS, key=url.choice("gamma", GAMMAS, 0.0),
+                           format_func=lambda g: f"{g:g}")
+topo_text = st.text_input(f"engine points on (empty: none; p <= {MAX_ENGINE_RANKS})", key=url.text("topo", "ideal"),
+                          help="ideal (the alpha and bandwidth above), switch, ring, torus, cluster:nodes=2,gpus=4, "
+                               "a preset such as dgx-h100")
 params = algorithm_union_params(url, op, int(ranks))
 url.show_notes()
 

@@ -235,7 +235,7 @@ def cost():
 
 
 def test_cost_crossover_is_where_the_hand_formulas_cross(cost):
-    cost.number_input(key="cost.p").set_value(8).run()
+    cost.select_slider(key="cost.p").set_value(8).run()
     cost.text_input(key="cost.sizes").input("1KiB:1GiB:4").run()
     _ok(cost)
     # recursive doubling 3a + 3nb, Rabenseifner 6a + 1.75nb: equal at n = 3a / 1.25b = 120,000 B; first size above: 256 KiB
@@ -244,7 +244,7 @@ def test_cost_crossover_is_where_the_hand_formulas_cross(cost):
 
 
 def test_cost_lines_that_coincide_say_so(cost):
-    cost.number_input(key="cost.p").set_value(8).run()
+    cost.select_slider(key="cost.p").set_value(8).run()
     cost.text_input(key="cost.sizes").input("1KiB:1GiB:4").run()
     names = {t["name"] for t in _charts(cost)[0]["data"]}
     # on 8 ranks direct and hierarchical (one group of 8) send what the ring sends, in as many steps (README's table)
@@ -252,7 +252,7 @@ def test_cost_lines_that_coincide_say_so(cost):
 
 
 def test_cost_engine_points_equal_simulate_on_the_chosen_topology(cost):
-    cost.number_input(key="cost.p").set_value(8).run()
+    cost.select_slider(key="cost.p").set_value(8).run()
     cost.text_input(key="cost.topo").input("switch").run()
     cost.text_input(key="cost.sizes").input("1KiB:1MiB:4").run()
     _ok(cost)
@@ -282,6 +282,27 @@ def test_cost_chunks_change_the_pipelined_lines(cost):
     assert one == pytest.approx((7 * 2e-6 + 7 * n * beta) * 1e6, rel=1e-9)
     assert sixteen == pytest.approx((22 * 2e-6 + 22 * n / 16 * beta) * 1e6, rel=1e-9)
     cost.selectbox(key="cost.op").set_value("allreduce").run()
+
+
+def test_cost_sliders_move_the_crossover_and_stay_in_the_url(cost):
+    cost.select_slider(key="cost.p").set_value(16).run()
+    cost.select_slider(key="cost.alpha").set_value("10us").run()
+    cost.select_slider(key="cost.bw").set_value("100GB/s").run()
+    cost.select_slider(key="cost.gamma").set_value(1e-11).run()
+    cost.text_input(key="cost.sizes").input("1KiB:1GiB:4").run()
+    _ok(cost)
+    # 16 ranks, a = 10 us, b = 1/100 GB/s, g = 1e-11 s/B, by hand: recursive doubling 4a + 4n(b + g),
+    # Rabenseifner 8a + 2(15/16)nb + (15/16)ng: equal at n = 4a / (4b + 4g - 1.875b - 0.9375g) = 771,084 B
+    # (1 MiB is the first size above; 4 MiB at g = 0)
+    a, b, g = 10e-6, 1 / 100e9, 1e-11
+    cross = 4 * a / (4 * b + 4 * g - 1.875 * b - 0.9375 * g)
+    first = next(n for n in (1024 * 4 ** k for k in range(11)) if n > cross)
+    text = " ".join(m.value for m in cost.markdown)
+    assert f"rabenseifner beats recursive_doubling from {first // 1024 ** 2}MiB" in text, text
+    assert (cost.query_params["p"], cost.query_params["alpha"], cost.query_params["bw"], cost.query_params["gamma"]) == (
+        "16", "10us", "100GB/s", "1e-11")
+    for key, value in (("cost.p", 8), ("cost.alpha", "2us"), ("cost.bw", "25GB/s"), ("cost.gamma", 0.0)):
+        cost.select_slider(key=key).set_value(value).run()
 
 
 def test_cost_bad_sizes_are_one_friendly_error(cost):
@@ -502,13 +523,13 @@ def test_cost_every_op_at_1_to_9_ranks_runs_without_exception(cost):
     for op in OPS:
         cost.selectbox(key="cost.op").set_value(op).run()
         for p in range(1, 10):
-            cost.number_input(key="cost.p").set_value(p).run()
+            cost.select_slider(key="cost.p").set_value(p).run()
             _ok(cost)
             lines = {t["name"] for t in _charts(cost)[0]["data"] if t.get("mode") == "lines"}
             usable = {n for n in names_for(op) if not get(op, n).refusal(p)}
             assert {re.sub(r" \(.*\)$", "", name) for name in lines} - {"lower bound"} == usable, (op, p)
     cost.selectbox(key="cost.op").set_value("allreduce").run()
-    cost.number_input(key="cost.p").set_value(8).run()
+    cost.select_slider(key="cost.p").set_value(8).run()
     cost.text_input(key="cost.topo").input("ideal").run()
     cost.text_input(key="cost.sizes").input("1KiB:1GiB:4").run()
 

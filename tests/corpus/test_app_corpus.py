@@ -48,14 +48,6 @@ PAGE_CASES = [
     ("cost", "cost.sizes", "64 furlongs", "sizes", "'furlongs'"),
     ("cost", "cost.sizes", "1.5", "sizes", "'1.5'"),
     ("cost", "cost.sizes", "1:1e12:1.0000001", "sizes", "limit of 10000"),
-    ("cost", "cost.alpha", "fast", "alpha", "'fast'"),
-    ("cost", "cost.alpha", "-2us", "alpha", "'-2us'"),
-    ("cost", "cost.alpha", "1e400us", "alpha", "1e400us"),
-    ("cost", "cost.alpha", "", "alpha", "''"),
-    ("cost", "cost.bw", "0", "bandwidth", "'0'"),
-    ("cost", "cost.bw", "-3GB/s", "bandwidth", "'-3GB/s'"),
-    ("cost", "cost.bw", "1e400GB/s", "bandwidth", "1e400GB/s"),
-    ("cost", "cost.bw", "25 parsecs", "bandwidth", "'parsecs'"),
     ("cost", "cost.topo", "ring:3", "engine points on", "fewer than the 8 ranks"),
     ("cost", "cost.topo", "/etc/passwd", "engine points on", "'/etc/passwd'"),
     ("cost", "cost.topo", "torus:axb", "topology", "'axb'"),
@@ -102,6 +94,37 @@ def test_bad_text_is_a_friendly_error_in_the_page(page, key, text, field, quoted
     assert errors[0].startswith(f"{field}:") or f"{field} " in errors[0], errors[0]
     assert quoted in errors[0] and "\n" not in errors[0], errors[0]
     assert seconds < 10, f"the page took {seconds:.1f} s"
+
+
+# link parameters of the sliders (alpha, bandwidth, gamma, ranks are select_sliders, so only a pasted link can carry a
+# bad value): (page, query, the parameter the note names, the value the widget keeps)
+LINK_CASES = [
+    ("cost", {"alpha": "fast"}, "alpha", "2us"),
+    ("cost", {"alpha": "-2us"}, "alpha", "2us"),
+    ("cost", {"alpha": "1e400us"}, "alpha", "2us"),
+    ("cost", {"bw": "0"}, "bw", "25GB/s"),
+    ("cost", {"bw": "-3GB/s"}, "bw", "25GB/s"),
+    ("cost", {"bw": "25 parsecs"}, "bw", "25GB/s"),
+    ("cost", {"gamma": "-1"}, "gamma", 0.0),
+    ("cost", {"p": "5000"}, "p", 8),
+    ("cost", {"p": "x"}, "p", 8),
+    ("whatif", {"kind": "a training step", "mfu": "7"}, "mfu", 0.4),
+    ("contention", {"factor": "1000"}, "factor", 4),
+]
+
+
+@pytest.mark.parametrize("page, query, name, kept", LINK_CASES, ids=[f"{p}:{q}" for p, q, _, _ in LINK_CASES])
+def test_bad_link_value_is_one_note_and_the_default(page, query, name, kept):
+    at = AppTest.from_file(SCRIPT, default_timeout=60)
+    at.run()
+    at.switch_page(f"views/{page}.py")
+    at.query_params.clear()
+    at.query_params.update(query)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    notes = [w.value for w in at.warning if w.value.startswith("This link had values")]
+    assert len(notes) == 1 and f"link parameter {name}=" in notes[0], notes
+    assert at.session_state[f"{page}.{name}"] == kept
 
 
 # (uploaded file name, its bytes, the field the error names, text the error quotes)
@@ -154,11 +177,12 @@ def test_bad_machine_in_the_training_step_is_a_friendly_error(key, text, field, 
 
 
 def test_counts():
-    print(f"\napp bad-input cases: {len(PAGE_CASES)} page text fields, {len(UPLOAD_CASES)} uploads, "
-          f"{len(CLI_CASES)} `collsim app` options")
-    assert len(PAGE_CASES) >= 50 and len(CLI_CASES) >= 10
+    print(f"\napp bad-input cases: {len(PAGE_CASES) + len(STEP_CASES)} page text fields, {len(LINK_CASES)} link "
+          f"parameters, {len(UPLOAD_CASES)} uploads, {len(CLI_CASES)} `collsim app` options")
+    assert len(PAGE_CASES) + len(STEP_CASES) + len(LINK_CASES) >= 60 and len(CLI_CASES) >= 10
     fields = {key for _, key, _, _, _ in PAGE_CASES}
-    assert fields >= {"cost.sizes", "cost.alpha", "cost.bw", "cost.topo", "step.topo", "step.size", "contention.topo",
+    assert len(LINK_CASES) >= 8
+    assert fields >= {"cost.sizes", "cost.topo", "step.topo", "step.size", "contention.topo",
                       "contention.size", "contention.vs", "whatif.sizes", "whatif.ops", "whatif.m0", "whatif.m1"}
 
 
