@@ -105,6 +105,7 @@ class Stepper:
     states: list[np.ndarray]                           # (ranks, columns) object arrays of frozensets; [0] is the start
     moves: list[list[Move]] = field(default_factory=list)  # moves[i]: the transfers of steps[i - 1] (moves[0] empty)
     phases: list[str] = field(default_factory=list)     # phases[i]: phase of state i ("start" for 0)
+    scratch: list[np.ndarray] = field(default_factory=list)  # the scratch buffer per state, where the schedule has one
 
     @property
     def num_steps(self) -> int:
@@ -126,12 +127,13 @@ def picture_collective(op: str, ranks: int, chunks: int = 1, root: int = 0) -> C
     return Collective(op, ranks, ranks * chunks, "int8", root=root)
 
 
-def _out(state, p: int, width: int) -> np.ndarray:
+def _out(state, p: int, width: int, buffer: str = "out") -> np.ndarray:
     grid = np.empty((p, width), dtype=object)
     grid.fill(frozenset())
     for r in range(p):
-        out = state[r]["out"]
-        grid[r, :len(out)] = out
+        cells = state[r].get(buffer)
+        if cells is not None:
+            grid[r, :len(cells)] = cells
     return grid
 
 
@@ -140,8 +142,11 @@ def build_stepper(schedule: Schedule) -> Stepper:
     coll = schedule.collective
     p = coll.ranks
     width = max([schedule.buffer_size(r, "out") for r in range(p)] + [1])
+    aside = max([schedule.buffer_size(r, "scratch") for r in range(p)] + [0])
     origins = Origins(coll)
-    states = [_out(initial_state(schedule, origins), p, width)]
+    start = initial_state(schedule, origins)
+    states = [_out(start, p, width)]
+    scratch = [_out(start, p, aside, "scratch")] if aside else []
     steps: list[int] = []
     moves: list[list[Move]] = [[]]
     pending: list[Move] = []
@@ -152,13 +157,41 @@ def build_stepper(schedule: Schedule) -> Stepper:
     def after_step(step: int, moved: list, state) -> None:
         steps.append(step)
         states.append(_out(state, p, width))
+        if aside:
+            scratch.append(_out(state, p, aside, "scratch"))
         moves.append(pending[:])
         pending.clear()
 
     run(schedule, origins, after_step=after_step, on_transfer=on_transfer)
-    stepper = Stepper(schedule, steps, states, moves)
+    if aside:
+        scratch = _in_transit(schedule, steps, scratch)
+    stepper = Stepper(schedule, steps, states, moves, scratch=scratch)
     stepper.phases = ["start"] + [phase_name(schedule, m, states[i]) for i, m in enumerate(moves[1:])]
     return stepper
+
+
+def _in_transit(schedule: Schedule, steps: list[int], grids: list[np.ndarray]) -> list[np.ndarray]:
+    """The scratch grids with only the cells still to be read: a cell whose next use is a read (a later step sends it
+    on or adds it in) stays; one already sent on for the last time, or about to be overwritten, is shown empty."""
+    events: dict[tuple[int, int], list[tuple[int, bool]]] = {}  # (rank, offset) -> (step, is a read), in step order
+    for t in schedule.transfers:
+        for pc in t.pieces:
+            for buf, rank, off, read in ((pc.src_buf, t.src, pc.src_off, True), (pc.dst_buf, t.dst, pc.dst_off, False)):
+                if buf == "scratch":
+                    for j in range(off, off + pc.count):
+                        events.setdefault((rank, j), []).append((t.step, read))
+    for uses in events.values():
+        uses.sort(key=lambda e: (e[0], not e[1]))  # within a step, reads come before writes
+    out = []
+    for i, grid in enumerate(grids):
+        now = steps[i - 1] if i > 0 else -1
+        shown = grid.copy()
+        for (r, j) in zip(*np.nonzero(np.vectorize(bool, otypes=[bool])(grid))):
+            later = [read for step, read in events.get((int(r), int(j)), []) if step > now]
+            if not later or not later[0]:
+                shown[r, j] = frozenset()
+        out.append(shown)
+    return out
 
 
 def _chunks_text(chunks: list[int]) -> str:
@@ -268,11 +301,13 @@ def _level(k: int, p: int) -> int:
     return _PALETTE.index(count_colour(k, p))
 
 
-def grid_html(stepper: Stepper, i: int, cell_px: int = 72) -> str:
+def grid_html(stepper: Stepper, i: int, cell_px: int = 72, buffer: str = "out") -> str:
     """The (ranks x columns) buffer grid after state i: symbolic labels, colour by contribution count, changed cells
-    outlined; fixed cell sizes, scrolling instead of squeezing."""
-    grid = stepper.states[i]
-    prev = stepper.states[i - 1] if i > 0 else grid
+    outlined; fixed cell sizes, scrolling instead of squeezing. `buffer` 'scratch': the scratch buffer instead of the
+    output (where the schedule has one: Bruck's alltoall keeps the blocks still travelling there)."""
+    states = stepper.scratch if buffer == "scratch" else stepper.states
+    grid = states[i]
+    prev = states[i - 1] if i > 0 else grid
     p = stepper.schedule.collective.ranks
     received = {m.transfer.dst for m in stepper.moves[i] if not m.transfer.local}
     levels = [_level(k, p) for k in range(p + 1)]

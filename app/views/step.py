@@ -18,6 +18,14 @@ st.markdown(
     "**graph** shows where this step's messages travel, and the **timeline** is the event engine running the very "
     "same schedule on that machine.")
 
+SCRATCH_NOTE = {
+    ("alltoall", "bruck"): "slot i of a rank's scratch holds a block travelling i ranks forward from where it started; "
+                           "in step k every slot with bit k set moves 2^k ranks on (two halves, columns 0..p-1 and "
+                           "p..2p-1, take turns so a rank never overwrites a slot it is sending). Only blocks still in "
+                           "transit are shown; a block's last hop lands it in the output grid above.",
+    None: "what a rank keeps aside to add in or pass on in a later step (not part of the result); cells already used "
+          "for the last time are shown empty.",
+}
 url = UrlState("step")
 c = st.columns([1.1, 1.4, 1.4, 1.1, 1.1])
 op = c[0].selectbox("collective", OPS, key=url.choice("op", OPS, "allreduce"))
@@ -77,6 +85,9 @@ with friendly():
                    f"{model.trace.time * 1e6:.4g} us for {size} on {model.topology.name}.")
         sentences = figs["sentences"]
         st.markdown(grid_html(stepper, i), unsafe_allow_html=True)
+        if stepper.scratch:
+            st.markdown("**Scratch buffer**: " + SCRATCH_NOTE.get((op, algo), SCRATCH_NOTE[None]))
+            st.markdown(grid_html(stepper, i, buffer="scratch"), unsafe_allow_html=True)
         st.markdown(legend_html(ranks), unsafe_allow_html=True)
         left, right = st.columns([3, 2])
         with left:

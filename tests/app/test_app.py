@@ -209,6 +209,17 @@ def test_every_op_and_algorithm_at_1_to_9_ranks_runs_without_exception(step):
     assert cases >= 200
 
 
+def test_bruck_alltoall_shows_its_scratch_buffer():
+    at = _page("views/step.py", {"op": "alltoall", "algo": "bruck", "p": "8", "s": "2"})
+    assert _step_heading(at) == (2, 3)
+    grids = [m.value for m in at.markdown if 'class="buffer-grid"' in m.value]
+    assert len(grids) == 2 and any(m.value.startswith("**Scratch buffer**: slot i") for m in at.markdown)
+    # 8 ranks x 3 blocks in transit (by hand: the blocks that still need the 4-rank hop), the rest empty
+    assert grids[1].count('data-count="1"') == 24 and grids[1].count('data-count="0"') == 8 * 16 - 24
+    at = _page("views/step.py", {"op": "allreduce", "algo": "ring", "p": "4"})
+    assert not any(m.value.startswith("**Scratch buffer**") for m in at.markdown)
+
+
 def test_a_pasted_link_restores_the_step_page():
     at2 = _page("views/step.py", {"op": "reduce_scatter", "algo": "recursive_halving", "p": "8", "s": "2", "topo": "switch",
                                   "size": "64KiB"})

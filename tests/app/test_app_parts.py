@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from app.explorer import engine_sizes, explore
-from app.stepper import build_stepper, cell_label, cell_tooltip, picture_collective, rank_letter
+from app.stepper import build_stepper, cell_label, cell_tooltip, grid_html, picture_collective, rank_letter
 from app.topofig import layout
 from app.ui.inputs import link_model, topology_input
 from simulator.algorithms import build_schedule
@@ -151,3 +151,24 @@ def test_whatif_best_time_is_the_fastest_of_every_algorithm_run(machine):
             every = [(simulate(build_schedule(Collective(op, p, n, "int8"), a), topo).time, a)
                      for a in names_for(op) if not get(op, a).refusal(p)]
             assert best_time(machine, op, n) == min(every), (op, n)
+
+
+def test_bruck_alltoall_scratch_shows_the_blocks_in_transit():
+    p = 8
+    stepper = build_stepper(build_schedule(picture_collective("alltoall", p), "bruck"))
+    assert stepper.num_steps == 3 and stepper.scratch[0].shape == (p, 2 * p)
+
+    def held(i, r):
+        return {pair for cell in stepper.scratch[i][r] for pair in cell}
+
+    for r in range(p):
+        # by hand (block (o, d) goes from rank o to rank d): after step 1 rank r holds what rank r-1 sent 3, 5 and 7
+        # ranks forward; after step 2, the blocks that still need the 4-rank hop to r+4, from r-1, r-2 and r-3
+        assert held(1, r) == {((r - 1) % p, (r + 2) % p), ((r - 1) % p, (r + 4) % p), ((r - 1) % p, (r + 6) % p)}
+        assert held(2, r) == {((r - k) % p, (r + 4) % p) for k in (1, 2, 3)}
+        assert held(3, r) == set()
+    # the output grid is half empty in the middle, which is why the scratch is shown
+    assert sum(bool(c) for c in stepper.states[2].flat) == 4 * p
+    assert grid_html(stepper, 2, buffer="scratch").count('class="cell k') == p * 2 * p
+    # schedules without scratch have none to show
+    assert build_stepper(build_schedule(picture_collective("allreduce", 4), "ring")).scratch == []
