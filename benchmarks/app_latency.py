@@ -101,6 +101,21 @@ def _whatif_one(p: int) -> Callable[[], object]:
     return build
 
 
+def _whatif_step(p: int) -> Callable[[], object]:
+    """A DDP step of llama2-7b on two machines of p GPUs (8 per node), isolated runs (the page's default)."""
+    import pandas as pd
+    import plotly.express as px
+
+    from app.ui.whatif_model import step_row, step_table_row
+
+    machines = [f"dgx-h100:nodes={max(p // 8, 1)}", f"hgx-b200:nodes={max(p // 8, 1)}"]
+
+    def build():
+        rows = pd.DataFrame([step_table_row(step_row(m, "ddp", "llama2-7b")) for m in machines])
+        return px.bar(rows, x="machine", y="step (ms)"), px.bar(rows, x="machine", y="tokens/s")
+    return build
+
+
 def _reality(p: int) -> Callable[[], object]:
     """The log fixes p (16 ranks here, whatever p is asked)."""
     import plotly.graph_objects as go
@@ -127,7 +142,8 @@ def _lesson(key: str) -> Callable[[int], Callable[[], object]]:
 PAGES = {"step (new choice)": _step, "step (8 chunks)": _step_chunks, "step (move)": _step_move,
          "cost explorer": _cost, "contention": _contention,
          "what-if (2 machines)": _whatif,
-         "what-if (1 machine edited)": _whatif_one, "model vs reality": _reality, "lesson d (engine)": _lesson("d"),
+         "what-if (1 machine edited)": _whatif_one,
+         "what-if (DDP step, 2 machines)": _whatif_step, "model vs reality": _reality, "lesson d (engine)": _lesson("d"),
          "lesson e (engine)": _lesson("e")}
 
 
