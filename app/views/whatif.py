@@ -32,8 +32,9 @@ from simulator.units import format_size
 st.header("What-if hardware")
 st.markdown(
     "Faster links help only the part of a collective they limit: latency-bound sizes care about per-message latency "
-    "and the number of steps, bandwidth-bound sizes about the slowest link on the path. Compare machines here: each "
-    "one runs every algorithm of each collective in the event engine, on all its GPUs, and the fastest counts.")
+    "and the number of steps, bandwidth-bound sizes about the slowest link on the path. Compare machines here on "
+    "collectives (each machine runs every algorithm of each collective in the event engine, on all its GPUs, and the "
+    "fastest counts) or on a whole training step.")
 st.caption(f"Presets: {', '.join(PRESETS)} (add :nodes=N); builders such as cluster:nodes=2,gpus=8,net_bw=50GB/s. "
            f"At most {MAX_MACHINES} machines, {MAX_RANKS} GPUs each, {MAX_SIZES} sizes.")
 

@@ -31,8 +31,12 @@ PAGES = {
     "cost?op=allreduce&p=8&sizes=1KiB:1GiB:4": "Crossovers:",
     "contention?topo=switch&op=allreduce&algo=ring&p=8&size=64MiB&late=3&delay=50&load=50": "Busiest links",
     "whatif": "What-if hardware",
+    "whatif?kind=a+training+step&scenario=fsdp&m0=dgx-h100:nodes%3D2&m1=hgx-b200:nodes%3D2": "exposed comm",
+    "step?op=alltoall&algo=bruck&p=8&topo=ring&s=2": "Scratch buffer",
     "reality": "Model vs reality",
 }
+# screenshots of a second view of a page get their own name (the README shows app_step.png)
+SHOT_NAMES = {"whatif?kind": "app_whatif_step.png", "step?op=alltoall&algo=bruck": "app_step_bruck.png"}
 
 
 def _free_port() -> int:
@@ -97,12 +101,14 @@ def test_every_page_opens_from_its_link_without_an_exception(server, browser, tm
         page.locator(".js-plotly-plot").first.wait_for(timeout=60000)
     page.wait_for_timeout(1500)  # let the figures finish drawing
     assert page.locator(EXCEPTION).count() == 0
-    name = "app_" + (path.split("?")[0] or "lessons") + ".png"
+    name = next((v for k, v in SHOT_NAMES.items() if path.startswith(k)),
+                "app_" + (path.split("?")[0] or "lessons") + ".png")
     _photograph(page, _shots(tmp_path) / name)
     assert (_shots(tmp_path) / name).stat().st_size > 10_000
     if path.startswith("step"):
         grid = page.locator(".buffer-grid td.cell")
-        assert grid.count() == 8 * 8  # 8 ranks x 8 chunks, each cell at its fixed size
+        scratch = 8 * 16 if "bruck" in path else 0  # Bruck's scratch grid: 8 ranks x 2 x 8 slots
+        assert grid.count() == 8 * 8 + scratch  # 8 ranks x 8 chunks, each cell at its fixed size
         box = grid.first.bounding_box()
         assert box and box["width"] >= 60
     page.close()
