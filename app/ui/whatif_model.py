@@ -106,6 +106,7 @@ def whatif_rows(machines: list[str], ops: list[str], sizes: list[int]) -> list[d
 STEP_SCENARIOS = ("ddp", "fsdp", "tp", "hybrid")
 STEP_MODES = ("isolated", "auto", "exact")  # isolated first: a DDP step on 16 GPUs takes 0.2 s, exact 6 s
 MAX_TP = 8
+MAX_EXACT_GPUS = 16  # exact (and auto) runs expand every call: a DDP step on 32 GPUs took 15 s
 
 
 def step_case_for(machine: str, scenario: str, model: str, gpu: str = "", tp: int = 0, mfu: float = 0.4,
@@ -125,7 +126,11 @@ def step_case_for(machine: str, scenario: str, model: str, gpu: str = "", tp: in
     argv = [scenario, "--model", model, "--mfu", repr(float(mfu)), "--mode", mode]
     argv += ["--gpu", gpu] if gpu else []
     argv += ["--tp", str(int(tp))] if tp else []
-    machine_ranks(machine)
+    gpus = machine_ranks(machine)
+    if mode != "isolated" and gpus > MAX_EXACT_GPUS:
+        raise CollsimError(f"mode: {mode!r} on the {gpus} GPUs of {machine.strip()!r} is over this page's limit of "
+                           f"{MAX_EXACT_GPUS} GPUs for runs that expand every call; expected 'isolated', or "
+                           "`collsim whatif` on the command line")
     return step_case(parser.parse_args(argv), machine.strip(), label=machine.strip())
 
 

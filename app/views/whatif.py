@@ -10,6 +10,7 @@ from app.ui.common import friendly
 from app.ui.inputs import sizes_input
 from app.ui.urlstate import UrlState
 from app.ui.whatif_model import (
+    MAX_EXACT_GPUS,
     MAX_MACHINES,
     MAX_RANKS,
     MAX_SIZES,
@@ -127,7 +128,8 @@ def step_section() -> None:
                       key=url.number("mfu", 0.05, 1.0, 0.4))
     mode = c[2].selectbox("run", STEP_MODES, key=url.choice("mode", STEP_MODES),
                           help="isolated: each distinct collective timed alone (fast); exact: every call expanded, "
-                               "calls share links (seconds per machine); auto: exact up to about 2M transfers")
+                               "calls share links (seconds per machine); auto: exact up to about 2M transfers. "
+                               f"exact and auto: at most {MAX_EXACT_GPUS} GPUs per machine here")
     url.show_notes()
     with friendly():
         if not chosen:

@@ -156,20 +156,23 @@ def test_bad_upload_is_a_friendly_error_in_the_page(name, data, field, quoted):
     assert errors[0].startswith(f"{field}:") and quoted in errors[0] and "/tmp" not in errors[0], errors[0]
 
 
+# the training-step view of the what-if page: (widget values, field the error names, text it quotes)
 STEP_CASES = [
-    ("whatif.m0", "3 fortnights", "machine", "'3 fortnights'"),
-    ("whatif.m0", "dgx-h100:nodes=100", "machine", "limit of 64"),
-    ("whatif.m1", "cluster:nodes=2,gpus=8", "gpu", "'cluster:nodes=2,gpus=8'"),
+    ({"whatif.m0": "3 fortnights"}, "machine", "'3 fortnights'"),
+    ({"whatif.m0": "dgx-h100:nodes=100"}, "machine", "limit of 64"),
+    ({"whatif.m1": "cluster:nodes=2,gpus=8"}, "gpu", "'cluster:nodes=2,gpus=8'"),
+    ({"whatif.m0": "dgx-h100:nodes=4", "whatif.m1": "", "whatif.mode": "exact"}, "mode", "limit of 16"),
 ]
 
 
-@pytest.mark.parametrize("key, text, field, quoted", STEP_CASES, ids=[f"step-{k}={t!r}" for k, t, _, _ in STEP_CASES])
-def test_bad_machine_in_the_training_step_is_a_friendly_error(key, text, field, quoted):
+@pytest.mark.parametrize("values, field, quoted", STEP_CASES, ids=[f"step-{v}" for v, _, _ in STEP_CASES])
+def test_bad_choice_in_the_training_step_is_a_friendly_error(values, field, quoted):
     at = AppTest.from_file(SCRIPT, default_timeout=60)
     at.run()
     at.switch_page("views/whatif.py")
     at.session_state["whatif.kind"] = "a training step"
-    at.session_state[key] = text
+    for key, text in values.items():
+        at.session_state[key] = text
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     errors = [e.value for e in at.error]
