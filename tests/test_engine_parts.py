@@ -10,6 +10,7 @@ from simulator.algorithms import build_schedule
 from simulator.collective import Collective
 from simulator.cost import LinkModel, predict
 from simulator.engine import EngineOptions, MessageModel, Regime, max_min_rates, simulate
+from simulator.engine.clock import TICKS_PER_S
 from simulator.engine.flows import Flows
 from simulator.engine.loop import EventLoop
 from simulator.engine.ports import Ports
@@ -66,14 +67,15 @@ def test_maxmin_is_feasible_and_every_flow_has_a_bottleneck(seed):
 
 def test_flows_reshare_when_a_second_flow_joins_and_drop_superseded_completions():
     due = []
+    T = TICKS_PER_S                                   # delays and instants are integer ticks (femtoseconds)
     flows = Flows(2, {0: 10.0}, lambda delay, f, version: due.append((delay, f, version)))
-    flows.begin(0, (0,), 100.0, now=0.0)
-    assert due == [(10.0, 0, 1)]                      # alone: 100 B at 10 B/s
-    flows.begin(1, (0,), 100.0, now=5.0)              # 50 B left for flow 0; both at 5 B/s now
-    assert due[1:] == [(10.0, 0, 2), (20.0, 1, 1)]
-    assert flows.done(0, 1, now=10.0) is False        # the old completion of flow 0 was superseded
-    assert flows.done(0, 2, now=15.0) is True
-    assert due[-1] == (5.0, 1, 2)                     # flow 1: 100 - 5 * 10 = 50 B left at 10 B/s
+    flows.begin(0, (0,), 100.0, now=0)
+    assert due == [(10 * T, 0, 1)]                    # alone: 100 B at 10 B/s
+    flows.begin(1, (0,), 100.0, now=5 * T)            # 50 B left for flow 0; both at 5 B/s now
+    assert due[1:] == [(10 * T, 0, 2), (20 * T, 1, 1)]
+    assert flows.done(0, 1, now=10 * T) is False      # the old completion of flow 0 was superseded
+    assert flows.done(0, 2, now=15 * T) is True
+    assert due[-1] == (5 * T, 1, 2)                   # flow 1: 100 - 5 * 10 = 50 B left at 10 B/s
 
 
 # ---- ports -------------------------------------------------------------------------------------------------------

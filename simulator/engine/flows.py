@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from .clock import TICKS_PER_S
 from .maxmin import progressive_filling
 
-# schedule(delay, flow, version): ask for flow_done(flow, version) `delay` seconds from now
-Schedule = Callable[[float, int, int], None]
+# schedule(delay, flow, version): ask for flow_done(flow, version) `delay` ticks from now
+Schedule = Callable[[int, int, int], None]
+_TICKS = float(TICKS_PER_S)
 
 
 class Flows:
@@ -21,11 +23,11 @@ class Flows:
         self.links: dict[int, tuple[int, ...]] = {}   # the flows moving now, and their links
         self.remaining = [0.0] * flows                  # bytes left, as of `last`
         self.rate = [0.0] * flows
-        self.last = [0.0] * flows
+        self.last = [0] * flows                         # tick of the last update
         self.version = [0] * flows  # bumped on every rate change; -1 once done, so superseded completions are ignored
         self._route_cap: dict[tuple[int, ...], float] = {}
 
-    def begin(self, t: int, links: tuple[int, ...], nbytes: float, now: float) -> None:
+    def begin(self, t: int, links: tuple[int, ...], nbytes: float, now: int) -> None:
         """Flow t starts moving `nbytes` over `links` (non-empty)."""
         self.links[t] = links
         self.remaining[t] = nbytes
@@ -47,11 +49,11 @@ class Flows:
                 cap = self._route_cap[links] = min(self._capacity[link] for link in links)
             self.rate[t] = cap
             self.version[t] = 1
-            self._schedule(nbytes / cap, t, 1)
+            self._schedule(round(nbytes / cap * _TICKS), t, 1)
         else:
             self.reshare(links, now)
 
-    def done(self, t: int, version: int, now: float) -> bool:
+    def done(self, t: int, version: int, now: int) -> bool:
         """Flow t's completion for `version` is due: False if a rate change superseded it, else remove t and reshare."""
         if self.version[t] != version:
             return False
@@ -67,7 +69,7 @@ class Flows:
             self.reshare(links, now)
         return True
 
-    def reshare(self, seed_links, now: float) -> None:
+    def reshare(self, seed_links, now: int) -> None:
         """Bring the bytes left up to `now` and give every flow connected to `seed_links` its max-min rate."""
         link_flows, flow_links = self.link_flows, self.links
         comp_links = set(seed_links)
@@ -85,7 +87,7 @@ class Flows:
             return
         remaining, rate, last = self.remaining, self.rate, self.last
         for f in comp_flows:
-            rem = remaining[f] - rate[f] * (now - last[f])
+            rem = remaining[f] - rate[f] * ((now - last[f]) / _TICKS)
             remaining[f] = rem if rem > 0 else 0.0
             last[f] = now
         users = {link: link_flows[link] for link in comp_links if link in link_flows}
@@ -94,4 +96,4 @@ class Flows:
             if new != rate[f]:
                 rate[f] = new
                 self.version[f] += 1
-                self._schedule(remaining[f] / new, f, self.version[f])
+                self._schedule(round(remaining[f] / new * _TICKS), f, self.version[f])

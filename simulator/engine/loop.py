@@ -1,4 +1,6 @@
-"""The event loop: callbacks at future instants on simpy, through its public API, one simpy event per instant."""
+"""The event loop: callbacks at future instants on simpy, through its public API, one simpy event per instant.
+
+Instants and delays are integer ticks (clock.py: femtoseconds), so equal instants are equal exactly."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import simpy
 
 
 class EventLoop:
-    """`post(delay, fn, value)` calls fn(value) `delay` seconds from now; the calls of one instant run in the order
+    """`post(delay, fn, value)` calls fn(value) `delay` ticks from now; the calls of one instant run in the order
     they were posted (calls posted for now, while now is being run, included). When an instant's calls are done and
     a decision was requested, `decide()` runs before time moves on; what it posts for now runs next, then another
     decision if one was requested again.
@@ -21,13 +23,13 @@ class EventLoop:
     def __init__(self, decide: Callable[[], None]):
         self.env = simpy.Environment()
         self._decide = decide
-        self._agenda: dict[float, list[tuple[Callable[[Any], None], Any]]] = {}
+        self._agenda: dict[int, list[tuple[Callable[[Any], None], Any]]] = {}
         self.pending = False
         self.events = 0
-        self.now = 0.0  # the instant being run (env.now, kept here for the hot paths)
+        self.now = 0  # the instant being run, in ticks (env.now, kept here for the hot paths)
 
-    def post(self, delay: float, fn: Callable[[Any], None], value: Any) -> None:
-        """Call fn(value) `delay` (>= 0) seconds from now."""
+    def post(self, delay: int, fn: Callable[[Any], None], value: Any) -> None:
+        """Call fn(value) `delay` (>= 0) ticks from now."""
         when = self.now + delay
         calls = self._agenda.get(when)
         if calls is None:

@@ -22,6 +22,7 @@ import numpy as np
 from ..schedule import Schedule
 from ..topology.model import Topology
 from ..trace import Trace
+from .clock import ticks, ticks_array
 from .deadlock import DeadlockError, deadlock_report, format_deadlock
 from .flows import Flows
 from .loop import EventLoop
@@ -94,15 +95,15 @@ class _Run:
         late = {r: d for r, d in options.start_delay.items() if d > 0}
         self.ports = Ports(self.src, self.dst, p, options.ports, closed=late)
         self.fast = not options.contention or (topology.ideal and options.ports == 1 and not options.background)
-        self.duration = _durations(topology, arrays, wire, self.extra_latency) if self.fast else []
+        self.duration = ticks_array(_durations(topology, arrays, wire, self.extra_latency)).tolist() if self.fast else []
         self.flows = Flows(n, _Capacities(topology, dict(options.background)), self._flow_due)
-        self.pair_cost: dict[int, tuple[float, float]] = {}
+        self.pair_latency: dict[int, float] = {}  # route latency (s) of a (src, dst) key
         self.ready: list[int] = []
         self.reducer_busy = [False] * p
         self.reducer_queue: list[list[tuple[float, int]]] = [[] for _ in range(p)]
         self.reduce_dirty: set[int] = set()
         for r, delay in late.items():
-            self.loop.post(delay, self._open_rank, r)
+            self.loop.post(ticks(delay), self._open_rank, r)
         self.ready.extend(t for t in range(n) if self.indeg[t] == 0)
         if self.ready or n == 0:
             self.loop.request_decision()
@@ -146,10 +147,11 @@ class _Run:
         links = self.record.routes.get(key)
         if links is None:
             links = self.record.routes[key] = self.topology.route(s, d)
-            self.pair_cost[key] = self.topology.path_cost(s, d)
-        latency = self.pair_cost[key][0]
+            self.pair_latency[key] = self.topology.path_cost(s, d)[0]
+        latency = self.pair_latency[key]
         if self.extra_latency is not None:
             latency += self.extra_latency[t]
+        latency = ticks(latency)
         if self.wire[t] == 0 or not links:
             self.loop.post(latency, self._arrived, t)
         else:
@@ -204,7 +206,7 @@ class _Run:
 
     def _start_reduction(self, t: int, r: int) -> None:
         self.reducer_busy[r] = True
-        self.loop.post(self.gamma * self.payload[t] * self.slow[r], self._reduce_done, t)
+        self.loop.post(ticks(self.gamma * self.payload[t] * self.slow[r]), self._reduce_done, t)
 
     def _reduce_done(self, t: int) -> None:
         r = self.dst[t]

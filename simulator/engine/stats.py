@@ -1,4 +1,4 @@
-"""What a run records: start, arrival and end time of every transfer, the routes used and the engine's event count.
+"""What a run records: start, arrival and end tick of every transfer, the routes used and the engine's event count.
 
 Trace derives the per-link statistics (bytes, busy time, peak flows) from these times and routes.
 """
@@ -9,9 +9,11 @@ import math
 
 import numpy as np
 
+from .clock import seconds
+
 
 class Record:
-    """Per-transfer times (nan until they happen) and the route of every (src, dst) pair that sent over the network."""
+    """Per-transfer instants in ticks (nan until they happen) and the route of every (src, dst) pair that sent over the network."""
 
     def __init__(self, transfers: int):
         self.start = [math.nan] * transfers
@@ -22,4 +24,5 @@ class Record:
         self.wall_s = 0.0
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return np.array(self.start), np.array(self.arrive), np.array(self.end)
+        """Start, arrival and end of every transfer in seconds (nan: never)."""
+        return seconds(self.start), seconds(self.arrive), seconds(self.end)
