@@ -10,7 +10,7 @@ from test_engine_scale_battery import nudged, shuffled
 from simulator.algorithms import build_schedule
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
-from simulator.engine.clock import TICKS_PER_S, ticks
+from simulator.engine.clock import TICKS_PER_S, Clock, ticks
 from simulator.topology import parse_topology
 
 # (op, algorithm, p, SPEC, ports, bytes, gamma, shuffle): contention cases, the first two with float near-ties
@@ -63,3 +63,11 @@ def test_the_clock_counts_femtoseconds():
 def test_instants_are_integer_ticks_so_equal_paths_tie_exactly():
     # 0.1 + 0.2 != 0.3 in floats; as ticks 100 + 200 == 300 fs exactly, so two routes of these latencies arrive together
     assert ticks(0.1e-12) + ticks(0.2e-12) == ticks(0.3e-12)
+
+
+def test_a_run_that_could_outlast_int64_femtoseconds_counts_in_a_coarser_tick():
+    assert Clock(4000.0).per_s == 10**15 and Clock(5000.0).per_s == 10**14 and Clock(1e9).per_s == 10**9
+    # fits probe the engine with 1 s per byte: 2 (p - 1) steps of 1 s latency + 8 MiB / 8 at 1 B/s each
+    sched = build_schedule(Collective("allreduce", 8, 8 << 20, "int8"), "ring")
+    got = simulate(sched, parse_topology("ideal:8,lat=1s,bw=1B/s")).time
+    assert got == pytest.approx(14 * (1 + (8 << 20) / 8), rel=1e-12)

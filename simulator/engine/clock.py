@@ -1,38 +1,50 @@
-"""The engine's clock: an integer number of femtoseconds (1 fs = 1e-15 s), so instants compare exactly.
+"""The engine's clock: an integer number of ticks, normally femtoseconds (1 fs = 1e-15 s), so instants compare exactly.
 
 Every duration the model computes in seconds (latency, bytes / rate, gamma x bytes, start delays) is rounded once to
-the nearest femtosecond and added as an integer. Two events are simultaneous exactly when their integers are equal,
-so ties are decided by the model's rules (transfer-id order), never by float rounding, and a run is reproducible
-bit for bit. Why femtoseconds (docs/model.md, "Time"): each rounding is at most 0.5 fs, so a duration of 0.5 us or
-more is exact to 1e-9 relative, and int64 still covers 9,223 s of simulated time (Python ints, used by the scalar
-paths, are unbounded; the numpy paths check the range).
+the nearest tick and added as an integer. Two events are simultaneous exactly when their integers are equal, so ties
+are decided by the model's rules (transfer-id order), never by float rounding, and a run is reproducible bit for
+bit. Why femtoseconds (docs/model.md, "Time"): each rounding is at most 0.5 fs, so a duration of 0.5 us or more is
+exact to 1e-9 relative. A run that could last longer than int64 femtoseconds hold (an upper bound on its makespan
+above 2^62 fs, about 4,611 s: fits probe the engine with 1 s per byte) counts in a coarser power of ten instead.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..errors import CollsimError
+TICKS_PER_S = 10**15   # the normal tick: one femtosecond
+MAX_TICKS = 2**62      # instants stay below this, so sums of two never overflow int64
 
-TICKS_PER_S = 10**15
-_SCALE = float(TICKS_PER_S)
-MAX_TICKS = 2**62  # numpy paths stay well inside int64
+
+class Clock:
+    """Seconds <-> ticks for one run: `per_s` ticks per second, 10**15 unless `horizon_s` needs a coarser tick."""
+
+    def __init__(self, horizon_s: float = 0.0):
+        per_s = TICKS_PER_S
+        if math.isfinite(horizon_s):
+            while per_s > 1 and horizon_s * per_s >= MAX_TICKS:
+                per_s //= 10
+        self.per_s = per_s
+        self.scale = float(per_s)
+
+    def ticks(self, seconds: float) -> int:
+        """A duration in seconds as whole ticks (round half to even)."""
+        return round(seconds * self.scale)
+
+    def ticks_array(self, seconds) -> np.ndarray:
+        """Durations in seconds as int64 ticks."""
+        return np.rint(np.asarray(seconds, dtype=np.float64) * self.scale).astype(np.int64)
+
+    def seconds(self, values) -> np.ndarray:
+        """Tick counts as float seconds."""
+        return np.asarray(values, dtype=np.float64) / self.scale
+
+
+FEMTOSECONDS = Clock()
 
 
 def ticks(seconds: float) -> int:
-    """A duration in seconds as whole femtoseconds (round half to even)."""
-    return round(seconds * _SCALE)
-
-
-def ticks_array(seconds: np.ndarray) -> np.ndarray:
-    """Durations in seconds as int64 femtoseconds; refuses durations int64 cannot hold."""
-    scaled = np.rint(np.asarray(seconds, dtype=np.float64) * _SCALE)
-    if scaled.size and not np.all(np.abs(scaled) < MAX_TICKS):
-        worst = float(np.nanmax(np.abs(seconds))) if np.isfinite(scaled).any() else float("inf")
-        raise CollsimError(f"duration: {worst!r} s; expected under {MAX_TICKS / _SCALE:.0f} s of simulated time per message")
-    return scaled.astype(np.int64)
-
-
-def seconds(values) -> np.ndarray:
-    """Tick counts (nan where an instant never came) as float seconds."""
-    return np.asarray(values, dtype=np.float64) / _SCALE
+    """A duration in seconds as whole femtoseconds."""
+    return FEMTOSECONDS.ticks(seconds)

@@ -1,99 +1,158 @@
-"""Flows in flight on links: bytes left, max-min fair rates recomputed when a flow starts or ends, completion times."""
+"""Flows in flight on links: bytes left, max-min fair rates, completion instants, for many flows at once.
+
+A flow alone on every link of its route moves at its route's bottleneck and needs no max-min work: those are
+handled as arrays (link counts, the sole flow of each link). Links with two or more flows keep the set of their
+flows; once per instant, max-min is recomputed over the connected component of the links that changed.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
-from .clock import TICKS_PER_S
+import numpy as np
+
+from .csr import gather
 from .maxmin import progressive_filling
 
-# schedule(delay, flow, version): ask for flow_done(flow, version) `delay` ticks from now
-Schedule = Callable[[int, int, int], None]
-_TICKS = float(TICKS_PER_S)
+# post(when, ids, versions): the flows `ids` will be through at ticks `when` unless their version changes first
+Post = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
 
 
 class Flows:
-    """The flows moving bytes now. Only the connected component of links touched by a change is reshared."""
+    """The flows moving bytes now. Flow ids are transfer ids; route_ptr/route_links give each one's links (CSR)."""
 
-    def __init__(self, flows: int, capacity: Mapping[int, float], schedule: Schedule):
-        """Flow ids are 0..flows-1 (a run's transfer ids); capacity[link] is B/s."""
-        self._capacity = capacity
-        self._schedule = schedule
-        self.link_flows: dict[int, set[int]] = {}
-        self.links: dict[int, tuple[int, ...]] = {}   # the flows moving now, and their links
-        self.remaining = [0.0] * flows                  # bytes left, as of `last`
-        self.rate = [0.0] * flows
-        self.last = [0] * flows                         # tick of the last update
-        self.version = [0] * flows  # bumped on every rate change; -1 once done, so superseded completions are ignored
-        self._route_cap: dict[tuple[int, ...], float] = {}
+    def __init__(self, route_ptr: np.ndarray, route_links: np.ndarray, capacity: np.ndarray, bottleneck: np.ndarray,
+                 wire: np.ndarray, ticks_per_s: float, post: Post):
+        """capacity: B/s of every link; bottleneck: of every flow's route; wire: bytes each flow moves."""
+        n = route_ptr.size - 1
+        self.ptr, self.links_of = route_ptr, route_links
+        self.capacity = capacity                      # B/s of every link
+        self.wire = wire                              # bytes each flow moves
+        self._post = post
+        self.bottleneck = bottleneck
+        self.per_s = ticks_per_s
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.solo = np.rint(wire / bottleneck * ticks_per_s)   # ticks to move alone (as float; cast when posted)
+        self.count = np.zeros(capacity.size, dtype=np.int64)  # flows on each link now
+        self.owner = np.full(capacity.size, -1, dtype=np.int64)  # the flow of a link with exactly one
+        self.shared: dict[int, set[int]] = {}                 # link -> its flows, for links with two or more
+        self.remaining = np.zeros(n)                          # bytes left as of `last`
+        self.rate = np.zeros(n)
+        self.last = np.zeros(n, dtype=np.int64)
+        self.version = np.zeros(n, dtype=np.int64)  # bumped on every rate change; -1 once done
+        self._seeds: set[int] = set()
 
-    def begin(self, t: int, links: tuple[int, ...], nbytes: float, now: int) -> None:
-        """Flow t starts moving `nbytes` over `links` (non-empty)."""
-        self.links[t] = links
-        self.remaining[t] = nbytes
-        self.rate[t] = 0.0
-        self.last[t] = now
-        self.version[t] = 0
-        alone = True
-        link_flows = self.link_flows
-        for link in links:
-            flows = link_flows.get(link)
-            if flows is None:
-                flows = link_flows[link] = set()
-            flows.add(t)
-            if len(flows) > 1:
-                alone = False
-        if alone:  # nobody to share with: the bottleneck capacity, no max-min work
-            cap = self._route_cap.get(links)
-            if cap is None:
-                cap = self._route_cap[links] = min(self._capacity[link] for link in links)
-            self.rate[t] = cap
-            self.version[t] = 1
-            self._schedule(round(nbytes / cap * _TICKS), t, 1)
+    def route(self, f: int) -> list[int]:
+        return self.links_of[self.ptr[f]:self.ptr[f + 1]].tolist()
+
+    # ---- changes of one instant ------------------------------------------------------------------------------
+    def begin(self, ids: np.ndarray, now: int) -> None:
+        """Flows `ids` start moving their bytes now."""
+        links, pos = gather(self.ptr, self.links_of, ids)
+        count = self.count
+        np.add.at(count, links, 1)
+        after = count[links]
+        crowded = after > 1
+        self.remaining[ids] = self.wire[ids]
+        self.last[ids] = now
+        if crowded.any():
+            mixed = np.unique(ids[pos[crowded]])
+            alone = ids[~np.isin(ids, mixed)]
+            single = ~crowded
+            self.owner[links[single]] = ids[pos[single]]
+            self._join(links[crowded], ids[pos[crowded]])
+            self.rate[mixed] = 0.0
+            self.version[mixed] = 0
+            self._seeds.update(links[crowded].tolist())
         else:
-            self.reshare(links, now)
+            alone = ids
+            self.owner[links] = ids[pos]
+        if alone.size:
+            self.rate[alone] = self.bottleneck[alone]
+            self.version[alone] = 1
+            self._post(now + self.solo[alone].astype(np.int64), alone, np.ones(alone.size, dtype=np.int64))
 
-    def done(self, t: int, version: int, now: int) -> bool:
-        """Flow t's completion for `version` is due: False if a rate change superseded it, else remove t and reshare."""
-        if self.version[t] != version:
-            return False
-        links = self.links.pop(t)
-        others = False
-        for link in links:
-            flows = self.link_flows[link]
-            flows.discard(t)
-            if flows:
-                others = True
-        self.version[t] = -1
-        if others:
-            self.reshare(links, now)
-        return True
+    def _join(self, links: np.ndarray, flows: np.ndarray) -> None:
+        """Links now crowded get their new flows added to their sets (made from the sole flow if there was one)."""
+        shared, owner, count = self.shared, self.owner, self.count
+        new: dict[int, list[int]] = {}
+        for link, f in zip(links.tolist(), flows.tolist()):
+            new.setdefault(link, []).append(f)
+        for link, fs in new.items():
+            users = shared.get(link)
+            if users is None:
+                users = shared[link] = set()
+                if count[link] - len(fs) == 1:
+                    users.add(int(owner[link]))
+                owner[link] = -1
+            users.update(fs)
 
-    def reshare(self, seed_links, now: int) -> None:
-        """Bring the bytes left up to `now` and give every flow connected to `seed_links` its max-min rate."""
-        link_flows, flow_links = self.link_flows, self.links
-        comp_links = set(seed_links)
+    def done(self, ids: np.ndarray, versions: np.ndarray) -> np.ndarray:
+        """The flows whose completion for `versions` is due and not superseded: removed, and returned."""
+        ids = ids[self.version[ids] == versions]
+        if not ids.size:
+            return ids
+        self.version[ids] = -1
+        links, pos = gather(self.ptr, self.links_of, ids)
+        count = self.count
+        np.subtract.at(count, links, 1)
+        if self.shared:
+            was_shared = np.fromiter((link in self.shared for link in links.tolist()), bool, links.size)
+            if was_shared.any():
+                self._leave(links[was_shared], ids[pos[was_shared]])
+        return ids
+
+    def _leave(self, links: np.ndarray, flows: np.ndarray) -> None:
+        shared, owner, count = self.shared, self.owner, self.count
+        for link, f in zip(links.tolist(), flows.tolist()):
+            users = shared[link]
+            users.discard(f)
+        for link in set(links.tolist()):
+            left = int(count[link])
+            if left <= 1:
+                users = shared.pop(link)
+                if left == 1:
+                    owner[link] = next(iter(users))
+                    self._seeds.add(link)
+            else:
+                self._seeds.add(link)
+
+    def users(self, link: int):
+        users = self.shared.get(link)
+        if users is not None:
+            return users
+        return (int(self.owner[link]),) if self.count[link] == 1 else ()
+
+    # ---- once per instant -------------------------------------------------------------------------------------
+    def reshare(self, now: int) -> None:
+        """Bring the bytes left up to `now` and give every flow connected to the links changed this instant its
+        max-min rate; post the completions whose rate changed."""
+        if not self._seeds:
+            return
+        comp_links = self._seeds
+        self._seeds = set()
         stack = list(comp_links)
-        comp_flows: set[int] = set()
+        comp_flows: dict[int, list[int]] = {}
         while stack:
-            for f in link_flows.get(stack.pop(), ()):
+            for f in self.users(stack.pop()):
                 if f not in comp_flows:
-                    comp_flows.add(f)
-                    for link in flow_links[f]:
+                    route = comp_flows[f] = self.route(f)
+                    for link in route:
                         if link not in comp_links:
                             comp_links.add(link)
                             stack.append(link)
         if not comp_flows:
             return
-        remaining, rate, last = self.remaining, self.rate, self.last
-        for f in comp_flows:
-            rem = remaining[f] - rate[f] * ((now - last[f]) / _TICKS)
-            remaining[f] = rem if rem > 0 else 0.0
-            last[f] = now
-        users = {link: link_flows[link] for link in comp_links if link in link_flows}
-        new_rates = progressive_filling({f: flow_links[f] for f in comp_flows}, users, self._capacity)
-        for f, new in new_rates.items():
-            if new != rate[f]:
-                rate[f] = new
-                self.version[f] += 1
-                self._schedule(round(remaining[f] / new * _TICKS), f, self.version[f])
+        flows = np.fromiter(comp_flows, np.int64, len(comp_flows))
+        rem = self.remaining[flows] - self.rate[flows] * ((now - self.last[flows]) / self.per_s)
+        self.remaining[flows] = np.maximum(rem, 0.0)
+        self.last[flows] = now
+        users = {link: self.users(link) for link in comp_links if self.count[link]}
+        new_rates = progressive_filling(comp_flows, users, self.capacity)
+        changed = [(f, r) for f, r in new_rates.items() if r != self.rate[f]]
+        if changed:
+            ids = np.fromiter((f for f, _ in changed), np.int64, len(changed))
+            rates = np.fromiter((r for _, r in changed), np.float64, len(changed))
+            self.rate[ids] = rates
+            self.version[ids] += 1
+            self._post(now + np.rint(self.remaining[ids] / rates * self.per_s).astype(np.int64), ids, self.version[ids])

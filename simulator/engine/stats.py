@@ -5,24 +5,21 @@ Trace derives the per-link statistics (bytes, busy time, peak flows) from these 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from .clock import seconds
+from .clock import Clock
 
 
 class Record:
-    """Per-transfer instants in ticks (nan until they happen) and the route of every (src, dst) pair that sent over the network."""
+    """Per-transfer instants in ticks (-1 until they happen) and the engine's event count."""
 
     def __init__(self, transfers: int):
-        self.start = [math.nan] * transfers
-        self.arrive = [math.nan] * transfers
-        self.end = [math.nan] * transfers
-        self.routes: dict[int, tuple[int, ...]] = {}
+        self.start = np.full(transfers, -1, dtype=np.int64)
+        self.arrive = np.full(transfers, -1, dtype=np.int64)
+        self.end = np.full(transfers, -1, dtype=np.int64)
         self.events = 0
         self.wall_s = 0.0
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def arrays(self, clock: Clock) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Start, arrival and end of every transfer in seconds (nan: never)."""
-        return seconds(self.start), seconds(self.arrive), seconds(self.end)
+        return tuple(np.where(a >= 0, clock.seconds(a), np.nan) for a in (self.start, self.arrive, self.end))
