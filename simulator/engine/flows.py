@@ -1,8 +1,11 @@
 """Flows in flight on links: bytes left, max-min fair rates, completion instants, for many flows at once.
 
-A flow alone on every link of its route moves at its route's bottleneck and needs no max-min work: those are
-handled as arrays (link counts, the sole flow of each link). Links with two or more flows keep the set of their
-flows; once per instant, max-min is recomputed over the connected component of the links that changed.
+A flow alone on every link of its route moves at its route's bottleneck and needs no max-min work; its state is
+implicit (began at `began`, rate = bottleneck, one completion posted, version 1) and handled as arrays: link counts
+and the sole flow of each link. Links with two or more flows keep the set of their flows; once per instant, max-min
+is recomputed over the connected component of the links that changed, and the flows it touches get an explicit state
+[bytes left, rate, tick of the last update, version] (the version is bumped on every rate change, -1 once done, so
+superseded completions are ignored).
 """
 
 from __future__ import annotations
@@ -16,61 +19,105 @@ from .maxmin import progressive_filling
 
 # post(when, ids, versions): the flows `ids` will be through at ticks `when` unless their version changes first
 Post = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+SMALL = 16  # up to this many flows at once, plain loops (numpy's fixed cost per call would dominate)
+_REMAINING, _RATE, _LAST, _VERSION = range(4)
 
 
 class Flows:
     """The flows moving bytes now. Flow ids are transfer ids; route_ptr/route_links give each one's links (CSR)."""
 
     def __init__(self, route_ptr: np.ndarray, route_links: np.ndarray, capacity: np.ndarray, bottleneck: np.ndarray,
-                 wire: np.ndarray, ticks_per_s: float, post: Post):
-        """capacity: B/s of every link; bottleneck: of every flow's route; wire: bytes each flow moves."""
+                 wire: np.ndarray, ticks_per_s: float, post: Post, post_one: Callable[[int, int, int], None],
+                 pair_of: np.ndarray | None = None, pair_routes: list[tuple[int, ...]] | None = None):
+        """capacity: B/s of every link; bottleneck: of every flow's route; wire: bytes each flow moves;
+        pair_routes[pair_of[f]] (optional) is flow f's route as a tuple, the same as its CSR row."""
         n = route_ptr.size - 1
         self.ptr, self.links_of = route_ptr, route_links
-        self.capacity = capacity                      # B/s of every link
-        self.wire = wire                              # bytes each flow moves
-        self._post = post
+        self._pair_of = pair_of.tolist() if pair_of is not None and n <= 1 << 16 else pair_of
+        self._pair_routes = pair_routes
+        self.capacity = capacity
+        self.wire = wire
         self.bottleneck = bottleneck
         self.per_s = ticks_per_s
+        self._post, self._post_one = post, post_one
         with np.errstate(divide="ignore", invalid="ignore"):
-            self.solo = np.rint(wire / bottleneck * ticks_per_s)   # ticks to move alone (as float; cast when posted)
-        self.count = np.zeros(capacity.size, dtype=np.int64)  # flows on each link now
-        self.owner = np.full(capacity.size, -1, dtype=np.int64)  # the flow of a link with exactly one
-        self.shared: dict[int, set[int]] = {}                 # link -> its flows, for links with two or more
-        self.remaining = np.zeros(n)                          # bytes left as of `last`
-        self.rate = np.zeros(n)
-        self.last = np.zeros(n, dtype=np.int64)
-        self.version = np.zeros(n, dtype=np.int64)  # bumped on every rate change; -1 once done
+            self.solo = np.rint(wire / bottleneck * ticks_per_s)  # ticks to move alone
+        self.count = np.zeros(capacity.size, dtype=np.int64)      # flows on each link now
+        self.owner = np.full(capacity.size, -1, dtype=np.int64)   # the flow of a link with exactly one
+        self.shared: dict[int, set[int]] = {}                     # link -> its flows, for links with two or more
+        self.began = np.zeros(n, dtype=np.int64)
+        self.finished = np.zeros(n, dtype=bool)
+        self.state: dict[int, list] = {}                          # explicit state of flows max-min has touched
         self._seeds: set[int] = set()
 
-    def route(self, f: int) -> list[int]:
+    def route(self, f: int):
+        """The links of flow f."""
+        if self._pair_routes is not None:
+            return self._pair_routes[self._pair_of[f]]
         return self.links_of[self.ptr[f]:self.ptr[f + 1]].tolist()
+
+    def is_due(self, f: int, version: int) -> bool:
+        """True if flow f's completion for `version` is the valid one (version 1 for a flow that was always alone)."""
+        if self.finished[f]:
+            return False
+        st = self.state.get(f)
+        return version == (1 if st is None else st[_VERSION])
+
+    def _explicit(self, f: int) -> list:
+        st = self.state.get(f)
+        if st is None:  # always alone so far: at its bottleneck since it began
+            st = self.state[f] = [float(self.wire[f]), float(self.bottleneck[f]), int(self.began[f]), 1]
+        return st
 
     # ---- changes of one instant ------------------------------------------------------------------------------
     def begin(self, ids: np.ndarray, now: int) -> None:
         """Flows `ids` start moving their bytes now."""
+        if ids.size <= SMALL:
+            self.begin_few(ids.tolist(), now)
+            return
+        self.began[ids] = now
         links, pos = gather(self.ptr, self.links_of, ids)
         count = self.count
         np.add.at(count, links, 1)
-        after = count[links]
-        crowded = after > 1
-        self.remaining[ids] = self.wire[ids]
-        self.last[ids] = now
+        crowded = count[links] > 1
         if crowded.any():
             mixed = np.unique(ids[pos[crowded]])
             alone = ids[~np.isin(ids, mixed)]
             single = ~crowded
             self.owner[links[single]] = ids[pos[single]]
             self._join(links[crowded], ids[pos[crowded]])
-            self.rate[mixed] = 0.0
-            self.version[mixed] = 0
+            wire = self.wire
+            for f in mixed.tolist():
+                self.state[f] = [float(wire[f]), 0.0, now, 0]
             self._seeds.update(links[crowded].tolist())
         else:
             alone = ids
             self.owner[links] = ids[pos]
         if alone.size:
-            self.rate[alone] = self.bottleneck[alone]
-            self.version[alone] = 1
             self._post(now + self.solo[alone].astype(np.int64), alone, np.ones(alone.size, dtype=np.int64))
+
+    def begin_few(self, ids: list[int], now: int) -> None:
+        """begin() one flow at a time (numpy's fixed cost would dominate a handful)."""
+        count, owner, shared = self.count, self.owner, self.shared
+        for t in ids:
+            self.began[t] = now
+            alone = True
+            for link in self.route(t):
+                c = count[link] = count[link] + 1
+                if c == 1:
+                    owner[link] = t
+                    continue
+                alone = False
+                users = shared.get(link)
+                if users is None:
+                    users = shared[link] = {int(owner[link])}
+                    owner[link] = -1
+                users.add(t)
+                self._seeds.add(link)
+            if alone:
+                self._post_one(now + int(self.solo[t]), t, 1)
+            else:
+                self.state[t] = [float(self.wire[t]), 0.0, now, 0]
 
     def _join(self, links: np.ndarray, flows: np.ndarray) -> None:
         """Links now crowded get their new flows added to their sets (made from the sole flow if there was one)."""
@@ -89,24 +136,49 @@ class Flows:
 
     def done(self, ids: np.ndarray, versions: np.ndarray) -> np.ndarray:
         """The flows whose completion for `versions` is due and not superseded: removed, and returned."""
-        ids = ids[self.version[ids] == versions]
-        if not ids.size:
+        if self.state:
+            keep = [self.is_due(f, v) for f, v in zip(ids.tolist(), versions.tolist())]
+            ids = ids[np.array(keep, dtype=bool)]
+        else:  # every flow implicit: its one completion is version 1
+            ids = ids[~self.finished[ids]]
+        if ids.size <= SMALL:
+            self.done_few(ids.tolist())
             return ids
-        self.version[ids] = -1
+        self.finished[ids] = True
+        for f in ids.tolist() if self.state else ():
+            self.state.pop(f, None)
         links, pos = gather(self.ptr, self.links_of, ids)
-        count = self.count
-        np.subtract.at(count, links, 1)
+        np.subtract.at(self.count, links, 1)
         if self.shared:
             was_shared = np.fromiter((link in self.shared for link in links.tolist()), bool, links.size)
             if was_shared.any():
                 self._leave(links[was_shared], ids[pos[was_shared]])
         return ids
 
+    def done_few(self, ids: list[int]) -> None:
+        """done() for flows already known to be due, one at a time."""
+        count, owner, shared, state = self.count, self.owner, self.shared, self.state
+        for t in ids:
+            state.pop(t, None)
+            self.finished[t] = True
+            for link in self.route(t):
+                left = count[link] = count[link] - 1
+                users = shared.get(link)
+                if users is None:
+                    continue
+                users.discard(t)
+                if left > 1:
+                    self._seeds.add(link)
+                    continue
+                del shared[link]
+                if left == 1:
+                    owner[link] = next(iter(users))
+                    self._seeds.add(link)
+
     def _leave(self, links: np.ndarray, flows: np.ndarray) -> None:
         shared, owner, count = self.shared, self.owner, self.count
         for link, f in zip(links.tolist(), flows.tolist()):
-            users = shared[link]
-            users.discard(f)
+            shared[link].discard(f)
         for link in set(links.tolist()):
             left = int(count[link])
             if left <= 1:
@@ -129,30 +201,40 @@ class Flows:
         max-min rate; post the completions whose rate changed."""
         if not self._seeds:
             return
-        comp_links = self._seeds
+        seeds = self._seeds
         self._seeds = set()
-        stack = list(comp_links)
+        shared = self.shared
+        users: dict[int, object] = {}   # every link of the component's flows -> its flows
+        stack = [f for link in seeds for f in self.users(link)]
         comp_flows: dict[int, list[int]] = {}
-        while stack:
-            for f in self.users(stack.pop()):
-                if f not in comp_flows:
-                    route = comp_flows[f] = self.route(f)
-                    for link in route:
-                        if link not in comp_links:
-                            comp_links.add(link)
-                            stack.append(link)
+        while stack:  # only crowded links join flows: a link with one flow adds no one
+            f = stack.pop()
+            if f in comp_flows:
+                continue
+            route = comp_flows[f] = self.route(f)
+            for link in route:
+                if link in users:
+                    continue
+                crowd = shared.get(link)
+                if crowd is None:
+                    users[link] = (f,)
+                else:
+                    users[link] = crowd
+                    stack.extend(crowd)
         if not comp_flows:
             return
-        flows = np.fromiter(comp_flows, np.int64, len(comp_flows))
-        rem = self.remaining[flows] - self.rate[flows] * ((now - self.last[flows]) / self.per_s)
-        self.remaining[flows] = np.maximum(rem, 0.0)
-        self.last[flows] = now
-        users = {link: self.users(link) for link in comp_links if self.count[link]}
+        per_s = self.per_s
+        states = {}
+        for f in comp_flows:
+            st = states[f] = self._explicit(f)
+            rem = st[_REMAINING] - st[_RATE] * ((now - st[_LAST]) / per_s)
+            st[_REMAINING] = rem if rem > 0 else 0.0
+            st[_LAST] = now
         new_rates = progressive_filling(comp_flows, users, self.capacity)
-        changed = [(f, r) for f, r in new_rates.items() if r != self.rate[f]]
-        if changed:
-            ids = np.fromiter((f for f, _ in changed), np.int64, len(changed))
-            rates = np.fromiter((r for _, r in changed), np.float64, len(changed))
-            self.rate[ids] = rates
-            self.version[ids] += 1
-            self._post(now + np.rint(self.remaining[ids] / rates * self.per_s).astype(np.int64), ids, self.version[ids])
+        post = self._post_one
+        for f, r in new_rates.items():
+            st = states[f]
+            if r != st[_RATE]:
+                st[_RATE] = r
+                st[_VERSION] += 1
+                post(now + round(st[_REMAINING] / r * per_s), f, st[_VERSION])

@@ -46,6 +46,14 @@ class Ports:
             self.dirty[d] = True
             self.any_dirty = True
 
+    def release_one(self, s: int, d: int) -> None:
+        """release() for one message from s to d."""
+        self.free_send[s] += 1
+        self.free_recv[d] += 1
+        if self.waiting.size:
+            self.dirty[s] = self.dirty[d] = True
+            self.any_dirty = True
+
     def open(self, ranks: np.ndarray) -> None:
         """Ranks may start transfers from now on."""
         self.is_open[ranks] = True
@@ -74,6 +82,26 @@ class Ports:
         if wait.size:
             self.waiting = np.union1d(self.waiting, wait) if self.waiting.size else wait
         return go
+
+    def match_few(self, ready: list[int]) -> list[int] | None:
+        """match() for a handful of newly ready transfers (sorted) when no waiting transfer needs another look;
+        None when one does (then call match)."""
+        if self.any_dirty:
+            w = self.waiting
+            if w.size > _SMALL:
+                return None
+            if w.size:
+                src, dst, dirty = self.src, self.dst, self.dirty
+                again = [t for t in w.tolist() if dirty[src[t]] or dirty[dst[t]]]
+                if again:
+                    ready = sorted(ready + again)
+                    self.waiting = np.setdiff1d(w, again, assume_unique=True) if len(again) < w.size else w[:0]
+            self.dirty[:] = False
+            self.any_dirty = False
+        go, wait = self._match_small(ready)
+        if wait.size:
+            self.waiting = np.union1d(self.waiting, wait) if self.waiting.size else wait
+        return go.tolist()
 
     def _match_small(self, cands: list[int]) -> tuple[np.ndarray, np.ndarray]:
         src, dst, is_open = self.src, self.dst, self.is_open

@@ -32,6 +32,7 @@ from .ports import Ports
 from .stats import Record
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+_SMALL = 16  # up to this many transfers at once, plain loops instead of numpy
 
 
 def simulate(schedule: Schedule, topology: Topology, options: EngineOptions | None = None, *,
@@ -155,13 +156,21 @@ class _Run:
         moving = float((wire[self.flowing] / bottleneck[self.flowing]).sum())
         self.clock = Clock(2 * (float(lat.sum()) + moving + other_s))
         self.latency = self.clock.ticks_array(lat)
-        self.flows = Flows(ptr, links, capacity, bottleneck, wire, self.clock.scale, self._post_done)
+        self.flows = Flows(ptr, links, capacity, bottleneck, wire, self.clock.scale, self._post_done,
+                           self._post_one_done, pair_of, routes)
 
     def _post_done(self, when: np.ndarray, ids: np.ndarray, versions: np.ndarray) -> None:
         self.agenda.post_many(when, DONE, ids, versions)
 
+    def _post_one_done(self, when: int, t: int, version: int) -> None:
+        self.agenda.post(when, DONE, ([t], [version]))
+
     # ---- one instant -------------------------------------------------------------------------------------------
     def _instant(self, now: int, due: list[list]) -> None:
+        size = sum(len(c) for c in due[BEGIN]) + sum(len(c) for c in due[ARRIVE]) + sum(len(c[0]) for c in due[DONE])
+        if size <= _SMALL and not due[OPEN] and not due[REDUCED]:
+            self._instant_few(now, due)
+            return
         arrived = []
         if due[OPEN]:
             self.ports.open(_chunks(due[OPEN]))
@@ -189,6 +198,35 @@ class _Run:
             self.pending = False
             self._decide(now)
 
+    def _instant_few(self, now: int, due: list[list]) -> None:
+        """_instant for an instant with a handful of events: the same steps one transfer at a time."""
+        arrived: list[int] = []
+        flows = self.flows if not self.fast else None
+        for ids, versions in due[DONE]:
+            for t, v in zip(ids, versions):
+                if flows.is_due(t, v):
+                    flows.done_few([int(t)])
+                    arrived.append(int(t))
+        for chunk in due[BEGIN]:
+            flows.begin_few([int(t) for t in chunk], now)
+        if flows is not None:
+            flows.reshare(now)
+        for chunk in due[ARRIVE]:
+            arrived.extend(int(t) for t in chunk)
+        if arrived:
+            arrive, src, dst, release = self.record.arrive, self.src, self.dst, self.ports.release_one
+            for t in arrived:
+                arrive[t] = now
+                release(int(src[t]), int(dst[t]))
+            self.pending = True
+            if self.gamma > 0:
+                self._landed(np.array(arrived, dtype=np.int64), now)
+            else:
+                self._finish_few(arrived, now)
+        while self.pending and now not in self.agenda._at:
+            self.pending = False
+            self._decide(now)
+
     def _decide(self, now: int) -> None:
         if self.reduce_dirty:  # reducers that went idle or got work this instant take the earliest arrival
             idle = sorted(self.reduce_dirty)
@@ -196,10 +234,22 @@ class _Run:
             for r in idle:
                 if not self.reducer_busy[r] and self.reducer_queue[r]:
                     self._start_reduction(heapq.heappop(self.reducer_queue[r])[1], r, now)
-        ready = _chunks(self.ready) if self.ready else _EMPTY
-        self.ready = []
+        chunks, self.ready = self.ready, []
+        if sum(len(c) for c in chunks) <= _SMALL:
+            few = sorted(int(t) for c in chunks for t in c)
+            go_few = self.ports.match_few(few)
+            if go_few is not None:
+                if go_few:
+                    self._go_few(go_few, now)
+                return
+            ready = np.array(few, dtype=np.int64)
+        else:
+            ready = _chunks(chunks)
         go = self.ports.match(ready)
         if not go.size:
+            return
+        if go.size <= _SMALL:
+            self._go_few(go.tolist(), now)
             return
         self.record.start[go] = now
         local = self.local[go]
@@ -215,6 +265,21 @@ class _Run:
             loc = go[local]
             self.record.arrive[loc] = now
             self._landed(loc, now)
+
+    def _go_few(self, go: list[int], now: int) -> None:
+        start, local, post = self.record.start, self.local, self.agenda.post
+        landed = []
+        for t in go:
+            start[t] = now
+            if local[t]:
+                landed.append(t)
+            elif self.fast:
+                post(now + int(self.duration[t]), ARRIVE, [t])
+            else:
+                post(now + int(self.latency[t]), BEGIN if self.flowing[t] else ARRIVE, [t])
+        if landed:
+            self.record.arrive[landed] = now
+            self._landed(np.array(landed, dtype=np.int64), now)
 
     # ---- arrivals, reductions, ends ----------------------------------------------------------------------------
     def _landed(self, ids: np.ndarray, now: int) -> None:
@@ -247,6 +312,9 @@ class _Run:
 
     def _finish(self, ids: np.ndarray, now: int) -> None:
         """Transfers `ids` have ended: release their dependents."""
+        if ids.size <= _SMALL:
+            self._finish_few(ids.tolist(), now)
+            return
         self.record.end[ids] = now
         succ, _ = gather(self.succ_ptr, self.succ_idx, ids)
         if succ.size:
@@ -259,6 +327,20 @@ class _Run:
             if free.size:
                 self.ready.append(np.unique(free) if free.size > 1 else free)
                 self.pending = True
+
+    def _finish_few(self, ids: list[int], now: int) -> None:
+        end, indeg, ptr, succ = self.record.end, self.indeg, self.succ_ptr, self.succ_idx
+        free = []
+        for t in ids:
+            end[t] = now
+            for x in succ[ptr[t]:ptr[t + 1]].tolist():
+                left = indeg[x] = indeg[x] - 1
+                if not left:
+                    free.append(x)
+        if free:
+            free.sort()
+            self.ready.append(free)
+            self.pending = True
 
 
 def _durations(topo: Topology, arrays: dict, nbytes: np.ndarray, extra_latency: list[float] | None) -> list[float]:
