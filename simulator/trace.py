@@ -189,7 +189,7 @@ class Trace:
         out = {"op": coll.op, "algorithm": self.schedule.algorithm, "params": dict(self.schedule.params),
                "ranks": coll.ranks, "bytes": coll.nbytes, "topology": self.topology.name,
                "time_s": self.time, "algbw_GBps": self.algbw / 1e9, "busbw_GBps": self.busbw / 1e9,
-               "transfers": len(self.schedule.transfers), "events": self.events, "wall_s": self.wall_s,
+               "transfers": len(self.schedule), "events": self.events, "wall_s": self.wall_s,
                "options": {"gamma_s_per_byte": self.options.gamma, "ports": self.options.ports,
                            "contention": self.options.contention, "header_bytes": self.options.header_bytes,
                            "start_delay": {str(k): v for k, v in self.options.start_delay.items()},

@@ -75,7 +75,7 @@ class _Run:
 
     def __init__(self, schedule: Schedule, topology: Topology, options: EngineOptions):
         arrays = schedule.arrays
-        n = len(schedule.transfers)
+        n = len(schedule)
         p = self.p = schedule.collective.ranks
         self.topology = topology
         self.record = Record(n)
