@@ -108,3 +108,29 @@ def test_engine_agrees_with_the_previous_engine(case):
     if all(_close(getattr(ref, k), getattr(ref_nudged, k)) for k in ("start", "arrive", "end")):
         for k in ("start", "arrive", "end"):
             assert _close(getattr(new, k), getattr(ref, k)), f"{k} differs from the previous engine"
+
+
+def _as_dict(table) -> dict:
+    return {int(k): (float(b), float(s), int(pk)) for k, b, s, pk in zip(table["link"], table["bytes"], table["busy_s"],
+                                                                         table["peak_flows"])}
+
+
+@pytest.mark.parametrize("case", CASES[::3], ids=[_ids(c) for c in CASES[::3]])
+def test_the_engines_link_counts_equal_the_table_derived_from_the_times(case):
+    # the engine counts bytes, busy time and peak messages per link as it runs; Trace can also derive them afterwards
+    # from the per-transfer times and routes (what it did before): the two must agree
+    op, algo, p, spec, ports, contention, nbytes, gamma, shuffle = case
+    topo = parse_topology(spec)
+    if shuffle:
+        topo = shuffled(topo, p)
+    trace = simulate(build_schedule(Collective(op, p, nbytes), algo), topo, EngineOptions(gamma=gamma, ports=ports,
+                                                                                          contention=contention))
+    counted = _as_dict(trace.link_table)
+    trace.engine_links = None
+    del trace.__dict__["link_table"]
+    derived = _as_dict(trace.link_table)
+    assert counted.keys() == derived.keys()
+    for link, (b, s, pk) in counted.items():
+        assert b == derived[link][0] and pk == derived[link][2]
+        assert s == pytest.approx(derived[link][1], rel=1e-9, abs=1e-15)
+        assert s <= trace.time  # busy at most the whole run

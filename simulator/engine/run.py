@@ -29,7 +29,7 @@ from .flows import Flows
 from .loop import ARRIVE, BEGIN, DONE, OPEN, REDUCED, Agenda
 from .options import EngineOptions
 from .ports import Ports
-from .stats import Record
+from .stats import LinkStats, Record
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _SMALL = 16  # up to this many transfers at once, plain loops instead of numpy
@@ -50,6 +50,7 @@ def simulate(schedule: Schedule, topology: Topology, options: EngineOptions | No
     record.events = run.agenda.events
     start, arrive, end = record.arrays(run.clock)
     trace = Trace(schedule, topology, options, start, arrive, end, events=record.events, wall_s=wall)
+    trace.engine_links = run.links.table(run.clock.scale)
     if trace.stuck.size:
         report = deadlock_report(schedule, trace)
         trace.deadlock = report
@@ -97,6 +98,9 @@ class _Run:
         late = {r: d for r, d in options.start_delay.items() if d > 0}
         self.ports = Ports(self.src, self.dst, p, options.ports, closed=late)
         self.fast = not options.contention or (topology.ideal and options.ports == 1 and not options.background)
+        self._route_table(topology)
+        self.links = LinkStats(topology.num_links, self.route_ptr, self.route_links,
+                               self.payload.astype(np.float64) + options.header_bytes)
         late_s = max(late.values(), default=0.0)
         reducing = float(self.payload[self.is_reduce].sum()) * self.gamma * max(self.slow, default=1.0)
         if self.fast:
@@ -118,31 +122,40 @@ class _Run:
         self.pending = True
         self.agenda.post(0, OPEN, [])
 
+    def _route_table(self, topology: Topology) -> None:
+        """Every network transfer's route: CSR over transfers (route_ptr, route_links), and per distinct (src, dst)
+        pair (pair_of[t]) its route as a tuple and its latency."""
+        src, dst, p = self.src, self.dst, self.p
+        n = src.size
+        net = np.flatnonzero(~self.local)
+        uniq, inverse = np.unique(src[net] * p + dst[net], return_inverse=True)
+        self.pair_routes = [topology.route(int(k) // p, int(k) % p) for k in uniq.tolist()]
+        self.pair_latency = (np.array([topology.path_cost(int(k) // p, int(k) % p)[0] for k in uniq.tolist()])
+                             if uniq.size else np.zeros(0))
+        lengths = np.array([len(r) for r in self.pair_routes], dtype=np.int64)
+        flat = np.fromiter((link for r in self.pair_routes for link in r), np.int64, int(lengths.sum()))
+        starts = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        self.pair_of = np.zeros(n, dtype=np.int64)
+        self.pair_of[net] = inverse
+        per = np.zeros(n, dtype=np.int64)
+        per[net] = lengths[inverse]
+        self.route_ptr = np.concatenate(([0], np.cumsum(per))).astype(np.int64)
+        self.route_links, _ = gather(starts, flat, self.pair_of[net]) if net.size else (flat[:0], None)
+        if net.size and self.route_links.size != self.route_ptr[-1]:
+            raise AssertionError("route table out of step")
+
     def _routes(self, topology: Topology, options: EngineOptions, wire: np.ndarray, extra, other_s: float) -> None:
-        """Routes (CSR per transfer), the clock, latency ticks and the flows' state, for runs with contention.
+        """The clock, latency ticks and the flows' state, for runs with contention.
 
         The clock's horizon bounds the makespan: while any flow moves, some saturated link carries flows whose
         sum of rate / own bottleneck is at least 1, so sum(latency) + sum(wire / bottleneck) + reductions + the
         latest start covers every run."""
-        src, dst = self.src, self.dst
-        n, p = src.size, self.p
-        net = np.flatnonzero(~self.local)
-        keys = src[net] * p + dst[net]
-        uniq, inverse = np.unique(keys, return_inverse=True)
-        routes = [topology.route(int(k) // p, int(k) % p) for k in uniq]
-        lengths = np.array([len(r) for r in routes], dtype=np.int64)
-        flat = np.fromiter((link for r in routes for link in r), np.int64, int(lengths.sum()))
-        starts = np.concatenate(([0], np.cumsum(lengths)))
-        per = np.zeros(n, dtype=np.int64)
-        per[net] = lengths[inverse]
-        ptr = np.concatenate(([0], np.cumsum(per))).astype(np.int64)
-        pair_of = np.full(n, 0, dtype=np.int64)
-        pair_of[net] = inverse
-        owner = np.repeat(np.arange(n), per)
-        links = flat[starts[pair_of[owner]] + (np.arange(ptr[-1]) - ptr[owner])] if ptr[-1] else flat[:0]
-        latency = np.array([topology.path_cost(int(k) // p, int(k) % p)[0] for k in uniq]) if uniq.size else np.zeros(0)
+        n = self.src.size
+        ptr, links = self.route_ptr, self.route_links
+        per = np.diff(ptr)
         lat = np.zeros(n)
-        lat[net] = latency[inverse]
+        net = np.flatnonzero(~self.local)
+        lat[net] = self.pair_latency[self.pair_of[net]]
         if extra is not None:
             lat[net] += np.asarray(extra)[net]
         capacity = np.asarray(topology.bandwidth[np.arange(topology.num_links)], dtype=np.float64).copy()
@@ -157,7 +170,7 @@ class _Run:
         self.clock = Clock(2 * (float(lat.sum()) + moving + other_s))
         self.latency = self.clock.ticks_array(lat)
         self.flows = Flows(ptr, links, capacity, bottleneck, wire, self.clock.scale, self._post_done,
-                           self._post_one_done, pair_of, routes)
+                           self._post_one_done, self.pair_of, self.pair_routes)
 
     def _post_done(self, when: np.ndarray, ids: np.ndarray, versions: np.ndarray) -> None:
         self.agenda.post_many(when, DONE, ids, versions)
@@ -189,6 +202,7 @@ class _Run:
             ids = arrived[0] if len(arrived) == 1 else np.concatenate(arrived)
             if ids.size:
                 self.record.arrive[ids] = now
+                self.links.arrive(ids, now)
                 self.ports.release(ids)
                 self.pending = True
                 self._landed(ids, now)
@@ -218,6 +232,7 @@ class _Run:
             for t in arrived:
                 arrive[t] = now
                 release(int(src[t]), int(dst[t]))
+            self.links.arrive(np.array(arrived, dtype=np.int64), now)
             self.pending = True
             if self.gamma > 0:
                 self._landed(np.array(arrived, dtype=np.int64), now)
@@ -254,6 +269,7 @@ class _Run:
         self.record.start[go] = now
         local = self.local[go]
         net = go[~local]
+        self.links.start(net, now)
         if self.fast:
             self.agenda.post_many(now + self.duration[net], ARRIVE, net)
         elif net.size:
@@ -268,6 +284,7 @@ class _Run:
 
     def _go_few(self, go: list[int], now: int) -> None:
         start, local, post = self.record.start, self.local, self.agenda.post
+        self.links.start(np.array([t for t in go if not local[t]], dtype=np.int64), now)
         landed = []
         for t in go:
             start[t] = now
