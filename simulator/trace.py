@@ -174,7 +174,7 @@ class Trace:
                 j = int(deps[np.argmax(self.end[deps])])
                 if self.end[j] >= s:
                     prev = j
-            if prev is None:
+            if prev is None and s > 0:  # (at 0 nothing came before: the walk ends either way)
                 prev = freed.last(int(src[t]), int(dst[t]), s)
                 if prev is not None and prev == t:
                     prev = None

@@ -30,3 +30,11 @@ def occurrence(keys: np.ndarray) -> np.ndarray:
     out = np.empty(keys.size, dtype=np.int64)
     out[order] = np.arange(keys.size) - starts[group]
     return out
+
+
+def distinct(ids: np.ndarray) -> np.ndarray:
+    """The distinct values of `ids`, sorted (np.unique without its fixed cost on small arrays)."""
+    out = np.sort(ids)
+    if out.size > 1:
+        out = out[np.concatenate(([True], out[1:] != out[:-1]))]
+    return out

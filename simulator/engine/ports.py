@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .csr import occurrence
+from .csr import distinct, occurrence
 
 _SMALL = 24  # below this many candidates the matching is a plain loop (numpy's fixed cost would dominate)
 
@@ -74,7 +74,7 @@ class Ports:
             self.dirty[:] = False
             self.any_dirty = False
         if cands.size > 1:
-            cands = np.unique(cands)
+            cands = distinct(cands)
         if cands.size < _SMALL:
             go, wait = self._match_small(cands.tolist())
         else:

@@ -23,7 +23,7 @@ from ..schedule import Schedule
 from ..topology.model import Topology
 from ..trace import Trace
 from .clock import Clock
-from .csr import gather
+from .csr import distinct, gather
 from .deadlock import DeadlockError, deadlock_report, format_deadlock
 from .flows import Flows
 from .loop import ARRIVE, BEGIN, DONE, OPEN, REDUCED, Agenda
@@ -342,7 +342,7 @@ class _Run:
                 np.subtract.at(indeg, succ, 1)
             free = succ[indeg[succ] == 0]
             if free.size:
-                self.ready.append(np.unique(free) if free.size > 1 else free)
+                self.ready.append(distinct(free))
                 self.pending = True
 
     def _finish_few(self, ids: list[int], now: int) -> None:

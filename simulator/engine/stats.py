@@ -82,8 +82,8 @@ class LinkStats:
         if not links.size:
             return
         np.subtract.at(self.occupied, links, 1)
-        idle = np.unique(links[self.occupied[links] == 0])
-        self.busy[idle] += now - self.since[idle]
+        idle = links[self.occupied[links] == 0]
+        self.busy[idle] += now - self.since[idle]  # a repeated index adds once, as wanted
 
     def table(self, per_s: float) -> dict[str, np.ndarray]:
         """Trace.link_table's columns for the links that carried a message."""
