@@ -212,8 +212,11 @@ class ArraySchedule(Schedule):
     def arrays(self) -> dict[str, np.ndarray]:
         c = self.columns
         n = len(self)
-        counts = np.zeros(n, dtype=np.int64)
-        np.add.at(counts, np.repeat(np.arange(n), np.diff(c["piece_ptr"])), c["count"])
+        if c["count"].size == n:  # one piece per transfer
+            counts = c["count"]
+        else:
+            counts = np.zeros(n, dtype=np.int64)
+            np.add.at(counts, np.repeat(np.arange(n), np.diff(c["piece_ptr"])), c["count"])
         return {"src": c["src"], "dst": c["dst"], "bytes": counts * self.collective.elem_size, "reduce": c["reduce"],
                 "step": c["step"], "dep_ptr": c["dep_ptr"], "dep_idx": c["dep_idx"]}
 

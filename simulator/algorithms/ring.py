@@ -155,12 +155,21 @@ def _ring_part(group, blk, first, waits, reduce, step, npieces, poff, full):
     """One phase's columns (src, dst, reduce, step, dependency rows, piece index) from per-message tables."""
     q = group.size
     per = npieces[blk].ravel()
-    msg = np.repeat(np.arange(per.size), per)
-    chunk = np.arange(per.sum()) - np.repeat(first.ravel() - first.ravel()[0], per)
+    b = blk.ravel()
+    if per.min() == 1 and per.max() == 1:  # one chunk per message: messages are transfers
+        msg, chunk = np.arange(per.size), 0
+    else:
+        msg = np.repeat(np.arange(per.size), per)
+        chunk = np.arange(msg.size) - np.repeat(first.ravel() - first.ravel()[0], per)
+        b = b[msg]
     s_of, i_of = np.divmod(msg, q)
-    b = blk.ravel()[msg]
-    dep_rows = np.stack([np.where((w.ravel()[msg] >= 0) & full[b], w.ravel()[msg] + chunk, -1) for w in waits], axis=1)
-    return (group[i_of], group[(i_of + 1) % q], np.full(msg.size, reduce), step + s_of, dep_rows, poff[b] + chunk)
+    whole = full[b]
+    rows = []
+    for w in waits:
+        w = w.ravel() if np.isscalar(chunk) else w.ravel()[msg]
+        rows.append(np.where((w >= 0) & whole, w + chunk, -1))
+    return (group[i_of], group[(i_of + 1) % q], np.full(msg.size, reduce), step + s_of, np.stack(rows, axis=1),
+            poff[b] + chunk)
 
 
 def _ring_phase(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg], chunks: int, buf: str, step: int,

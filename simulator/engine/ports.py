@@ -135,9 +135,12 @@ class Ports:
             if not cands.size:
                 break
             net = ~local
-            take = local.copy()
             ns, nd = s[net], d[net]
-            take[net] = (occurrence(ns) < free_send[ns]) & (occurrence(nd) < free_recv[nd])
+            if _once(ns, free_send.size) and _once(nd, free_recv.size):  # no rank wanted twice: every one fits
+                take = np.ones(cands.size, dtype=bool)
+            else:
+                take = local.copy()
+                take[net] = (occurrence(ns) < free_send[ns]) & (occurrence(nd) < free_recv[nd])
             now = cands[take]
             go.append(now)
             taken = take & net
@@ -148,3 +151,8 @@ class Ports:
         started.sort()
         self.started[started] = True
         return started, (np.concatenate(wait) if wait else np.zeros(0, dtype=np.int64))
+
+
+def _once(ranks: np.ndarray, size: int) -> bool:
+    """True if no rank appears twice."""
+    return ranks.size <= 1 or int(np.bincount(ranks, minlength=size).max()) <= 1

@@ -128,7 +128,7 @@ class _Run:
         src, dst, p = self.src, self.dst, self.p
         n = src.size
         net = np.flatnonzero(~self.local)
-        uniq, inverse = np.unique(src[net] * p + dst[net], return_inverse=True)
+        uniq, inverse = _pairs(src[net] * p + dst[net], p * p)
         self.pair_routes = [topology.route(int(k) // p, int(k) % p) for k in uniq.tolist()]
         self.pair_latency = (np.array([topology.path_cost(int(k) // p, int(k) % p)[0] for k in uniq.tolist()])
                              if uniq.size else np.zeros(0))
@@ -358,6 +358,18 @@ class _Run:
             free.sort()
             self.ready.append(free)
             self.pending = True
+
+
+def _pairs(keys: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(keys, return_inverse=True) for keys in [0, space): by marking a table when it is small enough."""
+    if space > max(4 * keys.size, 1 << 16) or space > 1 << 26:
+        return np.unique(keys, return_inverse=True)
+    seen = np.zeros(space, dtype=bool)
+    seen[keys] = True
+    uniq = np.flatnonzero(seen)
+    rank = np.zeros(space, dtype=np.int64)
+    rank[uniq] = np.arange(uniq.size)
+    return uniq, rank[keys]
 
 
 def _durations(topo: Topology, arrays: dict, nbytes: np.ndarray, extra_latency: list[float] | None) -> list[float]:
