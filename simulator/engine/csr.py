@@ -11,6 +11,12 @@ def gather(ptr: np.ndarray, idx: np.ndarray, ids: np.ndarray) -> tuple[np.ndarra
     """The entries idx[ptr[i]:ptr[i + 1]] of every i in `ids`, concatenated, and for each the position in `ids` it came from."""
     lo = ptr[ids]
     count = ptr[ids + 1] - lo
+    if ids.size and count.min() == count.max():  # rows of one length (a switch's routes, say): no running offsets
+        width = int(count[0])
+        if width == 0:
+            return _EMPTY, _EMPTY
+        entries = idx[(lo[:, None] + np.arange(width)).ravel()]
+        return entries, (np.arange(ids.size) if width == 1 else np.repeat(np.arange(ids.size), width))
     total = int(count.sum())
     if total == 0:
         return _EMPTY, _EMPTY

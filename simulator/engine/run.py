@@ -140,7 +140,10 @@ class _Run:
         per = np.zeros(n, dtype=np.int64)
         per[net] = lengths[inverse]
         self.route_ptr = np.concatenate(([0], np.cumsum(per))).astype(np.int64)
-        self.route_links, _ = gather(starts, flat, self.pair_of[net]) if net.size else (flat[:0], None)
+        if net.size and lengths.min() == lengths.max():  # one route length (a switch, say)
+            self.route_links = flat.reshape(lengths.size, -1)[inverse].ravel()
+        else:
+            self.route_links, _ = gather(starts, flat, self.pair_of[net]) if net.size else (flat[:0], None)
         if net.size and self.route_links.size != self.route_ptr[-1]:
             raise AssertionError("route table out of step")
 
