@@ -17,98 +17,114 @@ _SMALL = 24  # below this many candidates the matching is a plain loop (numpy's 
 
 
 class Ports:
-    """Free ports per rank, open ranks, and the transfers waiting for them."""
+    """Free ports per rank, open ranks, and the transfers waiting for them (on their ranks' lists, as ids)."""
 
     def __init__(self, src: np.ndarray, dst: np.ndarray, ranks: int, ports: int, closed: Iterable[int] = ()):
         per_rank = ports if ports > 0 else len(src) + 1  # 0: unlimited
         self.src, self.dst = src, dst
+        small = len(src) <= 1 << 20  # the one-at-a-time paths read Python lists when they fit
+        self._s_src, self._s_dst = (src.tolist(), dst.tolist()) if small else (src, dst)
         self.free_send = np.full(ranks, per_rank, dtype=np.int64)
         self.free_recv = np.full(ranks, per_rank, dtype=np.int64)
         self.is_open = np.ones(ranks, dtype=bool)
         for r in closed:
             self.is_open[r] = False
         self.started = np.zeros(len(src), dtype=bool)
-        self.dirty = np.zeros(ranks, dtype=bool)   # ranks whose ports freed or that opened since the last match
-        self.any_dirty = False
-        self.waiting = np.zeros(0, dtype=np.int64)  # ready transfers that could not start, sorted
+        self._waiting = np.zeros(len(src), dtype=bool)   # on its ranks' wait lists (until it starts)
+        self._lists: list[list[int]] = [[] for _ in range(ranks)]
+        self._listed = np.zeros(ranks, dtype=bool)       # rank has a non-empty wait list
+        self.dirty: set[int] = set()                     # ranks with waiting transfers whose ports freed or that opened
 
     def release(self, ids: np.ndarray) -> None:
         """Messages `ids` (network transfers) have arrived: their send and receive ports are free again."""
         s, d = self.src[ids], self.dst[ids]
-        if ids.size == 1:
-            self.free_send[s[0]] += 1
-            self.free_recv[d[0]] += 1
-        else:
-            np.add.at(self.free_send, s, 1)
-            np.add.at(self.free_recv, d, 1)
-        if self.waiting.size:
-            self.dirty[s] = True
-            self.dirty[d] = True
-            self.any_dirty = True
+        np.add.at(self.free_send, s, 1)
+        np.add.at(self.free_recv, d, 1)
+        listed = self._listed
+        for ranks in (s, d):
+            hit = ranks[listed[ranks]]
+            if hit.size:
+                self.dirty.update(hit.tolist())
 
     def release_one(self, s: int, d: int) -> None:
         """release() for one message from s to d."""
         self.free_send[s] += 1
         self.free_recv[d] += 1
-        if self.waiting.size:
-            self.dirty[s] = self.dirty[d] = True
-            self.any_dirty = True
+        if self._listed[s]:
+            self.dirty.add(s)
+        if self._listed[d]:
+            self.dirty.add(d)
 
     def open(self, ranks: np.ndarray) -> None:
         """Ranks may start transfers from now on."""
         self.is_open[ranks] = True
-        self.dirty[ranks] = True
-        self.any_dirty = True
+        self.dirty.update(int(r) for r in ranks if self._listed[r])
+
+    def _again(self) -> list[int]:
+        """The waiting transfers of the dirty ranks (those not started since), their lists pruned."""
+        again: list[int] = []
+        started, lists = self.started, self._lists
+        for r in self.dirty:
+            keep = [t for t in lists[r] if not started[t]]
+            lists[r] = keep
+            if not keep:
+                self._listed[r] = False
+            again.extend(keep)
+        self.dirty.clear()
+        return again
+
+    def _wait(self, ids: list[int]) -> None:
+        src, dst, waiting, lists, listed = self._s_src, self._s_dst, self._waiting, self._lists, self._listed
+        for t in ids:
+            if not waiting[t]:
+                waiting[t] = True
+                s, d = int(src[t]), int(dst[t])
+                lists[s].append(t)
+                listed[s] = True
+                if d != s:
+                    lists[d].append(t)
+                    listed[d] = True
 
     def match(self, ready: np.ndarray) -> np.ndarray:
         """The transfers that start now, in id order, with their ports taken: of `ready` (newly ready) and of those
         waiting on ranks whose ports freed or that opened. The others wait."""
         cands = ready
-        if self.any_dirty and self.waiting.size:
-            w = self.waiting
-            again = self.dirty[self.src[w]] | self.dirty[self.dst[w]]
-            if again.any():
-                cands = np.concatenate((ready, w[again]))
-                self.waiting = w[~again]
-        if self.any_dirty:
-            self.dirty[:] = False
-            self.any_dirty = False
+        if self.dirty:
+            again = self._again()
+            if again:
+                cands = np.concatenate((ready, np.array(again, dtype=np.int64)))
         if cands.size > 1:
             cands = distinct(cands)
         if cands.size < _SMALL:
             go, wait = self._match_small(cands.tolist())
+            go = np.array(go, dtype=np.int64)
         else:
             go, wait = self._match_many(cands)
-        if wait.size:
-            self.waiting = np.union1d(self.waiting, wait) if self.waiting.size else wait
+            wait = wait.tolist()
+        if wait:
+            self._wait(wait)
         return go
 
     def match_few(self, ready: list[int]) -> list[int] | None:
-        """match() for a handful of newly ready transfers (sorted) when no waiting transfer needs another look;
-        None when one does (then call match)."""
-        if self.any_dirty:
-            w = self.waiting
-            if w.size > _SMALL:
-                return None
-            if w.size:
-                src, dst, dirty = self.src, self.dst, self.dirty
-                again = [t for t in w.tolist() if dirty[src[t]] or dirty[dst[t]]]
-                if again:
-                    ready = sorted(ready + again)
-                    self.waiting = np.setdiff1d(w, again, assume_unique=True) if len(again) < w.size else w[:0]
-            self.dirty[:] = False
-            self.any_dirty = False
+        """match() for a handful of newly ready transfers (sorted), one at a time, when the waiting transfers that
+        need another look are few too; None otherwise (then call match)."""
+        if self.dirty:
+            again = self._again()
+            if again:
+                ready = sorted(set(ready).union(again))
+                if len(ready) > _SMALL:
+                    return self.match(np.array(ready, dtype=np.int64)).tolist()
         go, wait = self._match_small(ready)
-        if wait.size:
-            self.waiting = np.union1d(self.waiting, wait) if self.waiting.size else wait
-        return go.tolist()
+        if wait:
+            self._wait(wait)
+        return go
 
-    def _match_small(self, cands: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        src, dst, is_open = self.src, self.dst, self.is_open
+    def _match_small(self, cands: list[int]) -> tuple[list[int], list[int]]:
+        src, dst, is_open = self._s_src, self._s_dst, self.is_open
         free_send, free_recv, started = self.free_send, self.free_recv, self.started
         go, wait = [], []
         for t in cands:
-            s, d = int(src[t]), int(dst[t])
+            s, d = src[t], dst[t]
             if is_open[s] and is_open[d] and (s == d or (free_send[s] > 0 and free_recv[d] > 0)):
                 started[t] = True
                 if s != d:
@@ -117,7 +133,7 @@ class Ports:
                 go.append(t)
             else:
                 wait.append(t)
-        return np.array(go, dtype=np.int64), np.array(wait, dtype=np.int64)
+        return go, wait
 
     def _match_many(self, cands: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The greedy id-order matching in rounds: a candidate whose ranks have more free ports than there are

@@ -33,6 +33,7 @@ from .stats import LinkStats, Record
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _SMALL = 16  # up to this many transfers at once, plain loops instead of numpy
+_MIRROR = 1 << 20  # up to this many transfers, the plain loops read Python lists
 
 
 def simulate(schedule: Schedule, topology: Topology, options: EngineOptions | None = None, *,
@@ -109,6 +110,14 @@ class _Run:
             self.duration = self.clock.ticks_array(duration)
         else:
             self._routes(topology, options, wire, extra, reducing + late_s)
+        # read-only columns for the one-at-a-time paths: Python lists when they fit (indexing a list is several times
+        # cheaper than indexing an array), else the arrays themselves
+        mirror = (lambda a: a.tolist()) if n <= _MIRROR else (lambda a: a)
+        self.s_src, self.s_dst, self.s_local = mirror(self.src), mirror(self.dst), mirror(self.local)
+        self.s_succ_ptr, self.s_succ_idx = mirror(self.succ_ptr), mirror(self.succ_idx)
+        self.s_delay = mirror(self.duration if self.fast else self.latency)
+        self.s_kind = [ARRIVE] * n if self.fast else np.where(self.flowing, BEGIN, ARRIVE).tolist()
+        self.s_pair = mirror(self.pair_of)
         self.ready: list = []
         self.pending = False
         self.reducer_busy = [False] * p
@@ -231,11 +240,12 @@ class _Run:
         for chunk in due[ARRIVE]:
             arrived.extend(int(t) for t in chunk)
         if arrived:
-            arrive, src, dst, release = self.record.arrive, self.src, self.dst, self.ports.release_one
+            arrive, src, dst, release = self.record.arrive, self.s_src, self.s_dst, self.ports.release_one
+            pair, routes, leave = self.s_pair, self.pair_routes, self.links.leave_one
             for t in arrived:
                 arrive[t] = now
-                release(int(src[t]), int(dst[t]))
-            self.links.arrive(np.array(arrived, dtype=np.int64), now)
+                release(src[t], dst[t])
+                leave(routes[pair[t]], now)
             self.pending = True
             if self.gamma > 0:
                 self._landed(np.array(arrived, dtype=np.int64), now)
@@ -286,17 +296,16 @@ class _Run:
             self._landed(loc, now)
 
     def _go_few(self, go: list[int], now: int) -> None:
-        start, local, post = self.record.start, self.local, self.agenda.post
-        self.links.start(np.array([t for t in go if not local[t]], dtype=np.int64), now)
+        start, local, post, delay, kind = self.record.start, self.s_local, self.agenda.post, self.s_delay, self.s_kind
+        pair, routes, enter, nbytes = self.s_pair, self.pair_routes, self.links.enter_one, self.links.nbytes
         landed = []
         for t in go:
             start[t] = now
             if local[t]:
                 landed.append(t)
-            elif self.fast:
-                post(now + int(self.duration[t]), ARRIVE, [t])
             else:
-                post(now + int(self.latency[t]), BEGIN if self.flowing[t] else ARRIVE, [t])
+                enter(routes[pair[t]], nbytes[t], now)
+                post(now + delay[t], kind[t], [t])
         if landed:
             self.record.arrive[landed] = now
             self._landed(np.array(landed, dtype=np.int64), now)
@@ -349,11 +358,11 @@ class _Run:
                 self.pending = True
 
     def _finish_few(self, ids: list[int], now: int) -> None:
-        end, indeg, ptr, succ = self.record.end, self.indeg, self.succ_ptr, self.succ_idx
+        end, indeg, ptr, succ = self.record.end, self.indeg, self.s_succ_ptr, self.s_succ_idx
         free = []
         for t in ids:
             end[t] = now
-            for x in succ[ptr[t]:ptr[t + 1]].tolist():
+            for x in succ[ptr[t]:ptr[t + 1]]:
                 left = indeg[x] = indeg[x] - 1
                 if not left:
                     free.append(x)

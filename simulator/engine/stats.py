@@ -39,6 +39,25 @@ class LinkStats:
         self.carried = np.zeros(num_links)
         self._mult = np.zeros(num_links, dtype=np.int64)     # scratch: entries per link in one batch
 
+    def enter_one(self, route, nbytes: float, now: int) -> None:
+        """A message starts on the links of `route`."""
+        occupied, peak = self.occupied, self.peak
+        for link in route:
+            n = occupied[link] = occupied[link] + 1
+            if n == 1:
+                self.since[link] = now
+            if n > peak[link]:
+                peak[link] = n
+            self.carried[link] += nbytes
+
+    def leave_one(self, route, now: int) -> None:
+        """A message on the links of `route` has arrived."""
+        occupied = self.occupied
+        for link in route:
+            n = occupied[link] = occupied[link] - 1
+            if n == 0:
+                self.busy[link] += now - self.since[link]
+
     def _entries(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         from .csr import gather
 
