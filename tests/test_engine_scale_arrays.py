@@ -44,3 +44,18 @@ def test_array_ring_schedule_equals_the_inferred_dependency_form(op, p):
 def test_csr_rows_sorts_and_drops_repeats_and_blanks():
     ptr, idx = csr_rows(np.array([[3, -1, 1], [-1, -1, -1], [2, 2, 0]]))
     assert ptr.tolist() == [0, 2, 2, 4] and idx.tolist() == [1, 3, 0, 2]
+
+
+def test_a_sweep_over_sizes_builds_the_ring_structure_once():
+    from simulator.algorithms.ring import _ring_structure
+
+    _ring_structure.cache_clear()
+    small = build_schedule(Collective("allreduce", 6, 4 * 6 * 10), "ring")
+    large = build_schedule(Collective("allreduce", 6, 4 * 6 * 1000 + 8), "ring")  # uneven blocks, same structure
+    assert _ring_structure.cache_info().hits == 1 and _ring_structure.cache_info().misses == 1
+    assert small.columns["dep_idx"] is large.columns["dep_idx"]  # shared, read-only
+    assert not large.columns["dep_idx"].flags.writeable
+    for sched in (small, large):  # still exactly the object-built transfers for each size
+        segs = block_segs(sched.collective.block_offsets)
+        assert sched.transfers == ring_transfers(range(6), segs)
+    assert sum(t.count for t in large.transfers) != sum(t.count for t in small.transfers)

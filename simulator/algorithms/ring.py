@@ -12,6 +12,7 @@ are exactly the inferred ones, and that the columns are exactly `ring_transfers`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -94,16 +95,31 @@ def ring_columns(group: Sequence[int], segs: Sequence[Seg], chunks: int = 1, red
     Messages are numbered step by step, member by member, chunk by chunk; (s, i) below is member i's message of
     step s, `first[s, i]` the id of its first chunk, and a chunk c depends on chunk c of the named message.
     """
-    group_a = np.asarray(list(group), dtype=np.int64)
-    q = group_a.size
     cuts = [chunked(seg, chunks) for seg in segs]
-    npieces = np.array([len(c) for c in cuts], dtype=np.int64)
-    poff = np.concatenate(([0], np.cumsum(npieces)))
     piece_off = np.array([o for c in cuts for o, _ in c], dtype=np.int64)
     piece_cnt = np.array([n for c in cuts for _, n in c], dtype=np.int64)
-    full = np.array([seg[1] > 0 for seg in segs], dtype=bool)
-    if q < 2 or not (reduce_scatter or allgather):
+    shape = (tuple(int(g) for g in group), tuple(len(c) for c in cuts), tuple(seg[1] > 0 for seg in segs))
+    structure = _ring_structure(*shape, reduce_scatter, allgather, BUFFERS.index(buf), step)
+    if structure is None:
         return _no_columns()
+    pieces = structure["piece"]
+    columns = {k: v for k, v in structure.items() if k != "piece"}
+    return {**columns, "src_off": piece_off[pieces], "dst_off": piece_off[pieces], "count": piece_cnt[pieces]}
+
+
+@lru_cache(maxsize=2)
+def _ring_structure(group: tuple[int, ...], npieces_t: tuple[int, ...], full_t: tuple[bool, ...], reduce_scatter: bool,
+                    allgather: bool, code: int, step: int) -> dict[str, np.ndarray] | None:
+    """Everything of ring_columns but the pieces' offsets and counts: the same for every size that cuts the blocks into
+    as many pieces and leaves the same blocks empty, so a sweep over sizes builds it once. Read-only arrays (shared).
+    `piece` is the index of each transfer's piece in the blocks' concatenated piece lists."""
+    group_a = np.asarray(group, dtype=np.int64)
+    q = group_a.size
+    npieces = np.array(npieces_t, dtype=np.int64)
+    poff = np.concatenate(([0], np.cumsum(npieces)))
+    full = np.array(full_t, dtype=bool)
+    if q < 2 or not (reduce_scatter or allgather):
+        return None
     s_idx, i_idx = np.meshgrid(np.arange(q - 1), np.arange(q), indexing="ij")
     parts, base = [], 0
     rs_first = None
@@ -131,11 +147,12 @@ def ring_columns(group: Sequence[int], segs: Sequence[Seg], chunks: int = 1, red
     deps = np.concatenate([np.pad(c[4], ((0, 0), (0, width - c[4].shape[1])), constant_values=-1) for c in cols])
     n = src.size
     dep_ptr, dep_idx = csr_rows(deps)
-    code = BUFFERS.index(buf)
-    return {"src": src, "dst": dst, "reduce": red.astype(bool), "step": stp, "dep_ptr": dep_ptr, "dep_idx": dep_idx,
-            "piece_ptr": np.arange(n + 1, dtype=np.int64), "src_buf": np.full(n, code, dtype=np.int64),
-            "dst_buf": np.full(n, code, dtype=np.int64), "src_off": piece_off[pieces], "dst_off": piece_off[pieces],
-            "count": piece_cnt[pieces]}
+    out = {"src": src, "dst": dst, "reduce": red.astype(bool), "step": stp, "dep_ptr": dep_ptr, "dep_idx": dep_idx,
+           "piece_ptr": np.arange(n + 1, dtype=np.int64), "src_buf": np.full(n, code, dtype=np.int64),
+           "dst_buf": np.full(n, code, dtype=np.int64), "piece": pieces}
+    for column in out.values():
+        column.flags.writeable = False
+    return out
 
 
 def _no_columns() -> dict[str, np.ndarray]:
