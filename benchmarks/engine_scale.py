@@ -56,11 +56,16 @@ CASES = [
     ("ring p=8192 cluster:nodes=1024,gpus=8",
      ["--op", "allreduce", "--algo", "ring", "--size", "64MiB", "--topology", "cluster:nodes=1024,gpus=8"], False, ""),
 ]
+MEMORY_CAP = 8 << 30  # bytes of address space per case process
 QUICK = {"desynchronised ring p=256 (shuffled, 4:1 oversubscribed)", "direct p=256 switch"}
 
 
 def child(engine: str, argv: list[str]) -> int:
-    """Run `collsim simulate argv --json` in this process with the given engine; print one JSON line of results."""
+    """Run `collsim simulate argv --json` in this process with the given engine; print one JSON line of results.
+
+    The process may map at most MEMORY_CAP bytes: a case too large for the machine fails with collsim's out-of-memory
+    error instead of pushing a shared machine into swap."""
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
     sys.path.insert(0, str(ROOT))
     import app.commands.simulate as command
     from app.cli import main
