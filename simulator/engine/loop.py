@@ -62,6 +62,10 @@ class Agenda:
 
     _running = False
 
+    def has(self, when: int) -> bool:
+        """True if something is posted for tick `when` and not handed over yet."""
+        return when in self._at
+
     def run(self) -> None:
         """Run until nothing is left to happen."""
         self._running = False

@@ -220,7 +220,7 @@ class _Run:
                 self._landed(ids, now)
         if due[REDUCED]:
             self._reduced(_chunks(due[REDUCED]), now)
-        while self.pending and now not in self.agenda._at:
+        while self.pending and not self.agenda.has(now):
             self.pending = False
             self._decide(now)
 
@@ -251,7 +251,7 @@ class _Run:
                 self._landed(np.array(arrived, dtype=np.int64), now)
             else:
                 self._finish_few(arrived, now)
-        while self.pending and now not in self.agenda._at:
+        while self.pending and not self.agenda.has(now):
             self.pending = False
             self._decide(now)
 
