@@ -51,6 +51,9 @@ TREE_CORRECTION = {
 NVLINK_BW = {"volta": 20.0, "ampere": 20.0, "hopper": 20.6, "blackwell": 40.1}
 NVLINKS_PER_GPU = {"volta": 6, "ampere": 12, "hopper": 18, "blackwell": 18}
 PCI_BW = 12.0
+# tuning.cc, ncclTopoTuneModel: the share of the graph's bandwidth each protocol's payload gets on a ring
+# (LL: a 4-byte flag with every 4 bytes of data; LL128: 120 of every 128 bytes, NCCL charges 0.92).
+RING_PROTO_BW_FACTOR = {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}
 DEFAULT_CHANNELS = {"volta": 12, "ampere": 16, "hopper": 16, "blackwell": 16}
 
 
@@ -168,9 +171,9 @@ def _algo_bw(system: System, op: str, algo: str, proto: str, nsteps: int) -> flo
     ll_max = LL_MAX_BW[arch][scale] if nodes == 1 else (LL_MAX_BW["ampere"] if system.amd_cpu else LL_MAX_BW_INTEL_NET)[scale]
     bus = system.graph_bw_GBps
     if algo == "ring" and proto == "LL":
-        bus = min(ll_max, bus * 0.5)
+        bus = min(ll_max, bus * RING_PROTO_BW_FACTOR["LL"])
     if algo == "ring" and proto == "LL128":
-        bus = min(bus * 0.92, nch * PER_CH_MAX_RING_LL128[arch])
+        bus = min(bus * RING_PROTO_BW_FACTOR["LL128"], nch * PER_CH_MAX_RING_LL128[arch])
     if algo == "tree" and op == "allreduce":
         bus = min(bus * 0.92, nch * PER_CH_MAX_TREE[arch][scale])
     if algo == "tree" and proto == "LL":

@@ -18,7 +18,7 @@ from .cost import LinkModel
 from .errors import CollsimError
 from .fileio import atomic_write
 
-__all__ = ["LinkProfile", "Segment", "atomic_write", "load_profile"]  # atomic_write lives in fileio; kept here for old imports
+__all__ = ["LinkProfile", "Segment", "load_profile"]
 
 
 @dataclass(frozen=True)

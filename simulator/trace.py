@@ -9,7 +9,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .profile import atomic_write
+from .fileio import atomic_write
 
 
 class Trace:

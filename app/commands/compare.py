@@ -11,7 +11,8 @@ from simulator.algorithms.registry import check_ranks, resolve_params
 from simulator.collective import normalize_op
 from simulator.cost import LinkModel
 from simulator.errors import CollsimError
-from simulator.profile import LinkProfile, atomic_write, load_profile
+from simulator.fileio import atomic_write
+from simulator.profile import LinkProfile, load_profile
 from simulator.units import parse_bandwidth, parse_gamma, parse_size_range, parse_time
 
 from ..args import add_algo_params, add_op, algo_params

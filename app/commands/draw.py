@@ -6,7 +6,7 @@ import argparse
 
 from simulator.algorithms import build_schedule
 from simulator.collective import Collective
-from simulator.profile import atomic_write
+from simulator.fileio import atomic_write
 from simulator.units import parse_size
 
 from ..args import add_algo_params, add_op, algo_params

@@ -9,6 +9,7 @@ from simulator.algorithms import build_schedule
 from simulator.collective import DTYPES, Collective
 from simulator.engine import simulate
 from simulator.errors import CollsimError
+from simulator.fileio import atomic_write
 from simulator.formats.msccl import (
     PLACEMENTS,
     check_msccl,
@@ -17,7 +18,6 @@ from simulator.formats.msccl import (
     read_msccl,
     roundtrip,
 )
-from simulator.profile import atomic_write
 from simulator.topology import parse_topology
 from simulator.units import SIZE_HELP, format_size, parse_size
 

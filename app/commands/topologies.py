@@ -46,7 +46,7 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         emit_json({"presets": presets, "builders": builders, "networks": networks, "options": COMMON_OPTIONS})
         return 0
-    print("# presets (multi-node: NAME:nodes=N[,net=ib400|roce200]; sources in docs/topologies.md)")
+    print(f"# presets (multi-node: NAME:nodes=N[,net={'|'.join(NETWORKS)}]; sources in docs/topologies.md)")
     print(table(["name", "GPUs", "multi-node", "what"], [[p["name"], p["devices"], p["multinode"], p["summary"]] for p in presets],
                 align="lrll"))
     print("\n# builders (" + COMMON_OPTIONS + ")")

@@ -204,7 +204,7 @@ def write_nccl_logs(path: str, records: list[dict], backend: str) -> None:
 
 def write_csv(path: str, records: list[dict]) -> None:
     """The records' main fields as CSV, written atomically."""
-    from simulator.profile import atomic_write
+    from simulator.fileio import atomic_write
 
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=ROW_FIELDS, extrasaction="ignore")

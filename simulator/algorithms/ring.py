@@ -225,7 +225,7 @@ def ring_schedule(coll: Collective, reduce_scatter: bool, allgather: bool, chunk
 # reduce-scatter: (p-1) k max(a, g) + min(a, g) (exact in every case tested). Allreduce: 2(p-1) k a
 # if g <= a (exact in every case tested); if g > a the allgather can only start as the last
 # reductions finish: max((p-1) k g + p a, (p-1) k (a + g) - (k-1) g + a), an estimate (exact for
-# p >= 3 in the cases tested, within 25% everywhere in tests/test_cost.py).
+# p >= 3 in the cases tested, within 25% everywhere in tests/simulator/test_cost.py).
 
 def _ring_exact(p: int, model: LinkModel, chunks: int = 1) -> bool:
     return chunks == 1 or model.gamma == 0

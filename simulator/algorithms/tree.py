@@ -176,7 +176,7 @@ def tree_depths(parent: list[int]) -> list[int]:
 # side. With k chunks every rank's ports carry P messages per chunk index (P = children + 1 per
 # tree, summed over both trees: 4 for p a power of two >= 4), adding P (k - 1) d.
 # T = max_t (c_up(t) u + c_down(t) d) + P (k - 1) d. Exact for p a power of two, k = 1 and
-# gamma = 0; otherwise an estimate (within 25% of the schedule in tests/test_cost.py).
+# gamma = 0; otherwise an estimate (within 25% of the schedule in tests/simulator/test_cost.py).
 # REFERENCE's "about 2 lg(p) alpha + 2 n beta" is its shape for large k.
 
 @lru_cache(maxsize=4096)

@@ -19,8 +19,8 @@ from typing import NamedTuple
 
 from ..collective import OPS, REDUCING, ROOTED, TOTAL_SIZE_OPS, busbw_factor, normalize_op
 from ..errors import CollsimError
+from ..fileio import atomic_write
 from ..ops import ALIASES, SPECS
-from ..profile import atomic_write
 from ..readfile import read_bytes
 
 # nccl-tests type names (and collsim's) -> bytes per element.

@@ -348,7 +348,7 @@ def dump_program(program: Program, path: str | Path | None = None) -> str:
         dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
         text = yaml.dump(program_to_dict(program), Dumper=dumper, sort_keys=False, default_flow_style=None, width=1 << 16)
     if path is not None:
-        from ..profile import atomic_write
+        from ..fileio import atomic_write
 
         atomic_write(str(path), text)
     return text

@@ -175,11 +175,15 @@ def fat_tree(hosts: int, leaf: int = 4, oversub: float = 1.0, latency: float = D
 def cluster(nodes: int, gpus: int = 8, intra: str = "switch", nic: str = "gpu", intra_latency: float = 0.3e-6,
             intra_bandwidth: float = 450e9, net_latency: float = 1e-6, net_bandwidth: float = 50e9,
             nodes_per_leaf: int | None = None, oversub: float = 1.0, name: str | None = None,
-            pcie_latency: float = 0.0, pcie_bandwidth: float = 63e9) -> Topology:
+            pcie_latency: float = 0.0, pcie_bandwidth: float = 63e9, nics: int | None = None) -> Topology:
     """N nodes of G GPUs (NVSwitch-like switch or full NVLink/xGMI mesh inside), NIC nodes (one per GPU or per node) into a leaf-spine.
 
     A NIC hangs off its GPU (or the node's switch) by a PCIe link (default PCIe 5.0 x16, 63 GB/s per
-    direction, no added latency) and reaches its leaf switch by a network link.
+    direction, no added latency) and reaches its leaf switch by a network link. With nic=gpu,
+    `nics` (NICs per node, default G) sets the rails: fewer NICs than GPUs are shared by
+    consecutive GPUs (p4de: 4 NICs, GPUs 0-1 on NIC 0, ...); more are bonded per GPU into one NIC
+    node of nics/G times the bandwidth (p5: 32 x 100G = 4 x 100G per GPU, which NCCL stripes
+    channels over).
     """
     nodes, gpus = _count("nodes", nodes), _count("gpus", gpus)
     if intra not in ("switch", "mesh"):
@@ -193,10 +197,12 @@ def cluster(nodes: int, gpus: int = 8, intra: str = "switch", nic: str = "gpu", 
     for field, value in (("intra bandwidth", intra_bandwidth), ("net bandwidth", net_bandwidth),
                          ("pcie bandwidth", pcie_bandwidth)):
         _positive(field, value)
-    nics = gpus if nic == "gpu" else 1
-    per_leaf = nodes_per_leaf or max(1, 32 // nics)
+    nics = _rails(gpus, nics) if nic == "gpu" else 1
+    share, bond = max(1, gpus // nics), max(1, nics // gpus)  # GPUs per NIC, NICs per GPU
+    ports = nics // bond  # NIC nodes per node (a bonded NIC is one node of bond x the bandwidth)
+    per_leaf = nodes_per_leaf or max(1, 32 // ports)
     per_leaf = min(_count("nodes_per_leaf", per_leaf), nodes)
-    down = per_leaf * nics
+    down = per_leaf * ports
     spines = max(1, int(down // oversub))
     g = GraphBuilder()
     dev = [g.node(f"n{i}g{k}", "gpu") for i in range(nodes) for k in range(gpus)]
@@ -215,17 +221,19 @@ def cluster(nodes: int, gpus: int = 8, intra: str = "switch", nic: str = "gpu", 
     nic_of: dict[int, int] = {}  # device (nic=gpu) or node index (nic=node) -> its NIC node
     for i in range(nodes if leaves else 0):
         if nic == "gpu":
+            cards = [g.node(f"n{i}nic{k}", "nic") for k in range(gpus // share)]
+            for card in cards:
+                g.cable(card, leaves[i // per_leaf], net_latency, net_bandwidth * bond)
             for k, d in enumerate(dev[i * gpus:(i + 1) * gpus]):
-                card = nic_of[d] = g.node(f"n{i}nic{k}", "nic")
+                card = nic_of[d] = cards[k // share]
                 g.cable(d, card, pcie_latency, pcie_bandwidth)
-                g.cable(card, leaves[i // per_leaf], net_latency, net_bandwidth)
         else:
             card = nic_of[i] = g.node(f"n{i}nic", "nic")
             g.cable(nvs[i], card, pcie_latency, pcie_bandwidth)
             g.cable(card, leaves[i // per_leaf], net_latency, net_bandwidth)
     for lf in leaves:
         for sp in spine_nodes:
-            g.cable(lf, sp, net_latency, net_bandwidth)
+            g.cable(lf, sp, net_latency, net_bandwidth * bond)
 
     def router(a: int, b: int) -> tuple[int, ...]:
         na, nb = a // gpus, b // gpus  # device nodes are numbered first, so node index == device index
@@ -238,7 +246,19 @@ def cluster(nodes: int, gpus: int = 8, intra: str = "switch", nic: str = "gpu", 
             return up + down_[1:]
         return up + (spine_nodes[b % spines],) + down_
 
-    label = name or f"cluster:nodes={nodes},gpus={gpus},intra={intra},nic={nic}"
+    label = name or f"cluster:nodes={nodes},gpus={gpus},intra={intra},nic={nic}" + (f",nics={nics}" if nics != gpus else "")
+    rails = "one NIC per " + nic if nic == "node" or nics == gpus else f"{nics} NICs per node"
     return g.build(label, dev, router,
                    f"{nodes} nodes x {gpus} GPUs ({'NVSwitch-like switch' if intra == 'switch' else 'full mesh'} inside, "
-                   f"one NIC per {nic}), {len(leaves)} leaves, {len(spine_nodes)} spines, {oversub:g}:1")
+                   f"{rails}), {len(leaves)} leaves, {len(spine_nodes)} spines, {oversub:g}:1")
+
+
+def _rails(gpus: int, nics: int | None) -> int:
+    """NICs per node for one-NIC-per-GPU clusters: a divisor or a multiple of the GPU count."""
+    if nics is None:
+        return gpus
+    nics = _count("nics", nics)
+    if gpus % nics and nics % gpus:
+        raise CollsimError(f"nics: {nics} NICs per node with {gpus} GPUs per node; expected a divisor or a multiple "
+                           f"of {gpus} (GPUs share NICs evenly, or each GPU has the same number)")
+    return nics

@@ -65,6 +65,7 @@ class Topology:
     """Nodes, directed links and routes between the devices that ranks run on."""
 
     ideal = False
+    preset = None  # (Preset, nodes, net) when built from a preset (simulator/topology/presets.py)
 
     def __init__(self, name: str, node_names: Sequence[str], node_kinds: Sequence[str],
                  links: Sequence[tuple[int, int, float, float]], devices: Sequence[int],

@@ -19,7 +19,7 @@ BUILDERS = {
     "ring": ("ring:P[,uni]", "P devices in a ring, bidirectional unless ',uni'"),
     "torus": ("torus:AxB[xC]", "2-D or 3-D torus, dimension-order routing"),
     "fat_tree": ("fat_tree:hosts=H,leaf=L,oversub=R", "leaf-spine, L hosts per leaf, R:1 oversubscribed uplinks"),
-    "cluster": ("cluster:nodes=N,gpus=G[,intra=switch|mesh][,nic=gpu|node][,oversub=R][,leaf=NODES]",
+    "cluster": ("cluster:nodes=N,gpus=G[,intra=switch|mesh][,nic=gpu|node][,nics=NICS][,oversub=R][,leaf=NODES]",
                 "N nodes x G GPUs, NVSwitch-like switch or mesh inside, leaf-spine network between"),
 }
 COMMON_OPTIONS = "every builder also takes lat=LATENCY and bw=BANDWIDTH (per link, per direction) and ecmp=1"
@@ -82,7 +82,7 @@ def parse_topology(spec: str) -> Topology:
     name = name.strip().lower().replace("-", "_") if name.strip().lower().replace("-", "_") in BUILDERS else name.strip()
     if name in PRESETS:
         opts = _options(args, spec, "nodes")
-        topo = build_preset(name, _int(opts, "nodes", spec, 1), opts.pop("net", "ib400"))
+        topo = build_preset(name, _int(opts, "nodes", spec, 1), opts.pop("net", None))
         return _finish(topo, opts, spec)
     if name in BUILDERS:
         return _build(name, args, spec)
@@ -116,19 +116,26 @@ def _build(name: str, args: str, spec: str) -> Topology:
         topo = builders.fat_tree(_int(opts, "hosts", spec), _int(opts, "leaf", spec, 4), _float(opts, "oversub", spec, 1.0),
                                  **link)
     else:
-        kw = {}
-        if "latency" in link:
-            kw["intra_latency"] = kw["net_latency"] = link["latency"]
-        if "bandwidth" in link:
-            kw["intra_bandwidth"] = kw["net_bandwidth"] = link["bandwidth"]
-        if "intra_bw" in opts:
-            kw["intra_bandwidth"] = _link_value(opts, "intra_bw", spec)
-        if "net_bw" in opts:
-            kw["net_bandwidth"] = _link_value(opts, "net_bw", spec)
-        leaf = _int(opts, "leaf", spec, 0) or None
-        topo = builders.cluster(_int(opts, "nodes", spec), _int(opts, "gpus", spec, 8), opts.pop("intra", "switch"),
-                                opts.pop("nic", "gpu"), nodes_per_leaf=leaf, oversub=_float(opts, "oversub", spec, 1.0), **kw)
+        topo = _cluster(opts, spec, link)
     return _finish(topo, opts, spec)
+
+
+def _cluster(opts: dict, spec: str, link: dict) -> Topology:
+    """cluster:...: its own options (intra_bw=, net_bw=, nics=, leaf=, oversub=) on top of lat= and bw=."""
+    kw = {}
+    if "latency" in link:
+        kw["intra_latency"] = kw["net_latency"] = link["latency"]
+    if "bandwidth" in link:
+        kw["intra_bandwidth"] = kw["net_bandwidth"] = link["bandwidth"]
+    if "intra_bw" in opts:
+        kw["intra_bandwidth"] = _link_value(opts, "intra_bw", spec)
+    if "net_bw" in opts:
+        kw["net_bandwidth"] = _link_value(opts, "net_bw", spec)
+    if "nics" in opts:
+        kw["nics"] = _int(opts, "nics", spec)
+    leaf = _int(opts, "leaf", spec, 0) or None
+    return builders.cluster(_int(opts, "nodes", spec), _int(opts, "gpus", spec, 8), opts.pop("intra", "switch"),
+                            opts.pop("nic", "gpu"), nodes_per_leaf=leaf, oversub=_float(opts, "oversub", spec, 1.0), **kw)
 
 
 def _finish(topo: Topology, opts: dict, spec: str) -> Topology:

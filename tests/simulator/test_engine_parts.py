@@ -175,7 +175,7 @@ def test_agenda_hands_over_an_instant_at_once_and_same_instant_posts_in_a_second
 
 
 def test_engine_uses_only_simpys_public_api():
-    source = "".join(p.read_text() for p in (Path(__file__).parents[1] / "simulator" / "engine").glob("*.py"))
+    source = "".join(p.read_text() for p in (Path(__file__).parents[2] / "simulator" / "engine").glob("*.py"))
     for private in ("env._", "._queue", "._eid", "._now", "._value", "._ok", "_Event"):
         assert private not in source, private
 

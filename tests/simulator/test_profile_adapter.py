@@ -20,8 +20,8 @@ from simulator.profile import LinkProfile, Segment
 from simulator.profile_adapter import ProfileAdapter
 from simulator.topology import ideal, switch
 
-LOGS = sorted((Path(__file__).parent / "data" / "nccl-tests").glob("*.txt"))
-H100 = Path(__file__).parent / "data" / "nccl-tests" / "04_h100_p5_1node_8gpu_allreduce_awsbatch.txt"
+LOGS = sorted((Path(__file__).parents[1] / "data" / "nccl-tests").glob("*.txt"))
+H100 = Path(__file__).parents[1] / "data" / "nccl-tests" / "04_h100_p5_1node_8gpu_allreduce_awsbatch.txt"
 
 # two regimes by hand: small calls 5 us and 1 GB/s, large 20 us and 100 GB/s
 TWO = LinkProfile(10e-6, 50e9, 0.0, "by hand", (Segment(0, 1 << 20, 5e-6, 1e9), Segment(1 << 20, None, 20e-6, 100e9)))

@@ -17,7 +17,7 @@ pytest.importorskip("torch.distributed")
 if not Path("/proc/self/stat").exists():
     pytest.skip("needs /proc to find child processes", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LONG_VERIFY = ["verify", "--ranks", "2", "--op", "allreduce", "--algo", "ring", "--sizes", "1MiB", "--iters", "1000000",
                "--warmup", "0", "--budget", "1000", "--timeout", "60"]
 

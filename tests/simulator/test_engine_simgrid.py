@@ -1,6 +1,7 @@
 """The engine against an independent simulator: SimGrid 3.32 SMPI times for 4 ranks on a platform switch:4 describes."""
 
 import csv
+from pathlib import Path
 
 import pytest
 
@@ -48,10 +49,11 @@ def test_every_smpi_algorithm_is_mapped_or_explained(shared_data):
         assert key in SMPI_NAMES or key in NOT_COMPARABLE, key
 
 
-def _cases():
-    from conftest import TEST_DATA
+SMPI_CSV = Path(__file__).resolve().parents[1] / "data" / "simgrid" / "smpi_cluster_p4.csv"
 
-    with open(TEST_DATA / "simgrid" / "smpi_cluster_p4.csv") as handle:
+
+def _cases():
+    with open(SMPI_CSV) as handle:
         return [r for r in csv.DictReader(handle) if (r["collective"], r["smpi_algorithm"]) in SMPI_NAMES]
 
 

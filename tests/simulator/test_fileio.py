@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
-from simulator import profile
 from simulator.errors import CollsimError
 from simulator.fileio import all_or_nothing, atomic_write, check_outputs
 
@@ -38,8 +38,15 @@ def test_existing_file_keeps_its_mode_and_no_temporary_is_left(tmp_path, umask):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
 
 
-def test_profile_still_exports_atomic_write():
-    assert profile.atomic_write is atomic_write
+def test_writers_do_not_depend_on_the_cost_model():
+    """trace and the nccl-tests writer need atomic_write only: they must not import the link profile."""
+    import ast
+
+    root = Path(__file__).resolve().parents[2] / "simulator"
+    for module in ("trace.py", "formats/nccl_tests.py"):
+        tree = ast.parse((root / module).read_text())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        assert not any(name.endswith("profile") for name in imported), (module, imported)
 
 
 def test_all_or_nothing_writes_every_file_at_the_end(tmp_path):

@@ -13,7 +13,7 @@ from simulator.engine import EngineOptions, simulate
 from simulator.semantics import check
 from simulator.topology.builders import ring
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MODULE = ROOT / "simulator" / "algorithms" / "bidirectional_ring.py"
 
 

@@ -49,15 +49,16 @@ def test_cost_json_has_the_promised_fields_and_matches_the_ring_formula():
 def test_cost_compares_every_algorithm_when_algo_is_left_out(capsys):
     assert main(["cost", "--op", "allgather", "--ranks", "12", "--size", "64KiB", "--json"]) == 0
     names = {r["algorithm"] for r in json.loads(capsys.readouterr().out)["results"]}
-    assert names == {"ring", "recursive_doubling", "bruck", "direct", "bidirectional_ring"}
+    assert names == {"ring", "recursive_doubling", "bruck", "direct", "bidirectional_ring", "nccl_ring"}
 
 
 def test_check_all_passes_and_lists_refusals_without_failing(capsys):
     assert main(["check", "--all", "--op", "allreduce", "--ranks", "4-6", "--group", "5", "--json"]) == 0
     results = json.loads(capsys.readouterr().out)["results"]
-    hier = {r["ranks"]: r["status"] for r in results if r["algorithm"] == "hierarchical"}
-    assert hier == {4: "refused", 5: "pass", 6: "refused"}
-    assert all(r["status"] == "pass" for r in results if r["algorithm"] != "hierarchical")
+    for grouped in ("hierarchical", "rails"):  # the algorithms that take --group
+        hier = {r["ranks"]: r["status"] for r in results if r["algorithm"] == grouped}
+        assert hier == {4: "refused", 5: "pass", 6: "refused"}
+    assert all(r["status"] == "pass" for r in results if r["algorithm"] not in ("hierarchical", "rails"))
 
 
 def test_help_reads_well():

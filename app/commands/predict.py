@@ -1,0 +1,115 @@
+"""`collsim predict`: what nccl-tests would print on a preset machine (NCCL's picks, timed by the engine)."""
+
+from __future__ import annotations
+
+import argparse
+
+from simulator.collective import REDUCING, TOTAL_SIZE_OPS, normalize_op
+from simulator.errors import CollsimError
+from simulator.fileio import atomic_write
+from simulator.formats.nccl_tests import ResultRow, format_log, nccl_type_name, write_log
+from simulator.nccl_model import PROTOCOLS
+from simulator.predict import MAX_RANKS, OPS, predict
+from simulator.topology import PRESETS
+from simulator.topology.spec import parse_topology
+from simulator.units import format_size, parse_size_range
+
+from ..output import emit_json, table
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    machines = ", ".join(n for n, p in PRESETS.items() if p.machine is not None)
+    p = sub.add_parser(
+        "predict", help="what nccl-tests would print on a preset machine (NCCL's picks, timed by the engine)",
+        description="For each size, pick the algorithm, protocol and channels as NCCL's tuning model does for the preset "
+                    "machine, build that schedule (rings in rail-aware orders over NCCL's channels, or the pipelined "
+                    "per-rail tree across nodes), time it with the engine (NCCL's protocol latencies and efficiencies, "
+                    "max-min sharing on every link) and print an nccl-tests table. Accuracy against real logs: "
+                    "docs/accuracy.md.",
+        epilog="examples:\n"
+               "  collsim predict --preset p5:nodes=2 --op allreduce --size 1MiB:8GiB\n"
+               "  collsim predict --preset hgx-b200 --op allgather --size 64KiB:1GiB:4 --proto Simple\n"
+               "  collsim predict --preset dgx-h100:nodes=2 --nccl-log h100x2.txt --json\n"
+               f"machine presets: {machines}")
+    p.add_argument("--preset", required=True, help="a machine preset, NAME or NAME:nodes=N[,net=NET]")
+    p.add_argument("--op", default="allreduce", help=f"{', '.join(OPS)} (default allreduce)")
+    p.add_argument("--size", default="1MiB:8GiB", help="sizes START:END[:FACTOR] or a list (nccl-tests meaning; default 1MiB:8GiB)")
+    p.add_argument("--ranks", type=int, help="ranks (default: every GPU of the preset)")
+    p.add_argument("--proto", default="auto", help=f"protocol: auto (NCCL's pick per size) or one of {', '.join(PROTOCOLS)}")
+    p.add_argument("--nccl-log", metavar="FILE", help="also write the table to FILE (nccl-tests format, out-of-place)")
+    p.add_argument("--csv", metavar="FILE", help="also write the picks as an NCCL tuner-plugin CSV (NVIDIA/nccl "
+                   "ext-tuner/example/nccl_tuner.conf format), to try them on real GPUs")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def _proto(text: str) -> str | None:
+    if text == "auto":
+        return None
+    match = {p.lower(): p for p in PROTOCOLS}.get(str(text).lower())
+    if match is None:
+        raise CollsimError(f"proto: {text!r} is not a protocol; expected auto, {', '.join(PROTOCOLS)}")
+    return match
+
+
+def run(args: argparse.Namespace) -> int:
+    op = normalize_op(args.op)
+    if op not in OPS:
+        raise CollsimError(f"op: predict covers {', '.join(OPS)}; not {op}")
+    proto = _proto(args.proto)
+    topology = parse_topology(args.preset)
+    ranks = args.ranks or topology.num_devices
+    if ranks > MAX_RANKS:
+        raise CollsimError(f"ranks: {ranks} ranks; predict simulates at most {MAX_RANKS}; expected a smaller preset or --ranks")
+    sizes = parse_size_range(args.size, "size", multiple=4)
+    rows = predict(topology, op, sizes, ranks=ranks, proto=proto)
+    per = 4 * (ranks if op in TOTAL_SIZE_OPS else 1)  # nccl-tests' count: elements per rank
+    results = [ResultRow(r.bytes, r.bytes // per, nccl_type_name("float32"), "sum" if op in REDUCING else "none", -1, r.time_s,
+                         None, None) for r in rows]
+    title = f"collsim predict {args.preset}"
+    if args.nccl_log:
+        write_log(args.nccl_log, op, ranks, results, title=title)
+    if args.csv:
+        atomic_write(args.csv, tuner_csv(op, ranks, rows, topology.preset[1] if ranks > topology.preset[0].gpus_per_node
+                                         and topology.preset[0].machine.nics_per_node is not None else 1))
+    if args.json:
+        emit_json({"preset": args.preset, "op": op, "ranks": ranks,
+                   "rows": [{"bytes": r.bytes, "time_s": r.time_s, "engine_s": r.engine_s, "base_s": r.base_s,
+                             "nccl_algorithm": r.nccl_algo, "protocol": r.proto, "schedule": r.algorithm,
+                             "channels": r.channels} for r in rows]})
+        return 0
+    print(format_log(op, ranks, results, title=title), end="")
+    print("# picks (NCCL's tuning model) and the schedule the engine ran:")
+    print(table(["size", "NCCL algo", "proto", "channels", "schedule"],
+                [[format_size(r.bytes), r.nccl_algo, r.proto, r.channels, r.algorithm] for r in rows], "llrrl"))
+    for what, path in (("nccl-tests log", args.nccl_log), ("NCCL tuner CSV", args.csv)):
+        if path:
+            print(f"wrote {what}: {path}")
+    return 0
+
+
+TUNER_NAMES = {"allreduce": "allreduce", "allgather": "allgather", "reduce_scatter": "reducescatter"}
+TUNER_ALGOS = {"nccl_ring": "ring", "rails": "tree"}
+MAX_TUNER_BYTES = 4294967295  # the example file's open end
+
+
+def tuner_csv(op: str, ranks: int, rows, nodes: int) -> str:
+    """The picks as rows of NCCL's example tuner plugin: collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks.
+
+    Sizes with the same pick are merged; a range runs from just above the previous size to this size, the
+    last one to the end. The algorithm is the family the engine timed (rails -> NCCL's tree).
+    """
+    lines = ["# collsim predict: NCCL tuner-plugin CSV (ext-tuner/example/nccl_tuner.conf)",
+             "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks"]
+    ranges: list[list] = []
+    for r in rows:
+        pick = (TUNER_ALGOS[r.algorithm], r.proto.lower(), r.channels)
+        if ranges and ranges[-1][2] == pick:
+            ranges[-1][1] = r.bytes
+        else:
+            ranges.append([ranges[-1][1] + 1 if ranges else 0, r.bytes, pick])
+    if ranges:
+        ranges[-1][1] = max(ranges[-1][1], MAX_TUNER_BYTES)
+    for low, high, (algo, proto, channels) in ranges:
+        lines.append(f"{TUNER_NAMES[op]},{low},{high},{algo},{proto},{channels},{nodes},{ranks}")
+    return "\n".join(lines) + "\n"

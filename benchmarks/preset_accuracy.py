@@ -1,0 +1,236 @@
+"""Presets against the shared nccl-tests logs, no fitting: median and worst |error| over sizes >= 1 MiB.
+
+    python -m benchmarks.preset_accuracy [--data tests/data/nccl-tests] [--json PATH] [--write-docs] [--fit]
+
+For every log, the preset that matches its machine (read off the log's first line and
+its README), simulated two ways:
+
+- `simulate`: today's plain path, `collsim simulate --algo ring` (one ring over ranks 0..p-1,
+  links alone, no protocol) on the preset the log's machine was mapped to before this script;
+- `predict`: `collsim predict` (channels over every rail, NCCL's protocol latencies and
+  efficiencies, NCCL's pick of algorithm and protocol) on the machine's own preset.
+
+Errors are (predicted - measured) / measured of the out-of-place time. `--write-docs` rewrites
+the table in docs/accuracy.md (between its markers), with the machine's load average.
+
+One constant is fitted: the extra latency per network step of a network (NET_STEP_FIT in
+simulator/topology/presets.py). It is fitted only where another log of the same network exists,
+and every log is predicted with the value fitted on the *other* logs (leave-one-out); `--fit`
+prints the value fitted on all logs of each network, the one the preset ships.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from app.output import table
+from simulator.algorithms import build_schedule
+from simulator.collective import Collective, busbw_factor
+from simulator.engine import EngineOptions, simulate
+from simulator.fileio import atomic_write
+from simulator.formats.nccl_tests import read_log
+from simulator.topology.spec import parse_topology
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "accuracy.md"
+BEGIN, END = "<!-- preset_accuracy:begin -->", "<!-- preset_accuracy:end -->"
+MIN_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Case:
+    """One shared log and the machine it came from."""
+
+    prefix: str
+    machine: str
+    old_spec: str    # the preset this log's machine mapped to before machine presets existed
+    new_spec: str    # the machine's own preset (simulator/topology/presets.py)
+
+
+CASES = (
+    Case("01_", "GCP A3 Mega, 2 x 8 H100, TCPXO 8 x 200G", "dgx-h100:nodes=2", "a3-mega:nodes=2"),
+    Case("02_", "AWS p4de, 2 x 8 A100, EFA 4 x 100G", "dgx-a100:nodes=2", "p4de:nodes=2"),
+    Case("03_", "AWS p5, 2 x 8 H100, EFA 32 x 100G", "dgx-h100:nodes=2", "p5:nodes=2"),
+    Case("04_", "AWS p5, 1 x 8 H100", "dgx-h100", "p5"),
+    Case("05_", "OCI GB200 NVL, 2 x 4 GPUs, one NVLink domain", "gb200-nvl72", "gb200-nvl4:nodes=2"),
+    Case("06_", "CoreWeave A100, 4 x 8, IB 8 x 200G + SHARP", "dgx-a100:nodes=4", "dgx-a100:nodes=4"),
+    Case("07_", "Vultr HGX B200, 1 x 8", "hgx-b200", "hgx-b200"),
+    Case("08_", "Vultr HGX B200, 1 x 8 (allgather)", "hgx-b200", "hgx-b200"),
+    Case("12_", "2 x RTX 4090, PCIe, no P2P", "pcie-8gpu", "rtx4090-pcie"),
+    Case("13_", "4 x RTX 4090, PCIe, no P2P", "pcie-8gpu", "rtx4090-pcie"),
+)
+
+
+def simulate_ring(spec: str, op: str, ranks: int, sizes: list[int]) -> np.ndarray:
+    """Seconds of `simulate --algo ring` (defaults: one port, contention on, no gamma) at each size."""
+    topology = parse_topology(spec)
+    out = []
+    for size in sizes:
+        schedule = build_schedule(Collective(op, ranks, size, "float32"), "ring")
+        out.append(simulate(schedule, topology, EngineOptions()).time)
+    return np.array(out)
+
+
+def predict_nccl(spec: str, op: str, ranks: int, sizes: list[int], net_extra_s: float = 0.0) -> np.ndarray:
+    """Seconds of `collsim predict` at each size, with `net_extra_s` more per network step."""
+    from simulator.predict import predict
+
+    rows = predict(parse_topology(spec), op, sizes, ranks=ranks, net_extra_s=net_extra_s)
+    return np.array([row.time_s for row in rows])
+
+
+GRID_S = [k * 20e-6 for k in range(11)]  # 0 .. 200 us
+
+
+def network_of(case: Case) -> str | None:
+    """The network between the nodes of a case's preset, or None on one node / one NVLink domain."""
+    preset, nodes, net = parse_topology(case.new_spec).preset
+    return net if nodes > 1 and preset.machine.nics_per_node is not None else None
+
+
+class Fitter:
+    """Median |error| of predict on a log for each extra network latency on the grid (cached)."""
+
+    def __init__(self, logs: dict[str, tuple[Case, object]]):
+        self.logs = logs
+        self.cache: dict[tuple[str, float], float] = {}
+
+    def median(self, prefix: str, extra: float) -> float:
+        key = (prefix, extra)
+        if key not in self.cache:
+            case, log = self.logs[prefix]
+            rows = [(s, t) for s, t in log.measurements() if s >= MIN_BYTES]
+            times = predict_nccl(case.new_spec, log.op, log.ranks, [s for s, _ in rows], extra)
+            self.cache[key] = float(np.median(np.abs(errors(times, np.array([t for _, t in rows])))))
+        return self.cache[key]
+
+    def fit(self, prefixes: list[str]) -> float:
+        """The grid value with the smallest mean median |error| over these logs."""
+        return min(GRID_S, key=lambda x: np.mean([self.median(p, x) for p in prefixes]))
+
+
+def leave_one_out(cases: list[tuple[Case, Path]]) -> tuple[dict[str, float], dict[str, tuple[float, list[str]]]]:
+    """Per log, the extra network latency fitted on the other logs of its network (0 if none); per network, the all-log fit."""
+    by_net: dict[str, list[str]] = {}
+    logs = {}
+    for case, path in cases:
+        net = network_of(case)
+        if net is not None:
+            by_net.setdefault(net, []).append(case.prefix)
+            logs[case.prefix] = (case, read_log(path))
+    fitter = Fitter(logs)
+    held_out, shipped = {}, {}
+    for net, prefixes in by_net.items():
+        if len(prefixes) < 2:
+            continue
+        for prefix in prefixes:
+            held_out[prefix] = fitter.fit([q for q in prefixes if q != prefix])
+        shipped[net] = (fitter.fit(prefixes), prefixes)
+    return held_out, shipped
+
+
+def errors(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray:
+    """Signed relative error in percent."""
+    return (predicted - measured) / measured * 100.0
+
+
+def evaluate(path: Path, case: Case, net_extra_s: float = 0.0) -> dict:
+    """Both models against one log (predict with `net_extra_s`, fitted on other logs only)."""
+    log = read_log(path)
+    rows = [(s, t) for s, t in log.measurements() if s >= MIN_BYTES]
+    sizes = [s for s, _ in rows]
+    measured = np.array([t for _, t in rows])
+    factor = busbw_factor(log.op, log.ranks)
+    out = {"log": path.name, "machine": case.machine, "op": log.op, "ranks": log.ranks, "sizes": sizes,
+           "measured_s": measured.tolist(), "measured_busbw_GBps": sizes[-1] / measured[-1] * factor / 1e9,
+           "net_extra_us_fitted_on_other_logs": net_extra_s * 1e6}
+    models = [("simulate", case.old_spec, simulate_ring), ("predict", case.new_spec, predict_nccl)]
+    if net_extra_s:
+        models.append(("predict_loo", case.new_spec, lambda *a: predict_nccl(*a, net_extra_s)))
+    for key, spec, fn in models:
+        times = fn(spec, log.op, log.ranks, sizes)
+        err = errors(times, measured)
+        out[key] = {"spec": spec, "median_abs_pct": float(np.median(np.abs(err))),
+                    "worst_abs_pct": float(np.max(np.abs(err))), "error_pct": err.tolist(),
+                    "busbw_GBps": sizes[-1] / times[-1] * factor / 1e9}
+    return out
+
+
+def _cells(result: dict | None) -> list[str]:
+    if result is None:
+        return ["-", "-", "-", "-"]
+    return [f"`{result['spec']}`", f"{result['median_abs_pct']:.1f}%", f"{result['worst_abs_pct']:.0f}%",
+            f"{result['busbw_GBps']:.0f}"]
+
+
+def markdown(results: list[dict], load: str) -> str:
+    """The docs table."""
+    head = ("| log | machine | p | measured busbw at largest (GB/s) | simulate: preset | median | worst | busbw | "
+            "predict: preset | median | worst | busbw | goal met | + network latency fitted on other logs | median | worst |")
+    lines = [head, "|" + "---|" * 16]
+    for r in results:
+        pred, loo = r["predict"], r.get("predict_loo")
+        met = "yes" if pred["median_abs_pct"] <= 15 and pred["worst_abs_pct"] <= 40 else "no"
+        fitted = (["-", "-", "-"] if loo is None else
+                  [f"+{r['net_extra_us_fitted_on_other_logs']:.0f} us/step", f"{loo['median_abs_pct']:.1f}%",
+                   f"{loo['worst_abs_pct']:.0f}%"])
+        lines.append("| " + " | ".join([r["log"][:2], r["machine"], str(r["ranks"]), f"{r['measured_busbw_GBps']:.0f}",
+                                         *_cells(r["simulate"]), *_cells(pred), met, *fitted]) + " |")
+    lines.append("")
+    lines.append(f"Errors over sizes >= 1 MiB of the out-of-place time; busbw at the log's largest size. "
+                 f"Made by `python -m benchmarks.preset_accuracy --write-docs`; load average when run: {load}.")
+    return "\n".join(lines)
+
+
+def write_docs(text: str) -> None:
+    """Replace the table between the markers in docs/accuracy.md."""
+    doc = DOC.read_text(encoding="utf-8")
+    start, end = doc.index(BEGIN) + len(BEGIN), doc.index(END)
+    atomic_write(DOC, doc[:start] + "\n" + text + "\n" + doc[end:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=str(ROOT / "tests" / "data" / "nccl-tests"))
+    parser.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
+    parser.add_argument("--write-docs", action="store_true", help="rewrite the table in docs/accuracy.md")
+    parser.add_argument("--fit", action="store_true", help="print the network latencies fitted on all logs (NET_STEP_FIT)")
+    args = parser.parse_args(argv)
+    found = [(case, paths[0]) for case in CASES if (paths := sorted(Path(args.data).glob(case.prefix + "*.txt")))]
+    held_out, shipped = leave_one_out(found)
+    results = [evaluate(path, case, held_out.get(case.prefix, 0.0)) for case, path in found]
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    rows = []
+    for r in results:
+        s, p = r["simulate"], r["predict"]
+        rows.append([r["log"][:34], r["ranks"], f"{r['measured_busbw_GBps']:.0f}",
+                     f"{s['median_abs_pct']:.1f}/{s['worst_abs_pct']:.0f}", f"{s['busbw_GBps']:.0f}",
+                     "-" if p is None else f"{p['median_abs_pct']:.1f}/{p['worst_abs_pct']:.0f}",
+                     "-" if p is None else f"{p['busbw_GBps']:.0f}"])
+    print("Presets against the logs, sizes >= 1 MiB: median/worst |error| %, busbw (GB/s) at the largest size")
+    print(table(["log", "p", "meas busbw", "simulate med/worst", "busbw", "predict med/worst", "busbw"], rows, "lrrrrrr"))
+    print(f"load average: {load}")
+    for r in results:
+        if r["net_extra_us_fitted_on_other_logs"]:
+            loo = r["predict_loo"]
+            print(f"{r['log'][:2]}: with {r['net_extra_us_fitted_on_other_logs']:.0f} us more per network step (fitted on "
+                  f"the other logs of its network): {loo['median_abs_pct']:.1f}/{loo['worst_abs_pct']:.0f}")
+    if args.fit:
+        for net, (value, prefixes) in shipped.items():
+            print(f"NET_STEP_FIT[{net!r}] = ({value:.6g}, 'logs {', '.join(p[:2] for p in prefixes)}')")
+    if args.json:
+        atomic_write(args.json, json.dumps({"load_average": load, "results": results}, indent=1))
+    if args.write_docs:
+        write_docs(markdown(results, load))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

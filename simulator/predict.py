@@ -1,0 +1,137 @@
+"""What nccl-tests would print on a preset machine: NCCL's pick of algorithm, protocol and channels, timed by the engine.
+
+For each size: NCCL's own tuning model (simulator/nccl_model.py) picks (algorithm, protocol) for
+the machine the preset describes; the pick becomes a schedule collsim can check and time:
+
+- ring -> `nccl_ring` with NCCL's channel count, rings in rail-aware orders (every NIC used);
+- tree (or NVLS-tree) across nodes -> `rails`, the pipelined two-level allreduce with one
+  inter-node ring per rail, which moves what NCCL's trees move between nodes;
+- one node: NVLS and trees are timed as `nccl_ring` (NVLink SHARP is not modelled; see docs/accuracy.md).
+
+The protocol's costs (simulator/protocols.py) set the links' per-step latency and the wire-byte
+factor; its base latency is added once. The engine runs with unlimited ports per rank (the
+channels run at once) and max-min sharing on every link.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .algorithms import build_schedule
+from .collective import Collective, normalize_op
+from .engine import EngineOptions, simulate
+from .errors import CollsimError
+from .nccl_model import LL_MAX_BW, PROTOCOLS, System, predict_times
+from .protocols import protocol, with_step_latency
+from .topology.model import Topology
+from .topology.presets import NET_STEP_FIT, NETWORKS, PRESETS
+
+OPS = ("allreduce", "allgather", "reduce_scatter")
+PIPELINE_CHUNK = 4 << 20  # bytes per pipeline chunk of `rails` (NCCL's default buffer, NCCL_BUFFSIZE = 4 MiB)
+MAX_PIPELINE = 32
+MAX_RANKS = 512  # predict builds C x 2(p-1) x p transfers per size: keep it a few seconds
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One size: NCCL's pick, the schedule that ran, and the predicted time."""
+
+    bytes: int
+    count: int
+    nccl_algo: str
+    proto: str
+    algorithm: str
+    channels: int
+    time_s: float
+    engine_s: float
+    base_s: float
+
+
+def machine_of(topology: Topology, ranks: int) -> tuple[System, int]:
+    """NCCL's view of a preset machine (its System) and the ranks per node the rings cross nodes by."""
+    if topology.preset is None or topology.preset[0].machine is None:
+        names = ", ".join(n for n, p in PRESETS.items() if p.machine is not None)
+        raise CollsimError(f"preset: {topology.name} is not a preset machine NCCL's model knows; expected one of {names}")
+    preset, nodes, net = topology.preset
+    m = preset.machine
+    per_node = preset.gpus_per_node
+    if m.nics_per_node is None or ranks <= per_node:  # one NVLink domain (MNNVL trays) or one node: NCCL sees one node
+        per_node, nodes = ranks, 1
+    elif ranks % per_node:
+        raise CollsimError(f"ranks: {ranks} ranks on {nodes} nodes of {per_node} GPUs; expected a multiple of {per_node}")
+    else:
+        nodes = ranks // per_node
+    system = System(m.arch, per_node, nodes, m.link, nic_bw_GBps=NETWORKS[net][0] / 1e9, nics_per_node=m.nics_per_node)
+    return system, per_node
+
+
+def nccl_pick(system: System, op: str, size: int, proto: str | None = None,
+              algos: tuple[str, ...] | None = None) -> tuple[str, str]:
+    """NCCL's (algorithm, protocol) at this size: the fastest by its own model, among `proto` and `algos` if given."""
+    times = predict_times(system, op, [size])
+    if algos is not None:
+        times = {k: v for k, v in times.items() if k[0] in algos}
+    if proto is not None:
+        if proto not in PROTOCOLS:
+            raise CollsimError(f"proto: unknown protocol {proto!r}; expected one of {', '.join(PROTOCOLS)}")
+        times = {k: v for k, v in times.items() if k[1] == proto}
+        if not times:
+            raise CollsimError(f"proto: NCCL does not run {proto} for {op} on this machine")
+    return min(times, key=lambda k: float(times[k][0]))
+
+
+def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto: str | None = None,
+            dtype: str = "float32", net_extra_s: float | None = None) -> list[Prediction]:
+    """One Prediction per size (nccl-tests' size meaning).
+
+    `net_extra_s` is added to NCCL's per-step network latency; default: the preset network's fitted
+    value (NET_STEP_FIT, 0 for networks without one). benchmarks/preset_accuracy.py passes
+    leave-one-out values so that no log is predicted with a constant fitted to it.
+    """
+    op = normalize_op(op)
+    if op not in OPS:
+        raise CollsimError(f"op: predict covers {', '.join(OPS)}; not {op}")
+    ranks = ranks or topology.num_devices
+    if ranks < 2:
+        raise CollsimError(f"ranks: {ranks} rank has nothing to communicate; expected 2 or more")
+    topology.check_ranks(ranks)
+    system, per_node = machine_of(topology, ranks)
+    if net_extra_s is None:
+        net_extra_s = NET_STEP_FIT.get(topology.preset[2], (0.0, ""))[0] if system.nodes > 1 else 0.0
+    out = []
+    for size in sizes:
+        algo, proto_used = nccl_pick(system, op, int(size), proto, algos=None if system.nodes > 1 else ("ring",))
+        row = _run(topology, system, per_node, op, int(size), ranks, algo, proto_used, dtype, net_extra_s)
+        if system.nodes > 1 and op == "allreduce":  # NCCL's model often mis-ranks ring and tree across nodes:
+            other = "ring" if algo in ("tree", "nvls") else "tree"  # time the other family too, keep the faster
+            other_proto = nccl_pick(system, op, int(size), proto, algos=(other,))[1]
+            alt = _run(topology, system, per_node, op, int(size), ranks, other, other_proto, dtype, net_extra_s)
+            row = min(row, alt, key=lambda r: r.time_s)
+        out.append(row)
+    return out
+
+
+def _run(topology: Topology, system: System, per_node: int, op: str, size: int, ranks: int, algo: str, proto: str,
+         dtype: str, net_extra_s: float) -> Prediction:
+    multinode = system.nodes > 1
+    if multinode and op == "allreduce" and algo in ("tree", "nvls"):
+        family, name = "tree", "rails"
+        params = {"group": per_node, "pipeline": int(np.clip(size // (PIPELINE_CHUNK * per_node), 1, MAX_PIPELINE))}
+    else:
+        family, name = "ring", "nccl_ring"
+        # channels beyond the GPUs of a node repeat the same orders (same links, same NICs): the engine runs
+        # min(C, G) rings carrying the same bytes, which times the same under max-min sharing.
+        params = {"channels": min(system.n_channels, per_node), "node": per_node}
+    cost = protocol(proto if algo != "nvls" else "Simple", family, system.link, multinode)
+    cost = replace(cost, net_s=cost.net_s + net_extra_s)
+    if cost.name == "LL" and not multinode:  # tuning.cc caps LL's bus bandwidth at llMaxBw (one node)
+        link_bw = topology.path_cost(0, 1)[1]
+        cost = replace(cost, byte_factor=max(cost.byte_factor, link_bw / (LL_MAX_BW[system.arch][0] * 1e9)))
+    coll = Collective(op, ranks, size, dtype)
+    schedule = build_schedule(coll, name, **params)
+    machine = with_step_latency(topology, cost.intra_s, cost.net_s)
+    trace = simulate(schedule, machine, EngineOptions(ports=0, messages=cost.messages()))
+    return Prediction(size, coll.count, algo, cost.name, name, system.n_channels, cost.base_s + trace.time,
+                      trace.time, cost.base_s)

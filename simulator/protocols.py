@@ -1,0 +1,83 @@
+"""NCCL's protocols (LL, LL128, Simple) as engine costs: per-step latency, payload efficiency, base latency.
+
+The constants are NCCL's, defined once in simulator/nccl_model.py (transcribed from NVIDIA/nccl
+src/graph/tuning.cc, ncclTopoTuneModel): `BASE_LAT` (per algorithm and protocol, paid once per
+call: kernel launch and setup), `HW_LAT` (per step, by link: NVLink, PCIe, network) and
+`RING_PROTO_BW_FACTOR` (the share of the link bandwidth the protocol's payload gets). They reach
+the engine without touching it:
+
+- the per-step latency becomes the links' latency (`with_step_latency`): a GPU-to-GPU step inside
+  a node costs the intra-node figure, a step across nodes the network figure, on every route;
+- the payload efficiency becomes the message model's wire-byte factor (LL: 2 wire bytes per
+  payload byte, LL128: 1 / 0.92);
+- the base latency is added once to the engine's time (`Protocol.base_s`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .engine.messages import MessageModel
+from .errors import CollsimError
+from .nccl_model import BASE_LAT, HW_LAT, PROTOCOLS, RING_PROTO_BW_FACTOR
+from .topology.model import Topology
+
+NET_OVERHEAD_US = 1.0  # tuning.cc getNetOverhead on Intel hosts: per step across nodes, x3 for Simple
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One protocol's costs for one algorithm family on one machine."""
+
+    name: str
+    algo: str            # NCCL's algorithm whose latencies apply: ring or tree
+    base_s: float        # once per call
+    intra_s: float       # per step between GPUs of a node
+    net_s: float         # per step between nodes
+    byte_factor: float   # wire bytes per payload byte
+
+    def messages(self) -> MessageModel:
+        """The engine's message model: every message carries byte_factor wire bytes per byte."""
+        return MessageModel.uniform(0.0, self.byte_factor)
+
+
+def protocol(name: str, algo: str = "ring", link: str = "nvlink", multinode: bool = False) -> Protocol:
+    """NCCL's costs of protocol `name` for `algo` (ring or tree) with intra-node `link` (nvlink or pcie)."""
+    if name not in PROTOCOLS:
+        raise CollsimError(f"proto: unknown protocol {name!r}; expected one of {', '.join(PROTOCOLS)}")
+    i = PROTOCOLS.index(name)
+    intra = HW_LAT[link][algo][i]
+    if multinode:  # tuning.cc: a step of a ring that crosses nodes costs at least the network overhead
+        intra = max(intra, NET_OVERHEAD_US * (3 if name == "Simple" else 1))
+    return Protocol(name, algo, BASE_LAT[algo][i] * 1e-6, intra * 1e-6, HW_LAT["net"][algo][i] * 1e-6,
+                    1.0 / RING_PROTO_BW_FACTOR[name])
+
+
+def with_step_latency(topology: Topology, intra_s: float, net_s: float) -> Topology:
+    """A copy whose link latencies make every GPU-to-GPU route cost intra_s inside a node and net_s across nodes.
+
+    Links into a node's switch or CPU carry intra_s / 2 (a route crosses two), a direct GPU-GPU
+    link intra_s, a NIC's link into the network net_s / 2 (out of one NIC, into another); PCIe
+    links to NICs and switch-to-switch links 0. A network switch is a switch with no GPU on it.
+    """
+    kinds = topology.node_kinds
+    n = topology.num_nodes
+    touches_gpu = np.zeros(n, dtype=bool)
+    for u, v in zip(topology.link_src.tolist(), topology.link_dst.tolist()):
+        if kinds[v] == "gpu":
+            touches_gpu[u] = True
+    latency = np.zeros(topology.num_links)
+    for lid, (u, v) in enumerate(zip(topology.link_src.tolist(), topology.link_dst.tolist())):
+        ku, kv = kinds[u], kinds[v]
+        pair = {ku, kv}
+        if pair == {"gpu"}:
+            latency[lid] = intra_s
+        elif "gpu" in pair and pair & {"switch", "cpu"}:
+            latency[lid] = intra_s / 2
+        elif "nic" in pair and "switch" in pair and not touches_gpu[u if ku == "switch" else v]:
+            latency[lid] = net_s / 2
+    clone = topology._copy()
+    clone.latency = latency
+    return clone

@@ -1,0 +1,136 @@
+"""The app as a person sees it: a real Streamlit server and headless Chromium (installed by .ci/run).
+
+Every page is opened from its URL, checked for Streamlit's exception element and photographed (into
+pytest's tmp_path, or into $COLLSIM_SCREENSHOTS when set, e.g. docs/img for the README); on the Step
+through page the play button must advance the step by itself.
+"""
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+playwright = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
+if CHROMIUM is None:
+    pytest.skip("no chromium on PATH (.ci/run installs Debian's chromium)", allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parents[2]
+EXCEPTION = "[data-testid='stException']"
+# url path (with a query string, as a teacher would link it) -> text the page shows once drawn
+PAGES = {
+    "?lesson=b": "Lesson (b)",
+    "step?op=allreduce&algo=ring&p=8&topo=ring&size=1MiB&s=4": "Step 4 of 14",
+    "cost?op=allreduce&p=8&sizes=1KiB:1GiB:4": "Crossovers:",
+    "contention?topo=switch&op=allreduce&algo=ring&p=8&size=64MiB&late=3&delay=50&load=50": "Busiest links",
+    "whatif": "What-if hardware",
+    "reality": "Model vs reality",
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
+                             "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
+                             "--browser.gatherUsageStats", "false"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(120):
+        try:
+            urllib.request.urlopen(url + "/_stcore/health", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not start within 60 s")
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        yield chromium
+        chromium.close()
+
+
+def _photograph(page, path: Path) -> None:
+    """A screenshot down to the end of the page's content (Streamlit scrolls inside its own block)."""
+    height = page.evaluate("() => { const m = document.querySelector('[data-testid=\"stMainBlockContainer\"]');"
+                           " return m ? m.getBoundingClientRect().bottom : 0; }")
+    size = page.viewport_size
+    bottom = min(int(height) + 20, size["height"]) if height else size["height"]
+    page.screenshot(path=str(path), clip={"x": 0, "y": 0, "width": size["width"], "height": max(bottom, 400)})
+
+
+def _shots(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("COLLSIM_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.mark.parametrize("path", list(PAGES))
+def test_every_page_opens_from_its_link_without_an_exception(server, browser, tmp_path, path):
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})  # Streamlit scrolls inside: a tall window shows all
+    page.goto(f"{server}/{path}")
+    page.get_by_text(PAGES[path]).first.wait_for(timeout=90000)
+    if not path.startswith("?"):
+        page.locator(".js-plotly-plot").first.wait_for(timeout=60000)
+    page.wait_for_timeout(1500)  # let the figures finish drawing
+    assert page.locator(EXCEPTION).count() == 0
+    name = "app_" + (path.split("?")[0] or "lessons") + ".png"
+    _photograph(page, _shots(tmp_path) / name)
+    assert (_shots(tmp_path) / name).stat().st_size > 10_000
+    if path.startswith("step"):
+        grid = page.locator(".buffer-grid td.cell")
+        assert grid.count() == 8 * 8  # 8 ranks x 8 chunks, each cell at its fixed size
+        box = grid.first.bounding_box()
+        assert box and box["width"] >= 60
+    page.close()
+
+
+def test_play_advances_the_step_by_itself(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.goto(f"{server}/step?op=allreduce&algo=ring&p=4&topo=ring&size=1MiB&s=0")
+    page.get_by_text("Step 0 of 6").first.wait_for(timeout=90000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=60000)
+    page.wait_for_timeout(1000)  # the first run has finished drawing
+    page.get_by_role("button", name="▶ play").click()
+    page.get_by_role("button", name="pause").wait_for(timeout=30000)
+    page.get_by_text(re.compile(r"Step [2-6] of 6")).first.wait_for(timeout=45000)  # two ticks without a click
+    assert page.locator(EXCEPTION).count() == 0
+    page.close()
+
+
+def test_a_link_restores_the_lesson_and_the_check_works(server, browser, tmp_path):
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(f"{server}/?lesson=c")
+    page.get_by_text("Lesson (c)").first.wait_for(timeout=90000)
+    page.get_by_label(re.compile("your answer")).fill("4")
+    page.get_by_label(re.compile("your answer")).press("Enter")
+    page.get_by_role("button", name="Check my prediction").click()
+    page.get_by_text("Right.").first.wait_for(timeout=30000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=60000)  # the live figure, revealed by the check
+    page.wait_for_timeout(1500)
+    assert page.locator(EXCEPTION).count() == 0
+    _photograph(page, _shots(tmp_path) / "app_lesson_checked.png")
+    page.close()

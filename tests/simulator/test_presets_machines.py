@@ -1,0 +1,61 @@
+"""Cloud presets and multi-rail clusters: NIC counts, shared and bonded rails, defaults from each machine's documents."""
+
+import pytest
+
+from simulator.errors import CollsimError
+from simulator.topology import PRESETS, build_preset
+from simulator.topology.builders import cluster
+from simulator.topology.spec import parse_topology
+
+
+def _nics(topo):
+    return sorted({n for n, k in zip(topo.node_names, topo.node_kinds) if k == "nic"})
+
+
+def _first_hop(topo, rank, other):
+    return topo.link(topo.route(rank, other)[0]).dst
+
+
+def test_p4de_has_four_100g_efa_per_node_shared_by_gpu_pairs():
+    topo = parse_topology("p4de:nodes=2")
+    assert len(_nics(topo)) == 8  # 4 per node (AWS: 400 Gbps = 4 x 100G EFA)
+    assert _first_hop(topo, 0, 8) == _first_hop(topo, 1, 8) == "n0nic0"
+    assert _first_hop(topo, 2, 8) == "n0nic1" and _first_hop(topo, 7, 8) == "n0nic3"
+    assert topo.path_cost(0, 8)[1] == pytest.approx(100e9 / 8)  # 12.5 GB/s, the EFA port
+    assert topo.path_cost(0, 1)[1] == pytest.approx(300e9)      # NVLink 3 per direction
+
+
+def test_p5_bonds_four_efa_ports_per_gpu():
+    topo = parse_topology("p5:nodes=2")
+    assert len(_nics(topo)) == 16  # one NIC node per GPU, each 4 x 100G
+    assert topo.path_cost(3, 11)[1] == pytest.approx(4 * 100e9 / 8)
+    assert _first_hop(topo, 3, 11) == "n0nic3"
+
+
+def test_a3_mega_and_dgx_a100_default_networks():
+    assert parse_topology("a3-mega:nodes=2").path_cost(0, 8)[1] == pytest.approx(25e9)   # 8 x 200G TCPXO
+    assert parse_topology("dgx-a100:nodes=2").path_cost(0, 8)[1] == pytest.approx(25e9)  # 8 x 200G HDR (datasheet)
+    assert parse_topology("dgx-a100:nodes=2,net=ib400").path_cost(0, 8)[1] == pytest.approx(31.5e9)  # then PCIe 4 caps
+
+
+def test_gb200_trays_share_one_nvlink_domain():
+    topo = parse_topology("gb200-nvl4:nodes=2")
+    assert topo.num_devices == 8 and topo.path_cost(0, 7)[1] == pytest.approx(900e9)
+    assert not _nics(topo)
+    with pytest.raises(CollsimError, match="nodes: 19 trays"):
+        parse_topology("gb200-nvl4:nodes=19")
+
+
+def test_every_machine_preset_names_its_source():
+    for name in ("dgx-a100", "dgx-h100", "hgx-b200", "p4de", "p5", "a3-mega", "gb200-nvl4", "rtx4090-pcie"):
+        machine = PRESETS[name].machine
+        assert machine is not None and len(machine.source) > 20
+        assert build_preset(name).preset[0].name == name
+
+
+def test_cluster_nics_option():
+    assert len(_nics(parse_topology("cluster:nodes=2,gpus=8,nics=2"))) == 4
+    with pytest.raises(CollsimError, match="nics: 3 NICs per node with 8 GPUs"):
+        cluster(2, 8, nics=3)
+    with pytest.raises(CollsimError, match="nics"):
+        parse_topology("cluster:nodes=2,gpus=8,nics=0")
