@@ -4,8 +4,10 @@ Every duration the model computes in seconds (latency, bytes / rate, gamma x byt
 the nearest tick and added as an integer. Two events are simultaneous exactly when their integers are equal, so ties
 are decided by the model's rules (transfer-id order), never by float rounding, and a run is reproducible bit for
 bit. Why femtoseconds (docs/model.md, "Time"): each rounding is at most 0.5 fs, so a duration of 0.5 us or more is
-exact to 1e-9 relative. A run that could last longer than int64 femtoseconds hold (an upper bound on its makespan
-above 2^62 fs, about 4,611 s: fits probe the engine with 1 s per byte) counts in a coarser power of ten instead.
+exact to 1e-9 relative. The tick is a power of ten chosen per run from an upper bound on its makespan: 1 fs for
+bounds from 0.1 s to 4,611 s (2^62 fs); a finer one for shorter runs, so that the bound spans at least 1e14 ticks
+(a picosecond run is not rounded by half a femtosecond); a coarser one for longer runs (fits probe the engine with 1 s
+per byte), so that int64 still holds every instant.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 
 TICKS_PER_S = 10**15   # the normal tick: one femtosecond
 MAX_TICKS = 2**62      # instants stay below this, so sums of two never overflow int64
+MIN_SPAN = 10**14      # a run's bound spans at least this many ticks: shorter runs count in finer powers of ten
 
 
 class Clock:
@@ -23,9 +26,11 @@ class Clock:
 
     def __init__(self, horizon_s: float = 0.0):
         per_s = TICKS_PER_S
-        if math.isfinite(horizon_s):
+        if math.isfinite(horizon_s) and horizon_s > 0:
             while per_s > 1 and horizon_s * per_s >= MAX_TICKS:
                 per_s //= 10
+            while horizon_s * per_s < MIN_SPAN and per_s < 10**30:
+                per_s *= 10
         self.per_s = per_s
         self.scale = float(per_s)
 

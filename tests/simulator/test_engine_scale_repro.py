@@ -11,6 +11,7 @@ from simulator.algorithms import build_schedule
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
 from simulator.engine.clock import TICKS_PER_S, Clock, ticks
+from simulator.schedule import Schedule, Transfer, region
 from simulator.topology import parse_topology
 
 # (op, algorithm, p, SPEC, ports, bytes, gamma, shuffle): contention cases, the first two with float near-ties
@@ -67,7 +68,18 @@ def test_instants_are_integer_ticks_so_equal_paths_tie_exactly():
 
 def test_a_run_that_could_outlast_int64_femtoseconds_counts_in_a_coarser_tick():
     assert Clock(4000.0).per_s == 10**15 and Clock(5000.0).per_s == 10**14 and Clock(1e9).per_s == 10**9
+    assert Clock(0.1).per_s == 10**15 and Clock(1e-3).per_s == 10**17 and Clock(0.0).per_s == 10**15
     # fits probe the engine with 1 s per byte: 2 (p - 1) steps of 1 s latency + 8 MiB / 8 at 1 B/s each
     sched = build_schedule(Collective("allreduce", 8, 8 << 20, "int8"), "ring")
     got = simulate(sched, parse_topology("ideal:8,lat=1s,bw=1B/s")).time
     assert got == pytest.approx(14 * (1 + (8 << 20) / 8), rel=1e-12)
+
+
+def test_a_picosecond_run_counts_in_finer_ticks():
+    # runs of a few ps (found by hypothesis in test_cost's lower-bound test): half a femtosecond would be 2e-4 of them
+    assert Clock(2e-11).per_s == 10**25
+    coll = Collective("allreduce", 2, 3, "int8")
+    sched = Schedule(coll, "hand", [Transfer(0, 0, 1, (region("in", 0, 3),), False, ()),
+                                    Transfer(1, 1, 0, (region("in", 0, 1),), False, (0,))])
+    got = simulate(sched, parse_topology("ideal:2,lat=1.1e-12s,bw=3e12B/s")).time
+    assert got == pytest.approx(2 * 1.1e-12 + 4 / 3e12, rel=1e-13)
