@@ -1,20 +1,24 @@
-"""How the engine scales: wall time, events per second and peak memory for big collectives, next to raw simpy.
+"""The engine at cluster scale: whole `collsim simulate` processes, this engine against the one it replaced.
 
-Each case runs in its own process (so its peak resident memory is its own): schedule build time,
-engine time, simpy events, events per second. The raw simpy event rate (a process yielding
-timeouts, and bare timeouts with a callback) is measured in the same run on the same machine, so
-the ratio "engine events/s / raw simpy events/s" is meaningful even on a busy machine.
+Each case runs `collsim simulate ... --json` in a fresh process (so its peak resident memory is its own), timed from
+the parent from start to exit (interpreter start, imports, schedule, engine, statistics, output). The previous
+engine is tests/engine_ref (frozen before issue 9; float seconds, one max-min per event), run by the same command
+with the same schedule builders and Trace: only the engine differs. Every case has a timeout, so one slow case
+cannot hang the table; cases the previous engine cannot finish on this machine are not run with it.
 
-    python -m benchmarks.engine_scale                  # the full table (several minutes on 2 cores)
-    python -m benchmarks.engine_scale --quick          # p = 64 and 256 only
-    python -m benchmarks.engine_scale --json out.json
+    python -m benchmarks.engine_scale                 # the issue's table (about 10 minutes on 2 shared cores)
+    python -m benchmarks.engine_scale --quick         # the p <= 256 cases
+    python -m benchmarks.engine_scale --json docs/engine_scale.json
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
+import random
 import resource
 import subprocess
 import sys
@@ -22,131 +26,141 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+RING_1024 = ["--op", "allreduce", "--algo", "ring", "--ranks", "1024", "--size", "64MiB"]
 
+
+def _shuffled(p: int, seed: int = 7) -> str:
+    order = list(range(p))
+    random.Random(seed).shuffle(order)
+    return ",".join(map(str, order))
+
+
+# (name, collsim simulate arguments, run the previous engine too, the issue's figure for main on this machine kind)
 CASES = [
-    ("allreduce", "ring", 64, "ideal:64"),
-    ("allreduce", "ring", 256, "ideal:256"),
-    ("allreduce", "ring", 1024, "ideal:1024"),
-    ("allreduce", "ring", 64, "switch:64"),
-    ("allreduce", "ring", 256, "switch:256"),
-    ("allreduce", "ring", 1024, "switch:1024"),
-    ("allreduce", "hierarchical", 1024, "cluster:nodes=128,gpus=8"),
-    ("allreduce", "hierarchical", 4096, "cluster:nodes=512,gpus=8"),
+    ("ring p=1024 switch, contention", [*RING_1024, "--topology", "switch:1024"], True, "27.5-32.1 s, 2.6 GiB"),
+    ("ring p=1024 switch, --no-contention", [*RING_1024, "--topology", "switch:1024", "--no-contention"], True, "20.4 s"),
+    ("ring p=1024 ideal", [*RING_1024, "--topology", "ideal:1024"], True, "21.5 s"),
+    ("hierarchical p=1024 cluster:nodes=128,gpus=8",
+     ["--op", "allreduce", "--algo", "hierarchical", "--size", "64MiB", "--topology", "cluster:nodes=128,gpus=8"], True,
+     "7.6 s"),
+    ("desynchronised ring p=256 (shuffled, 4:1 oversubscribed)",
+     ["--op", "allreduce", "--algo", "ring", "--size", "64MiB", "--topology", "cluster:nodes=32,gpus=8,oversub=4",
+      "--placement", _shuffled(256)], True, ""),
+    ("direct p=256 switch", ["--op", "allreduce", "--algo", "direct", "--ranks", "256", "--size", "64MiB",
+                             "--topology", "switch:256"], True, ""),
+    ("direct p=1024 switch", ["--op", "allreduce", "--algo", "direct", "--ranks", "1024", "--size", "64MiB",
+                              "--topology", "switch:1024"], False, "MemoryError after 3 min 54 s at 8.9 GB"),
+    ("hierarchical p=8192 cluster:nodes=1024,gpus=8",
+     ["--op", "allreduce", "--algo", "hierarchical", "--size", "64MiB", "--topology", "cluster:nodes=1024,gpus=8"], False,
+     ""),
+    ("ring p=8192 cluster:nodes=1024,gpus=8",
+     ["--op", "allreduce", "--algo", "ring", "--size", "64MiB", "--topology", "cluster:nodes=1024,gpus=8"], False, ""),
 ]
-QUICK = [c for c in CASES if c[2] <= 256]
+MEMORY_CAP = 8 << 30  # bytes of address space per case process
+QUICK = {"desynchronised ring p=256 (shuffled, 4:1 oversubscribed)", "direct p=256 switch"}
 
 
-def raw_simpy_rates(n: int = 300_000) -> dict[str, float]:
-    """Events per second of plain simpy: a process yielding timeouts, and timeouts with a callback."""
-    import simpy
+def child(engine: str, argv: list[str]) -> int:
+    """Run `collsim simulate argv --json` in this process with the given engine; print one JSON line of results.
 
-    env = simpy.Environment()
+    The process may map at most MEMORY_CAP bytes: a case too large for the machine fails with collsim's out-of-memory
+    error instead of pushing a shared machine into swap."""
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+    sys.path.insert(0, str(ROOT))
+    import app.commands.simulate as command
+    from app.cli import main
 
-    def proc(env):
-        for _ in range(n):
-            yield env.timeout(1)
+    if engine == "ref":
+        sys.path.insert(0, str(ROOT / "tests"))
+        import engine_ref
 
-    env.process(proc(env))
-    t = time.perf_counter()
-    env.run()
-    process_rate = n / (time.perf_counter() - t)
-    env = simpy.Environment()
-    count = [0]
-
-    def callback(event):
-        count[0] += 1
-        if count[0] < n:
-            env.timeout(1).callbacks.append(callback)
-
-    for _ in range(64):
-        env.timeout(1).callbacks.append(callback)
-    t = time.perf_counter()
-    env.run()
-    callback_rate = count[0] / (time.perf_counter() - t)
-    return {"process": process_rate, "callback": callback_rate}
+        command.simulate = engine_ref.simulate
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["simulate", *argv, "--json"])  # collsim's own limits apply (ring on 8192 GPUs is refused)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    result = {"exit": code, "peak_MiB": usage.ru_maxrss / 1024, "cpu_s": usage.ru_utime + usage.ru_stime}
+    if code == 0:
+        summary = json.loads(out.getvalue())
+        result.update(time_s=summary["time_s"], engine_s=summary["wall_s"], transfers=summary["transfers"],
+                      events=summary["events"])
+    print(json.dumps(result))
+    return 0
 
 
-def run_case(op: str, algo: str, ranks: int, spec: str) -> dict:
-    """Build and simulate one case in this process; return its measurements."""
-    import gc
+def run_case(engine: str, argv: list[str], timeout: float) -> dict:
+    """One whole process: wall seconds from start to exit, and what the child reported."""
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "benchmarks.engine_scale", "--child", engine, "--", *argv],
+                              capture_output=True, text=True, cwd=ROOT, timeout=timeout,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    except subprocess.TimeoutExpired:
+        return {"skipped": f"over {timeout:g} s (stopped)"}
+    wall = time.perf_counter() - start
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["failed"])[-1]
+        return {"skipped": tail[:80]}
+    result = json.loads(lines[-1])
+    if result["exit"]:
+        return {"skipped": f"collsim exited {result['exit']}: {proc.stderr.strip()[-80:]}"}
+    return {"wall_s": wall, **result}
 
-    from simulator.algorithms import REGISTRY, build_schedule
-    from simulator.collective import Collective
-    from simulator.engine import simulate
-    from simulator.topology import parse_topology
 
-    if (op, algo) not in REGISTRY:
-        return {"skipped": f"{op}/{algo} is not registered"}
-    coll = Collective(op, ranks, 4 * ranks * 1024)
-    gc.collect()
-    t = time.perf_counter()
-    sched = build_schedule(coll, algo)
-    _ = sched.arrays
-    build = time.perf_counter() - t
-    topo = parse_topology(spec)
-    before = raw_simpy_rates(200_000)
-    t = time.perf_counter()
-    trace = simulate(sched, topo)
-    engine = time.perf_counter() - t
-    after = raw_simpy_rates(200_000)
-    raw = {k: (before[k] + after[k]) / 2 for k in before}
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"transfers": len(sched), "build_s": build, "engine_s": engine, "total_s": build + engine,
-            "events": trace.events, "events_per_s": trace.events / trace.wall_s, "simulated_s": trace.time,
-            "peak_MiB": peak_kib / 1024, "raw_simpy_events_per_s": raw["process"],
-            "raw_simpy_callback_events_per_s": raw["callback"], "x_raw": trace.events / trace.wall_s / raw["process"]}
+def _fmt(row: dict, key: str, digits: int = 2) -> str:
+    value = row.get(key)
+    return f"{value:.{digits}f}" if isinstance(value, (int, float)) else "-"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="only the p <= 256 cases")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    parser.add_argument("--timeout", type=float, default=900, help="seconds allowed per case (default 900)")
-    parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("--timeout", type=float, default=300, help="seconds allowed per process (default 300)")
+    parser.add_argument("--no-ref", action="store_true", help="do not run the previous engine")
+    parser.add_argument("--child", choices=["new", "ref"], help=argparse.SUPPRESS)
+    parser.add_argument("argv", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.case:
-        op, algo, ranks, spec = args.case.split("|")
-        print(json.dumps(run_case(op, algo, int(ranks), spec)))
-        return 0
+    if args.child:
+        return child(args.child, args.argv)
     from app.output import table
 
-    before = raw_simpy_rates()
+    load_before = os.getloadavg()
     rows = []
-    for op, algo, ranks, spec in (QUICK if args.quick else CASES):
-        try:
-            case = f"{op}|{algo}|{ranks}|{spec}"
-            out = subprocess.run([sys.executable, "-m", "benchmarks.engine_scale", "--case", case], capture_output=True,
-                                 text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            rows.append({"op": op, "algorithm": algo, "ranks": ranks, "topology": spec,
-                         "skipped": f"over {args.timeout:g} s (stopped)"})
+    for name, argv, ref_ok, issue in CASES:
+        if args.quick and name not in QUICK:
             continue
-        if out.returncode:
-            result = {"skipped": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "failed"}
-        else:
-            result = json.loads(out.stdout.strip().splitlines()[-1])
-        rows.append({"op": op, "algorithm": algo, "ranks": ranks, "topology": spec, **result})
-        print(f"  done: {algo} p={ranks} on {spec}", file=sys.stderr, flush=True)
-    after = raw_simpy_rates()
-    raw = {k: (before[k] + after[k]) / 2 for k in before}
-    print(f"# raw simpy on this machine, start and end of the run: {raw['process']:,.0f} events/s (process yielding "
-          f"timeouts), {raw['callback']:,.0f} events/s (timeouts with a callback); load average {os.getloadavg()[0]:.1f}")
-    headers = ["algorithm", "p", "topology", "transfers", "build(s)", "engine(s)", "total(s)", "events", "events/s",
-               "raw simpy/s", "x raw", "peak MiB"]
+        row = {"case": name, "argv": argv, "issue_main": issue, "new": run_case("new", argv, args.timeout)}
+        if ref_ok and not args.no_ref:
+            row["ref"] = run_case("ref", argv, args.timeout)
+        rows.append(row)
+        print(f"  done: {name}", file=sys.stderr, flush=True)
+    load_after = os.getloadavg()
+    headers = ["case", "transfers", "wall s", "engine s", "peak MiB", "prev wall s", "prev peak MiB", "prev/now",
+               "same time", "issue: main"]
     body = []
     for r in rows:
-        if "skipped" in r:
-            body.append([r["algorithm"], r["ranks"], r["topology"], "-", "-", "-", "-", "-", "-", "-", "-", r["skipped"][:40]])
-            continue
-        body.append([r["algorithm"], r["ranks"], r["topology"], r["transfers"], r["build_s"], r["engine_s"], r["total_s"],
-                     r["events"], int(r["events_per_s"]), int(r["raw_simpy_events_per_s"]), r["x_raw"], int(r["peak_MiB"])])
-    print(table(headers, body, align="lrlrrrrrrrrr"))
-    print("# raw simpy/s: a simpy process yielding timeouts, measured in the same process just before and after the case;")
-    print("# x raw = engine events/s / raw simpy/s. build = algorithm's schedule (ScheduleBuilder) + its arrays.")
+        new, ref = r["new"], r.get("ref", {})
+        ratio = f"{ref['wall_s'] / new['wall_s']:.1f}x" if "wall_s" in new and "wall_s" in ref else "-"
+        same = "-"
+        if "time_s" in new and "time_s" in ref:
+            same = "yes" if abs(new["time_s"] - ref["time_s"]) <= 1e-9 * ref["time_s"] else (
+                f"{abs(new['time_s'] / ref['time_s'] - 1):.1e} rel")
+        prev = ref.get("skipped", "not run") if "wall_s" not in ref else _fmt(ref, "wall_s")
+        body.append([r["case"], new.get("transfers", "-"), new.get("skipped", _fmt(new, "wall_s"))[:40],
+                     _fmt(new, "engine_s"), _fmt(new, "peak_MiB", 0), prev[:40], _fmt(ref, "peak_MiB", 0), ratio, same,
+                     r["issue_main"]])
+    print(f"# whole `collsim simulate` processes, one at a time; load average {load_before[0]:.2f} at the start, "
+          f"{load_after[0]:.2f} at the end ({os.cpu_count()} CPUs)")
+    print(table(headers, body, align="lrrrrrrrll"))
+    print("# prev = the engine before issue 9 (tests/engine_ref) behind the same command; same time = makespans agree to"
+          " 1e-9 (else their relative difference: float near-ties in the previous engine).")
     if args.json:
-        from simulator.profile import atomic_write
+        from simulator.fileio import atomic_write
 
-        atomic_write(args.json, json.dumps({"raw_simpy_events_per_s": raw, "cases": rows}, indent=2))
+        atomic_write(args.json, json.dumps({"load_average": {"start": load_before, "end": load_after},
+                                            "cpus": os.cpu_count(), "cases": rows}, indent=2))
     return 0
 
 

@@ -176,6 +176,65 @@ class Schedule:
         return self
 
 
+class ArraySchedule(Schedule):
+    """A schedule made as columns, for algorithms that build thousands of ranks' transfers at once.
+
+    `columns` holds per transfer src, dst, reduce, step and the dependencies as CSR (dep_ptr, dep_idx, each row
+    sorted), and per piece (CSR piece_ptr) src_buf / dst_buf (indices into BUFFERS), src_off, dst_off, count.
+    The engine and the statistics read `arrays`; Transfer objects are made only when something reads `transfers`.
+    """
+
+    def __init__(self, collective: Collective, algorithm: str, columns: dict[str, np.ndarray], params: dict | None = None,
+                 scratch_count: int = 0):
+        self.collective = collective
+        self.algorithm = algorithm
+        self.params = dict(params or {})
+        self.scratch_count = scratch_count
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return int(self.columns["src"].size)
+
+    @cached_property
+    def transfers(self) -> list[Transfer]:  # type: ignore[override]
+        """The Transfer objects, made on first use."""
+        c = self.columns
+        pptr, deps = c["piece_ptr"].tolist(), c["dep_idx"].tolist()
+        dptr = c["dep_ptr"].tolist()
+        pieces = [_new_piece(BUFFERS[a], o, BUFFERS[b], q, n) for a, o, b, q, n in
+                  zip(c["src_buf"].tolist(), c["src_off"].tolist(), c["dst_buf"].tolist(), c["dst_off"].tolist(),
+                      c["count"].tolist())]
+        return [new_transfer(t, s, d, tuple(pieces[pptr[t]:pptr[t + 1]]), r, tuple(deps[dptr[t]:dptr[t + 1]]), st)
+                for t, (s, d, r, st) in enumerate(zip(c["src"].tolist(), c["dst"].tolist(), c["reduce"].tolist(),
+                                                      c["step"].tolist()))]
+
+    @cached_property
+    def arrays(self) -> dict[str, np.ndarray]:
+        c = self.columns
+        n = len(self)
+        if c["count"].size == n:  # one piece per transfer
+            counts = c["count"]
+        else:
+            counts = np.zeros(n, dtype=np.int64)
+            np.add.at(counts, np.repeat(np.arange(n), np.diff(c["piece_ptr"])), c["count"])
+        return {"src": c["src"], "dst": c["dst"], "bytes": counts * self.collective.elem_size, "reduce": c["reduce"],
+                "step": c["step"], "dep_ptr": c["dep_ptr"], "dep_idx": c["dep_idx"]}
+
+    @property
+    def num_steps(self) -> int:
+        return 1 + int(self.columns["step"].max(initial=-1))
+
+
+def csr_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CSR (ptr, idx) of a table whose row t lists t's dependencies, -1 meaning none: each row sorted, repeats dropped."""
+    rows = np.sort(rows, axis=1)
+    keep = rows >= 0
+    keep[:, 1:] &= rows[:, 1:] != rows[:, :-1]
+    ptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum(keep.sum(axis=1))
+    return ptr, rows[keep].astype(np.int64)
+
+
 class _RegionState:
     """Per (rank, buffer): intervals with the transfers a reader or a writer must wait for."""
 

@@ -15,6 +15,8 @@ from .fileio import atomic_write
 class Trace:
     """Start, arrival and end time of every transfer of a schedule run on a topology, with derived link statistics."""
 
+    engine_links: dict[str, np.ndarray] | None = None  # the link table as the engine counted it (integer ticks), if any
+
     def __init__(self, schedule, topology, options, start: np.ndarray, arrive: np.ndarray, end: np.ndarray,
                  events: int = 0, wall_s: float = 0.0, routes: dict | None = None):
         self.schedule = schedule
@@ -85,6 +87,8 @@ class Trace:
     @cached_property
     def link_table(self) -> dict[str, np.ndarray]:
         """Per used link: id, bytes carried, busy seconds (union of flow intervals), peak concurrent flows."""
+        if self.engine_links is not None:
+            return self.engine_links
         ptr, links = self._route_csr
         ids = self._network
         if links.size == 0:
@@ -97,7 +101,7 @@ class Trace:
         used, inv = np.unique(links, return_inverse=True)
         carried = np.bincount(inv, weights=nbytes, minlength=used.size)
         # busy time: union of intervals per link, groups kept apart by a per-link offset
-        span = max(self.time, float(np.nanmax(t1)) if t1.size else 0.0) + 1.0
+        span = 2 * max(self.time, float(np.nanmax(t1)) if t1.size else 0.0) + 1e-300  # apart, and no coarser than need be
         s = t0 + inv * span
         e = t1 + inv * span
         order = np.argsort(s, kind="stable")
@@ -159,9 +163,7 @@ class Trace:
             return []
         a = self.schedule.arrays
         src, dst, ptr, idx = a["src"], a["dst"], a["dep_ptr"], a["dep_idx"]
-        net = np.flatnonzero(src != dst)
-        by_src = {(int(src[u]), float(self.arrive[u])): int(u) for u in net}
-        by_dst = {(int(dst[u]), float(self.arrive[u])): int(u) for u in net}
+        freed = _PortArrivals(src, dst, self.arrive)
         t = int(np.nanargmax(self.end))
         path = [t]
         while len(path) <= len(self.end):
@@ -172,8 +174,8 @@ class Trace:
                 j = int(deps[np.argmax(self.end[deps])])
                 if self.end[j] >= s:
                     prev = j
-            if prev is None:
-                prev = by_src.get((int(src[t]), s), by_dst.get((int(dst[t]), s)))
+            if prev is None and s > 0:  # (at 0 nothing came before: the walk ends either way)
+                prev = freed.last(int(src[t]), int(dst[t]), s)
                 if prev is not None and prev == t:
                     prev = None
             if prev is None or s <= 0:
@@ -189,7 +191,7 @@ class Trace:
         out = {"op": coll.op, "algorithm": self.schedule.algorithm, "params": dict(self.schedule.params),
                "ranks": coll.ranks, "bytes": coll.nbytes, "topology": self.topology.name,
                "time_s": self.time, "algbw_GBps": self.algbw / 1e9, "busbw_GBps": self.busbw / 1e9,
-               "transfers": len(self.schedule.transfers), "events": self.events, "wall_s": self.wall_s,
+               "transfers": len(self.schedule), "events": self.events, "wall_s": self.wall_s,
                "options": {"gamma_s_per_byte": self.options.gamma, "ports": self.options.ports,
                            "contention": self.options.contention, "header_bytes": self.options.header_bytes,
                            "start_delay": {str(k): v for k, v in self.options.start_delay.items()},
@@ -296,3 +298,34 @@ def _json_default(value):
     if isinstance(value, np.floating):
         return None if np.isnan(value) else float(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+class _PortArrivals:
+    """The network transfer that arrived at a given instant from (or to) a rank, for the critical path's walk: the
+    highest id among equals. Sorted by (rank, arrival, id) on first use only (most walks follow dependencies)."""
+
+    def __init__(self, src: np.ndarray, dst: np.ndarray, arrive: np.ndarray):
+        self._src, self._dst, self._arrive = src, dst, arrive
+        self._tables: dict[str, tuple] = {}
+
+    def _table(self, side: str) -> tuple:
+        if side not in self._tables:
+            ranks = self._src if side == "src" else self._dst
+            net = np.flatnonzero(self._src != self._dst)
+            order = net[np.lexsort((net, self._arrive[net], ranks[net]))]
+            bounds = np.searchsorted(ranks[order], np.arange(int(ranks.max(initial=0)) + 2))
+            self._tables[side] = (order, self._arrive[order], bounds)
+        return self._tables[side]
+
+    def _find(self, side: str, rank: int, at: float) -> int | None:
+        order, times, bounds = self._table(side)
+        if rank + 1 >= bounds.size:
+            return None
+        lo, hi = int(bounds[rank]), int(bounds[rank + 1])
+        k = lo + int(np.searchsorted(times[lo:hi], at, side="right")) - 1
+        return int(order[k]) if k >= lo and times[k] == at else None
+
+    def last(self, src: int, dst: int, at: float) -> int | None:
+        """A message sent by `src` that arrived at `at`, else one received by `dst` then, else None."""
+        found = self._find("src", src, at)
+        return found if found is not None else self._find("dst", dst, at)

@@ -15,7 +15,11 @@ from simulator.schedule import Schedule
 
 
 def ideal_time(schedule: Schedule, alpha: float, beta: float, gamma: float = 0.0) -> float:
-    """Completion time of the schedule under the single-port alpha-beta-gamma model."""
+    """Completion time of the schedule under the single-port alpha-beta-gamma model.
+
+    Works in the arithmetic of its arguments: pass fractions.Fraction values to decide simultaneous events exactly
+    (floats can make two equal instants differ by a rounding, and then the earlier-rounded one takes a port first).
+    """
     ts = schedule.transfers
     size = schedule.collective.elem_size
     children: list[list[int]] = [[] for _ in ts]
@@ -23,18 +27,19 @@ def ideal_time(schedule: Schedule, alpha: float, beta: float, gamma: float = 0.0
     for t in ts:
         for d in t.deps:
             children[d].append(t.id)
+    zero = alpha * 0  # 0 in the arguments' arithmetic
     send_free: dict[int, float] = {}
     recv_free: dict[int, float] = {}
     reducer_free: dict[int, float] = {}
     ready = [t.id for t in ts if not t.deps]
     heapq.heapify(ready)
     events: list[tuple[float, int, int]] = []  # (time, kind 0=arrived 1=ended, id)
-    now, end, done = 0.0, 0.0, 0
+    now, end, done = zero, zero, 0
 
     def finish(i: int, at: float) -> None:
         t = ts[i]
         if t.reduce:
-            start = max(at, reducer_free.get(t.dst, 0.0))
+            start = max(at, reducer_free.get(t.dst, zero))
             reducer_free[t.dst] = start + gamma * t.count * size
             heapq.heappush(events, (reducer_free[t.dst], 1, i))
         else:
@@ -47,7 +52,7 @@ def ideal_time(schedule: Schedule, alpha: float, beta: float, gamma: float = 0.0
             t = ts[i]
             if t.local:
                 finish(i, now)
-            elif send_free.get(t.src, 0.0) <= now and recv_free.get(t.dst, 0.0) <= now:
+            elif send_free.get(t.src, zero) <= now and recv_free.get(t.dst, zero) <= now:
                 arrive = now + alpha + beta * t.count * size
                 send_free[t.src] = recv_free[t.dst] = arrive
                 heapq.heappush(events, (arrive, 0, i))

@@ -1,21 +1,23 @@
 """Ring algorithms (Patarasuk & Yuan 2009): each rank talks only to its neighbours, p-1 steps per phase.
 
 One ring builder serves everything: `ring_transfers` writes a ring's messages over any group of
-ranks with their dependencies spelled out (fast enough for rings of thousands of ranks). The
-whole-ring algorithms use it as is; the ring phases (`ring_reduce_scatter`, `ring_allgather`)
-feed the same messages to a ScheduleBuilder, which infers the dependencies on data that other
-phases of a composite algorithm (hierarchical, van de Geijn broadcast) wrote or read; tests
-check that the written dependencies are exactly the inferred ones.
+ranks with their dependencies spelled out, and `ring_columns` the same as arrays (an ArraySchedule:
+rings of thousands of ranks without an object per transfer). The whole-ring algorithms use the
+columns; the ring phases (`ring_reduce_scatter`, `ring_allgather`) feed the same messages to a
+ScheduleBuilder, which infers the dependencies on data that other phases of a composite algorithm
+(hierarchical, van de Geijn broadcast) wrote or read; tests check that the written dependencies
+are exactly the inferred ones, and that the columns are exactly `ring_transfers`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
 from ..collective import Collective
-from ..schedule import Schedule, ScheduleBuilder, Transfer, new_transfer, region
+from ..schedule import BUFFERS, ArraySchedule, Schedule, ScheduleBuilder, Transfer, csr_rows, new_transfer, region
 from .forms import LinkModel
 from .phases import Seg, block_segs, chunked
 from .registry import CHUNKS, register
@@ -86,6 +88,107 @@ def _allgather(transfers: list[Transfer], group: list[int], pieces: list, full: 
         ag_prev = row
 
 
+def ring_columns(group: Sequence[int], segs: Sequence[Seg], chunks: int = 1, reduce_scatter: bool = True,
+                 allgather: bool = True, buf: str = "out", step: int = 0) -> dict[str, np.ndarray]:
+    """`ring_transfers` as columns (ArraySchedule): the same transfers, ids and dependencies, made with numpy.
+
+    Messages are numbered step by step, member by member, chunk by chunk; (s, i) below is member i's message of
+    step s, `first[s, i]` the id of its first chunk, and a chunk c depends on chunk c of the named message.
+    """
+    cuts = [chunked(seg, chunks) for seg in segs]
+    piece_off = np.array([o for c in cuts for o, _ in c], dtype=np.int64)
+    piece_cnt = np.array([n for c in cuts for _, n in c], dtype=np.int64)
+    shape = (tuple(int(g) for g in group), tuple(len(c) for c in cuts), tuple(seg[1] > 0 for seg in segs))
+    structure = _ring_structure(*shape, reduce_scatter, allgather, BUFFERS.index(buf), step)
+    if structure is None:
+        return _no_columns()
+    pieces = structure["piece"]
+    columns = {k: v for k, v in structure.items() if k != "piece"}
+    return {**columns, "src_off": piece_off[pieces], "dst_off": piece_off[pieces], "count": piece_cnt[pieces]}
+
+
+@lru_cache(maxsize=2)
+def _ring_structure(group: tuple[int, ...], npieces_t: tuple[int, ...], full_t: tuple[bool, ...], reduce_scatter: bool,
+                    allgather: bool, code: int, step: int) -> dict[str, np.ndarray] | None:
+    """Everything of ring_columns but the pieces' offsets and counts: the same for every size that cuts the blocks into
+    as many pieces and leaves the same blocks empty, so a sweep over sizes builds it once. Read-only arrays (shared).
+    `piece` is the index of each transfer's piece in the blocks' concatenated piece lists."""
+    group_a = np.asarray(group, dtype=np.int64)
+    q = group_a.size
+    npieces = np.array(npieces_t, dtype=np.int64)
+    poff = np.concatenate(([0], np.cumsum(npieces)))
+    full = np.array(full_t, dtype=bool)
+    if q < 2 or not (reduce_scatter or allgather):
+        return None
+    s_idx, i_idx = np.meshgrid(np.arange(q - 1), np.arange(q), indexing="ij")
+    parts, base = [], 0
+    rs_first = None
+    if reduce_scatter:
+        blk = (i_idx - s_idx - 1) % q
+        rs_first = base + _first_ids(npieces[blk])
+        prev = np.full_like(blk, -1)
+        prev[1:] = rs_first[:-1][:, (np.arange(q) - 1) % q]
+        parts.append((blk, rs_first, [prev], True, step))
+        base += int(npieces[blk].sum())
+    if allgather:
+        blk = (i_idx - s_idx) % q
+        first = base + _first_ids(npieces[blk])
+        waits = [np.full_like(blk, -1)]
+        waits[0][1:] = first[:-1][:, (np.arange(q) - 1) % q]
+        if rs_first is not None:
+            own = np.empty_like(blk)
+            own[0] = rs_first[q - 2][(np.arange(q) - 1) % q]
+            own[1:] = rs_first[:-1]
+            waits += [own, rs_first[:, (np.arange(q) + 1) % q]]
+        parts.append((blk, first, waits, False, step + (q - 1 if reduce_scatter else 0)))
+    cols = [_ring_part(group_a, blk, first, waits, red, at, npieces, poff, full) for blk, first, waits, red, at in parts]
+    width = max(c[4].shape[1] for c in cols)
+    src, dst, red, stp, pieces = (np.concatenate([c[k] for c in cols]) for k in (0, 1, 2, 3, 5))
+    deps = np.concatenate([np.pad(c[4], ((0, 0), (0, width - c[4].shape[1])), constant_values=-1) for c in cols])
+    n = src.size
+    dep_ptr, dep_idx = csr_rows(deps)
+    out = {"src": src, "dst": dst, "reduce": red.astype(bool), "step": stp, "dep_ptr": dep_ptr, "dep_idx": dep_idx,
+           "piece_ptr": np.arange(n + 1, dtype=np.int64), "src_buf": np.full(n, code, dtype=np.int64),
+           "dst_buf": np.full(n, code, dtype=np.int64), "piece": pieces}
+    for column in out.values():
+        column.flags.writeable = False
+    return out
+
+
+def _no_columns() -> dict[str, np.ndarray]:
+    empty = np.zeros(0, dtype=np.int64)
+    return {"src": empty, "dst": empty, "reduce": empty.astype(bool), "step": empty, "dep_ptr": np.zeros(1, np.int64),
+            "dep_idx": empty, "piece_ptr": np.zeros(1, np.int64), "src_buf": empty, "dst_buf": empty, "src_off": empty,
+            "dst_off": empty, "count": empty}
+
+
+def _first_ids(npieces: np.ndarray) -> np.ndarray:
+    """Id of each message's first chunk, messages numbered row by row."""
+    flat = npieces.ravel()
+    return (np.cumsum(flat) - flat).reshape(npieces.shape)
+
+
+def _ring_part(group, blk, first, waits, reduce, step, npieces, poff, full):
+    """One phase's columns (src, dst, reduce, step, dependency rows, piece index) from per-message tables."""
+    q = group.size
+    per = npieces[blk].ravel()
+    b = blk.ravel()
+    if per.min() == 1 and per.max() == 1:  # one chunk per message: messages are transfers
+        msg, chunk = np.arange(per.size), 0
+    else:
+        msg = np.repeat(np.arange(per.size), per)
+        chunk = np.arange(msg.size) - np.repeat(first.ravel() - first.ravel()[0], per)
+        b = b[msg]
+    s_of, i_of = np.divmod(msg, q)
+    whole = full[b]
+    rows = []
+    for w in waits:
+        w = w.ravel() if np.isscalar(chunk) else w.ravel()[msg]
+        rows.append(np.where((w >= 0) & whole, w + chunk, -1))
+    return (group[i_of], group[(i_of + 1) % q], np.full(msg.size, reduce), step + s_of, np.stack(rows, axis=1),
+            poff[b] + chunk)
+
+
 def _ring_phase(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg], chunks: int, buf: str, step: int,
                 reduce_scatter: bool) -> int:
     """The ring's messages through the builder (dependencies inferred); the next free step."""
@@ -109,7 +212,7 @@ def ring_allgather(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg]
 def ring_schedule(coll: Collective, reduce_scatter: bool, allgather: bool, chunks: int = 1) -> Schedule:
     """The whole-ring schedule around ranks 0..p-1 on 'out'."""
     segs = block_segs(coll.block_offsets)
-    return Schedule(coll, "ring", ring_transfers(range(coll.ranks), segs, chunks, reduce_scatter, allgather))
+    return ArraySchedule(coll, "ring", ring_columns(range(coll.ranks), segs, chunks, reduce_scatter, allgather))
 
 
 # ---- closed forms (Patarasuk & Yuan 2009; Thakur et al. 2005) -----------------------------------

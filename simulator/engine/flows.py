@@ -1,97 +1,240 @@
-"""Flows in flight on links: bytes left, max-min fair rates recomputed when a flow starts or ends, completion times."""
+"""Flows in flight on links: bytes left, max-min fair rates, completion instants, for many flows at once.
+
+A flow alone on every link of its route moves at its route's bottleneck and needs no max-min work; its state is
+implicit (began at `began`, rate = bottleneck, one completion posted, version 1) and handled as arrays: link counts
+and the sole flow of each link. Links with two or more flows keep the set of their flows; once per instant, max-min
+is recomputed over the connected component of the links that changed, and the flows it touches get an explicit state
+[bytes left, rate, tick of the last update, version] (the version is bumped on every rate change, -1 once done, so
+superseded completions are ignored).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
+import numpy as np
+
+from .csr import gather
 from .maxmin import progressive_filling
 
-# schedule(delay, flow, version): ask for flow_done(flow, version) `delay` seconds from now
-Schedule = Callable[[float, int, int], None]
+# post(when, ids, versions): the flows `ids` will be through at ticks `when` unless their version changes first
+Post = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+SMALL = 16  # up to this many flows at once, plain loops (numpy's fixed cost per call would dominate)
+_REMAINING, _RATE, _LAST, _VERSION = range(4)
 
 
 class Flows:
-    """The flows moving bytes now. Only the connected component of links touched by a change is reshared."""
+    """The flows moving bytes now. Flow ids are transfer ids; route_ptr/route_links give each one's links (CSR)."""
 
-    def __init__(self, flows: int, capacity: Mapping[int, float], schedule: Schedule):
-        """Flow ids are 0..flows-1 (a run's transfer ids); capacity[link] is B/s."""
-        self._capacity = capacity
-        self._schedule = schedule
-        self.link_flows: dict[int, set[int]] = {}
-        self.links: dict[int, tuple[int, ...]] = {}   # the flows moving now, and their links
-        self.remaining = [0.0] * flows                  # bytes left, as of `last`
-        self.rate = [0.0] * flows
-        self.last = [0.0] * flows
-        self.version = [0] * flows  # bumped on every rate change; -1 once done, so superseded completions are ignored
-        self._route_cap: dict[tuple[int, ...], float] = {}
+    def __init__(self, route_ptr: np.ndarray, route_links: np.ndarray, capacity: np.ndarray, bottleneck: np.ndarray,
+                 wire: np.ndarray, ticks_per_s: float, post: Post, post_one: Callable[[int, int, int], None],
+                 pair_of: np.ndarray | None = None, pair_routes: list[tuple[int, ...]] | None = None):
+        """capacity: B/s of every link; bottleneck: of every flow's route; wire: bytes each flow moves;
+        pair_routes[pair_of[f]] (optional) is flow f's route as a tuple, the same as its CSR row."""
+        n = route_ptr.size - 1
+        self.ptr, self.links_of = route_ptr, route_links
+        self._pair_of = pair_of.tolist() if pair_of is not None and n <= 1 << 16 else pair_of
+        self._pair_routes = pair_routes
+        self.capacity = capacity
+        self.wire = wire
+        self.bottleneck = bottleneck
+        self.per_s = ticks_per_s
+        self._post, self._post_one = post, post_one
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.solo = np.rint(wire / bottleneck * ticks_per_s)  # ticks to move alone
+        self.count = np.zeros(capacity.size, dtype=np.int64)      # flows on each link now
+        self.owner = np.full(capacity.size, -1, dtype=np.int64)   # the flow of a link with exactly one
+        self.shared: dict[int, set[int]] = {}                     # link -> its flows, for links with two or more
+        self.began = np.zeros(n, dtype=np.int64)
+        self.finished = np.zeros(n, dtype=bool)
+        self.state: dict[int, list] = {}                          # explicit state of flows max-min has touched
+        self._seeds: set[int] = set()
 
-    def begin(self, t: int, links: tuple[int, ...], nbytes: float, now: float) -> None:
-        """Flow t starts moving `nbytes` over `links` (non-empty)."""
-        self.links[t] = links
-        self.remaining[t] = nbytes
-        self.rate[t] = 0.0
-        self.last[t] = now
-        self.version[t] = 0
-        alone = True
-        link_flows = self.link_flows
-        for link in links:
-            flows = link_flows.get(link)
-            if flows is None:
-                flows = link_flows[link] = set()
-            flows.add(t)
-            if len(flows) > 1:
-                alone = False
-        if alone:  # nobody to share with: the bottleneck capacity, no max-min work
-            cap = self._route_cap.get(links)
-            if cap is None:
-                cap = self._route_cap[links] = min(self._capacity[link] for link in links)
-            self.rate[t] = cap
-            self.version[t] = 1
-            self._schedule(nbytes / cap, t, 1)
-        else:
-            self.reshare(links, now)
+    def route(self, f: int):
+        """The links of flow f."""
+        if self._pair_routes is not None:
+            return self._pair_routes[self._pair_of[f]]
+        return self.links_of[self.ptr[f]:self.ptr[f + 1]].tolist()
 
-    def done(self, t: int, version: int, now: float) -> bool:
-        """Flow t's completion for `version` is due: False if a rate change superseded it, else remove t and reshare."""
-        if self.version[t] != version:
+    def is_due(self, f: int, version: int) -> bool:
+        """True if flow f's completion for `version` is the valid one (version 1 for a flow that was always alone)."""
+        if self.finished[f]:
             return False
-        links = self.links.pop(t)
-        others = False
-        for link in links:
-            flows = self.link_flows[link]
-            flows.discard(t)
-            if flows:
-                others = True
-        self.version[t] = -1
-        if others:
-            self.reshare(links, now)
-        return True
+        st = self.state.get(f)
+        return version == (1 if st is None else st[_VERSION])
 
-    def reshare(self, seed_links, now: float) -> None:
-        """Bring the bytes left up to `now` and give every flow connected to `seed_links` its max-min rate."""
-        link_flows, flow_links = self.link_flows, self.links
-        comp_links = set(seed_links)
-        stack = list(comp_links)
-        comp_flows: set[int] = set()
-        while stack:
-            for f in link_flows.get(stack.pop(), ()):
-                if f not in comp_flows:
-                    comp_flows.add(f)
-                    for link in flow_links[f]:
-                        if link not in comp_links:
-                            comp_links.add(link)
-                            stack.append(link)
+    def _explicit(self, f: int) -> list:
+        st = self.state.get(f)
+        if st is None:  # always alone so far: at its bottleneck since it began
+            st = self.state[f] = [float(self.wire[f]), float(self.bottleneck[f]), int(self.began[f]), 1]
+        return st
+
+    # ---- changes of one instant ------------------------------------------------------------------------------
+    def begin(self, ids: np.ndarray, now: int) -> None:
+        """Flows `ids` start moving their bytes now."""
+        if ids.size <= SMALL:
+            self.begin_few(ids.tolist(), now)
+            return
+        self.began[ids] = now
+        links, pos = gather(self.ptr, self.links_of, ids)
+        count = self.count
+        np.add.at(count, links, 1)
+        crowded = count[links] > 1
+        if crowded.any():
+            mixed = np.unique(ids[pos[crowded]])
+            alone = ids[~np.isin(ids, mixed)]
+            single = ~crowded
+            self.owner[links[single]] = ids[pos[single]]
+            self._join(links[crowded], ids[pos[crowded]])
+            wire = self.wire
+            for f in mixed.tolist():
+                self.state[f] = [float(wire[f]), 0.0, now, 0]
+            self._seeds.update(links[crowded].tolist())
+        else:
+            alone = ids
+            self.owner[links] = ids[pos]
+        if alone.size:
+            self._post(now + self.solo[alone].astype(np.int64), alone, np.ones(alone.size, dtype=np.int64))
+
+    def begin_few(self, ids: list[int], now: int) -> None:
+        """begin() one flow at a time (numpy's fixed cost would dominate a handful)."""
+        count, owner, shared = self.count, self.owner, self.shared
+        for t in ids:
+            self.began[t] = now
+            alone = True
+            for link in self.route(t):
+                c = count[link] = count[link] + 1
+                if c == 1:
+                    owner[link] = t
+                    continue
+                alone = False
+                users = shared.get(link)
+                if users is None:
+                    users = shared[link] = {int(owner[link])}
+                    owner[link] = -1
+                users.add(t)
+                self._seeds.add(link)
+            if alone:
+                self._post_one(now + int(self.solo[t]), t, 1)
+            else:
+                self.state[t] = [float(self.wire[t]), 0.0, now, 0]
+
+    def _join(self, links: np.ndarray, flows: np.ndarray) -> None:
+        """Links now crowded get their new flows added to their sets (made from the sole flow if there was one)."""
+        shared, owner, count = self.shared, self.owner, self.count
+        new: dict[int, list[int]] = {}
+        for link, f in zip(links.tolist(), flows.tolist()):
+            new.setdefault(link, []).append(f)
+        for link, fs in new.items():
+            users = shared.get(link)
+            if users is None:
+                users = shared[link] = set()
+                if count[link] - len(fs) == 1:
+                    users.add(int(owner[link]))
+                owner[link] = -1
+            users.update(fs)
+
+    def done(self, ids: np.ndarray, versions: np.ndarray) -> np.ndarray:
+        """The flows whose completion for `versions` is due and not superseded: removed, and returned."""
+        if self.state:
+            keep = [self.is_due(f, v) for f, v in zip(ids.tolist(), versions.tolist())]
+            ids = ids[np.array(keep, dtype=bool)]
+        else:  # every flow implicit: its one completion is version 1
+            ids = ids[~self.finished[ids]]
+        if ids.size <= SMALL:
+            self.done_few(ids.tolist())
+            return ids
+        self.finished[ids] = True
+        for f in ids.tolist() if self.state else ():
+            self.state.pop(f, None)
+        links, pos = gather(self.ptr, self.links_of, ids)
+        np.subtract.at(self.count, links, 1)
+        if self.shared:
+            was_shared = np.fromiter((link in self.shared for link in links.tolist()), bool, links.size)
+            if was_shared.any():
+                self._leave(links[was_shared], ids[pos[was_shared]])
+        return ids
+
+    def done_few(self, ids: list[int]) -> None:
+        """done() for flows already known to be due, one at a time."""
+        count, owner, shared, state = self.count, self.owner, self.shared, self.state
+        for t in ids:
+            state.pop(t, None)
+            self.finished[t] = True
+            for link in self.route(t):
+                left = count[link] = count[link] - 1
+                users = shared.get(link)
+                if users is None:
+                    continue
+                users.discard(t)
+                if left > 1:
+                    self._seeds.add(link)
+                    continue
+                del shared[link]
+                if left == 1:
+                    owner[link] = next(iter(users))
+                    self._seeds.add(link)
+
+    def _leave(self, links: np.ndarray, flows: np.ndarray) -> None:
+        shared, owner, count = self.shared, self.owner, self.count
+        for link, f in zip(links.tolist(), flows.tolist()):
+            shared[link].discard(f)
+        for link in set(links.tolist()):
+            left = int(count[link])
+            if left <= 1:
+                users = shared.pop(link)
+                if left == 1:
+                    owner[link] = next(iter(users))
+                    self._seeds.add(link)
+            else:
+                self._seeds.add(link)
+
+    def users(self, link: int):
+        users = self.shared.get(link)
+        if users is not None:
+            return users
+        return (int(self.owner[link]),) if self.count[link] == 1 else ()
+
+    # ---- once per instant -------------------------------------------------------------------------------------
+    def reshare(self, now: int) -> None:
+        """Bring the bytes left up to `now` and give every flow connected to the links changed this instant its
+        max-min rate; post the completions whose rate changed."""
+        if not self._seeds:
+            return
+        seeds = self._seeds
+        self._seeds = set()
+        shared = self.shared
+        users: dict[int, object] = {}   # every link of the component's flows -> its flows
+        stack = [f for link in seeds for f in self.users(link)]
+        comp_flows: dict[int, list[int]] = {}
+        while stack:  # only crowded links join flows: a link with one flow adds no one
+            f = stack.pop()
+            if f in comp_flows:
+                continue
+            route = comp_flows[f] = self.route(f)
+            for link in route:
+                if link in users:
+                    continue
+                crowd = shared.get(link)
+                if crowd is None:
+                    users[link] = (f,)
+                else:
+                    users[link] = crowd
+                    stack.extend(crowd)
         if not comp_flows:
             return
-        remaining, rate, last = self.remaining, self.rate, self.last
+        per_s = self.per_s
+        states = {}
         for f in comp_flows:
-            rem = remaining[f] - rate[f] * (now - last[f])
-            remaining[f] = rem if rem > 0 else 0.0
-            last[f] = now
-        users = {link: link_flows[link] for link in comp_links if link in link_flows}
-        new_rates = progressive_filling({f: flow_links[f] for f in comp_flows}, users, self._capacity)
-        for f, new in new_rates.items():
-            if new != rate[f]:
-                rate[f] = new
-                self.version[f] += 1
-                self._schedule(remaining[f] / new, f, self.version[f])
+            st = states[f] = self._explicit(f)
+            rem = st[_REMAINING] - st[_RATE] * ((now - st[_LAST]) / per_s)
+            st[_REMAINING] = rem if rem > 0 else 0.0
+            st[_LAST] = now
+        new_rates = progressive_filling(comp_flows, users, self.capacity)
+        post = self._post_one
+        for f, r in new_rates.items():
+            st = states[f]
+            if r != st[_RATE]:
+                st[_RATE] = r
+                st[_VERSION] += 1
+                post(now + round(st[_REMAINING] / r * per_s), f, st[_VERSION])

@@ -1,63 +1,83 @@
-"""The event loop: callbacks at future instants on simpy, through its public API, one simpy event per instant."""
+"""The event loop: future instants on simpy through its public API, one simpy event per distinct instant.
+
+Instants are integer ticks (clock.py). An instant holds, per kind of event, the ids due then (arrays or lists);
+when simpy reaches it, the run's handler gets them all at once. What the handler posts for the instant being run
+joins it and is handed over in the next round of the same instant (no new simpy event).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+import numpy as np
 import simpy
 
+BEGIN, DONE, ARRIVE, REDUCED, OPEN = range(5)   # latency over: the flow starts; a flow's bytes are through (with its
+KINDS = 5                                       # version); the message arrived; a reduction ended; a rank opens
 
-class EventLoop:
-    """`post(delay, fn, value)` calls fn(value) `delay` seconds from now; the calls of one instant run in the order
-    they were posted (calls posted for now, while now is being run, included). When an instant's calls are done and
-    a decision was requested, `decide()` runs before time moves on; what it posts for now runs next, then another
-    decision if one was requested again.
 
-    All calls of an instant share one simpy Timeout (env.timeout + its callbacks list); `events` counts the calls
-    and decisions, the engine's events.
+class Agenda:
+    """Ids due at future instants, by kind; `run()` hands each instant's ids to `handle(now, due)` in time order.
+
+    `due` is a list of KINDS lists of id chunks; DONE's chunks are (ids, versions) pairs. `events` counts the simpy
+    events (distinct instants), `rounds` the handler calls.
     """
 
-    def __init__(self, decide: Callable[[], None]):
+    def __init__(self, handle: Callable[[int, list[list]], None]):
         self.env = simpy.Environment()
-        self._decide = decide
-        self._agenda: dict[float, list[tuple[Callable[[Any], None], Any]]] = {}
-        self.pending = False
+        self._handle = handle
+        self._at: dict[int, list[list]] = {}
+        self.now = 0
         self.events = 0
-        self.now = 0.0  # the instant being run (env.now, kept here for the hot paths)
+        self.rounds = 0
 
-    def post(self, delay: float, fn: Callable[[Any], None], value: Any) -> None:
-        """Call fn(value) `delay` (>= 0) seconds from now."""
-        when = self.now + delay
-        calls = self._agenda.get(when)
-        if calls is None:
-            calls = self._agenda[when] = []
-            self.env.timeout(delay, when).callbacks.append(self._run_instant)
-        calls.append((fn, value))
-        self.events += 1
+    def post(self, when: int, kind: int, ids) -> None:
+        """`ids` (a list or array, or for DONE an (ids, versions) pair) are due at tick `when` (>= now)."""
+        slot = self._at.get(when)
+        if slot is None:
+            slot = self._at[when] = [[] for _ in range(KINDS)]
+            if when != self.now or not self._running:
+                self.env.timeout(when - self.now, when).callbacks.append(self._fire)
+        slot[kind].append(ids)
 
-    def request_decision(self) -> None:
-        """Run decide() once the current instant's calls are done."""
-        self.pending = True
+    def post_many(self, when: np.ndarray, kind: int, ids: np.ndarray, versions: np.ndarray | None = None) -> None:
+        """Each ids[i] (with versions[i] for DONE) is due at when[i]: one post per distinct instant."""
+        if ids.size == 0:
+            return
+        if ids.size < 8 or when.min() == when.max():
+            if when.min() == when.max():
+                self.post(int(when[0]), kind, ids if versions is None else (ids, versions))
+                return
+            for i in range(ids.size):
+                one = ids[i:i + 1]
+                self.post(int(when[i]), kind, one if versions is None else (one, versions[i:i + 1]))
+            return
+        order = np.argsort(when, kind="stable")
+        when, ids = when[order], ids[order]
+        versions = versions[order] if versions is not None else None
+        cut = np.flatnonzero(when[1:] != when[:-1]) + 1
+        bounds = [0, *cut.tolist(), ids.size]
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            self.post(int(when[a]), kind, ids[a:b] if versions is None else (ids[a:b], versions[a:b]))
+
+    _running = False
+
+    def has(self, when: int) -> bool:
+        """True if something is posted for tick `when` and not handed over yet."""
+        return when in self._at
 
     def run(self) -> None:
         """Run until nothing is left to happen."""
-        self.now = self.env.now
-        if self.pending and self.now not in self._agenda:
-            self.env.timeout(0, self.now).callbacks.append(self._run_instant)
-            self._agenda[self.now] = []
+        self._running = False
         self.env.run()
 
-    def _run_instant(self, event: simpy.Event) -> None:
+    def _fire(self, event: simpy.Event) -> None:
         when = self.now = event.value
-        calls = self._agenda[when]
-        i = 0
-        while i < len(calls):  # grows while it runs when a call posts for now
-            fn, value = calls[i]
-            fn(value)
-            i += 1
-        del self._agenda[when]
-        while self.pending and when not in self._agenda:
-            self.pending = False
-            self.events += 1
-            self._decide()
+        self.events += 1
+        self._running = True
+        due = self._at.pop(when, None)
+        while due is not None:
+            self.rounds += 1
+            self._handle(when, due)
+            due = self._at.pop(when, None)
+        self._running = False

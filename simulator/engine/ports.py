@@ -1,61 +1,129 @@
-"""Per-rank send and receive ports, and the matching of ready transfers to free ports in transfer-id order."""
+"""Send/receive ports and rank openings, and the matching of ready transfers to free ports, for many transfers at once.
+
+A transfer needs its ranks open (stragglers start late) and, unless local, a free send port on its sender and a free
+receive port on its receiver. Ready transfers take free ports in transfer-id order (greedily: the lowest id first);
+those that cannot start wait and are looked at again when a port of one of their ranks frees or a rank opens.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
+
+import numpy as np
+
+from .csr import distinct, occurrence
+
+_SMALL = 24  # below this many candidates the matching is a plain loop (numpy's fixed cost would dominate)
 
 
 class Ports:
-    """Who may start now: a transfer needs its ranks open (stragglers start late) and, unless local, a free send port
-    on its sender and a free receive port on its receiver. Ready transfers that cannot start wait on their ranks'
-    lists and are looked at again when a port of one of those ranks frees or the rank opens."""
+    """Free ports per rank, open ranks, and the transfers waiting for them (on their ranks' lists, as ids)."""
 
-    def __init__(self, src: Sequence[int], dst: Sequence[int], ranks: int, ports: int, closed: Iterable[int] = ()):
+    def __init__(self, src: np.ndarray, dst: np.ndarray, ranks: int, ports: int, closed: Iterable[int] = ()):
         per_rank = ports if ports > 0 else len(src) + 1  # 0: unlimited
         self.src, self.dst = src, dst
-        self.free_send = [per_rank] * ranks
-        self.free_recv = [per_rank] * ranks
-        self.is_open = [True] * ranks
+        small = len(src) <= 1 << 20  # the one-at-a-time paths read Python lists when they fit
+        self._s_src, self._s_dst = (src.tolist(), dst.tolist()) if small else (src, dst)
+        self.free_send = np.full(ranks, per_rank, dtype=np.int64)
+        self.free_recv = np.full(ranks, per_rank, dtype=np.int64)
+        self.is_open = np.ones(ranks, dtype=bool)
         for r in closed:
             self.is_open[r] = False
-        self.started = [False] * len(src)
-        self._waiting = [False] * len(src)
-        self._wait_lists: list[list[int]] = [[] for _ in range(ranks)]
-        self._dirty: set[int] = set()
+        self.started = np.zeros(len(src), dtype=bool)
+        self._waiting = np.zeros(len(src), dtype=bool)   # on its ranks' wait lists (until it starts)
+        self._lists: list[list[int]] = [[] for _ in range(ranks)]
+        self._listed = np.zeros(ranks, dtype=bool)       # rank has a non-empty wait list
+        self.dirty: set[int] = set()                     # ranks with waiting transfers whose ports freed or that opened
 
-    def release(self, s: int, d: int) -> None:
-        """A message from s to d has arrived: its send and receive ports are free again."""
+    def release(self, ids: np.ndarray) -> None:
+        """Messages `ids` (network transfers) have arrived: their send and receive ports are free again."""
+        s, d = self.src[ids], self.dst[ids]
+        np.add.at(self.free_send, s, 1)
+        np.add.at(self.free_recv, d, 1)
+        listed = self._listed
+        for ranks in (s, d):
+            hit = ranks[listed[ranks]]
+            if hit.size:
+                self.dirty.update(hit.tolist())
+
+    def release_one(self, s: int, d: int) -> None:
+        """release() for one message from s to d."""
         self.free_send[s] += 1
         self.free_recv[d] += 1
-        if self._wait_lists[s]:
-            self._dirty.add(s)
-        if self._wait_lists[d]:
-            self._dirty.add(d)
+        if self._listed[s]:
+            self.dirty.add(s)
+        if self._listed[d]:
+            self.dirty.add(d)
 
-    def open(self, r: int) -> None:
-        """Rank r may start transfers from now on."""
-        self.is_open[r] = True
-        self._dirty.add(r)
+    def open(self, ranks: np.ndarray) -> None:
+        """Ranks may start transfers from now on."""
+        self.is_open[ranks] = True
+        self.dirty.update(int(r) for r in ranks if self._listed[r])
 
-    def match(self, ready: list[int]) -> list[int]:
+    def _again(self) -> list[int]:
+        """The waiting transfers of the dirty ranks (those not started since), their lists pruned."""
+        again: list[int] = []
+        started, lists = self.started, self._lists
+        for r in self.dirty:
+            keep = [t for t in lists[r] if not started[t]]
+            lists[r] = keep
+            if not keep:
+                self._listed[r] = False
+            again.extend(keep)
+        self.dirty.clear()
+        return again
+
+    def _wait(self, ids: list[int]) -> None:
+        src, dst, waiting, lists, listed = self._s_src, self._s_dst, self._waiting, self._lists, self._listed
+        for t in ids:
+            if not waiting[t]:
+                waiting[t] = True
+                s, d = int(src[t]), int(dst[t])
+                lists[s].append(t)
+                listed[s] = True
+                if d != s:
+                    lists[d].append(t)
+                    listed[d] = True
+
+    def match(self, ready: np.ndarray) -> np.ndarray:
         """The transfers that start now, in id order, with their ports taken: of `ready` (newly ready) and of those
         waiting on ranks whose ports freed or that opened. The others wait."""
-        src, dst, started = self.src, self.dst, self.started
-        free_send, free_recv, is_open = self.free_send, self.free_recv, self.is_open
         cands = ready
-        for r in self._dirty:
-            waits = self._wait_lists[r]
-            if waits:
-                keep = [t for t in waits if not started[t]]
-                self._wait_lists[r] = keep
-                cands.extend(keep)
-        self._dirty.clear()
-        if len(cands) > 1:
-            cands = sorted(set(cands))
-        go = []
+        if self.dirty:
+            again = self._again()
+            if again:
+                cands = np.concatenate((ready, np.array(again, dtype=np.int64)))
+        if cands.size > 1:
+            cands = distinct(cands)
+        if cands.size < _SMALL:
+            go, wait = self._match_small(cands.tolist())
+            go = np.array(go, dtype=np.int64)
+        else:
+            go, wait = self._match_many(cands)
+            wait = wait.tolist()
+        if wait:
+            self._wait(wait)
+        return go
+
+    def match_few(self, ready: list[int]) -> list[int] | None:
+        """match() for a handful of newly ready transfers (sorted), one at a time, when the waiting transfers that
+        need another look are few too; None otherwise (then call match)."""
+        if self.dirty:
+            again = self._again()
+            if again:
+                ready = sorted(set(ready).union(again))
+                if len(ready) > _SMALL:
+                    return self.match(np.array(ready, dtype=np.int64)).tolist()
+        go, wait = self._match_small(ready)
+        if wait:
+            self._wait(wait)
+        return go
+
+    def _match_small(self, cands: list[int]) -> tuple[list[int], list[int]]:
+        src, dst, is_open = self._s_src, self._s_dst, self.is_open
+        free_send, free_recv, started = self.free_send, self.free_recv, self.started
+        go, wait = [], []
         for t in cands:
-            if started[t]:
-                continue
             s, d = src[t], dst[t]
             if is_open[s] and is_open[d] and (s == d or (free_send[s] > 0 and free_recv[d] > 0)):
                 started[t] = True
@@ -63,9 +131,44 @@ class Ports:
                     free_send[s] -= 1
                     free_recv[d] -= 1
                 go.append(t)
-            elif not self._waiting[t]:
-                self._waiting[t] = True
-                self._wait_lists[s].append(t)
-                if d != s:
-                    self._wait_lists[d].append(t)
-        return go
+            else:
+                wait.append(t)
+        return go, wait
+
+    def _match_many(self, cands: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The greedy id-order matching in rounds: a candidate whose ranks have more free ports than there are
+        earlier eligible candidates wanting them starts for sure (earlier ones only ever give ports back by failing);
+        the rest are looked at again after those took their ports."""
+        src, dst, is_open = self.src, self.dst, self.is_open
+        free_send, free_recv = self.free_send, self.free_recv
+        go, wait = [], []
+        while cands.size:
+            s, d = src[cands], dst[cands]
+            local = s == d
+            ok = is_open[s] & is_open[d] & (local | ((free_send[s] > 0) & (free_recv[d] > 0)))
+            wait.append(cands[~ok])
+            cands, s, d, local = cands[ok], s[ok], d[ok], local[ok]
+            if not cands.size:
+                break
+            net = ~local
+            ns, nd = s[net], d[net]
+            if _once(ns, free_send.size) and _once(nd, free_recv.size):  # no rank wanted twice: every one fits
+                take = np.ones(cands.size, dtype=bool)
+            else:
+                take = local.copy()
+                take[net] = (occurrence(ns) < free_send[ns]) & (occurrence(nd) < free_recv[nd])
+            now = cands[take]
+            go.append(now)
+            taken = take & net
+            np.subtract.at(free_send, s[taken], 1)
+            np.subtract.at(free_recv, d[taken], 1)
+            cands = cands[~take]
+        started = np.concatenate(go) if go else np.zeros(0, dtype=np.int64)
+        started.sort()
+        self.started[started] = True
+        return started, (np.concatenate(wait) if wait else np.zeros(0, dtype=np.int64))
+
+
+def _once(ranks: np.ndarray, size: int) -> bool:
+    """True if no rank appears twice."""
+    return ranks.size <= 1 or int(np.bincount(ranks, minlength=size).max()) <= 1

@@ -22,12 +22,18 @@ import numpy as np
 from ..schedule import Schedule
 from ..topology.model import Topology
 from ..trace import Trace
+from .clock import Clock
+from .csr import distinct, gather
 from .deadlock import DeadlockError, deadlock_report, format_deadlock
 from .flows import Flows
-from .loop import EventLoop
+from .loop import ARRIVE, BEGIN, DONE, OPEN, REDUCED, Agenda
 from .options import EngineOptions
 from .ports import Ports
-from .stats import Record
+from .stats import LinkStats, Record
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+_SMALL = 16  # up to this many transfers at once, plain loops instead of numpy
+_MIRROR = 1 << 20  # up to this many transfers, the plain loops read Python lists
 
 
 def simulate(schedule: Schedule, topology: Topology, options: EngineOptions | None = None, *,
@@ -37,15 +43,15 @@ def simulate(schedule: Schedule, topology: Topology, options: EngineOptions | No
     p = schedule.collective.ranks
     topology.check_ranks(p)
     options.check(p, topology)
-    record = Record(len(schedule.transfers))
     wall = time.perf_counter()
-    loop = _Run(schedule, topology, options, record).loop
-    loop.run()
+    run = _Run(schedule, topology, options)
+    run.agenda.run()
     wall = time.perf_counter() - wall
-    record.events = loop.events
-    start, arrive, end = record.arrays()
-    trace = Trace(schedule, topology, options, start, arrive, end, events=record.events, wall_s=wall,
-                  routes=record.routes or None)
+    record = run.record
+    record.events = run.agenda.events
+    start, arrive, end = record.arrays(run.clock)
+    trace = Trace(schedule, topology, options, start, arrive, end, events=record.events, wall_s=wall)
+    trace.engine_links = run.links.table(run.clock.scale)
     if trace.stuck.size:
         report = deadlock_report(schedule, trace)
         trace.deadlock = report
@@ -54,181 +60,328 @@ def simulate(schedule: Schedule, topology: Topology, options: EngineOptions | No
     return trace
 
 
-class _Capacities(dict):
-    """Link id -> bandwidth left after background load, computed on first use."""
-
-    def __init__(self, topology: Topology, background: dict):
-        super().__init__()
-        self._bandwidth = topology.bandwidth
-        self._background = background
-
-    def __missing__(self, link: int) -> float:
-        cap = self[link] = float(self._bandwidth[link]) * (1.0 - self._background.get(link, 0.0))
-        return cap
+def _chunks(parts: list) -> np.ndarray:
+    """One int64 array of the id chunks (arrays or lists) posted for an instant."""
+    if len(parts) == 1:
+        return np.asarray(parts[0], dtype=np.int64)
+    return np.concatenate([np.asarray(c, dtype=np.int64) for c in parts])
 
 
 class _Run:
-    """The callbacks of one run: dependencies, reductions, launches; ports, flows and time live in their parts."""
+    """One run: the instant handler (flows, arrivals, reductions, decisions); ports, flows and time live in their parts.
 
-    def __init__(self, schedule: Schedule, topology: Topology, options: EngineOptions, record: Record):
+    Everything that happens at one instant is handled together, as arrays: flows that start and end, then one
+    max-min reshare, arrivals (ports freed), reductions, ends (dependents released), then the decision: reducers take
+    work and ready transfers take free ports in id order.
+    """
+
+    def __init__(self, schedule: Schedule, topology: Topology, options: EngineOptions):
         arrays = schedule.arrays
-        n = len(schedule.transfers)
+        n = len(schedule)
         p = self.p = schedule.collective.ranks
-        self.topology, self.record = topology, record
-        self.src, self.dst = arrays["src"].tolist(), arrays["dst"].tolist()
-        self.payload = arrays["bytes"].tolist()
-        self.is_reduce = arrays["reduce"].tolist()
+        self.topology = topology
+        self.record = Record(n)
+        self.src, self.dst = arrays["src"], arrays["dst"]
+        self.local = self.src == self.dst
+        self.payload = arrays["bytes"]
+        self.is_reduce = arrays["reduce"]
         dep_ptr, dep_idx = arrays["dep_ptr"], arrays["dep_idx"]
-        self.indeg = np.diff(dep_ptr).tolist()
+        self.indeg = np.diff(dep_ptr)
         order = np.argsort(dep_idx, kind="stable")
-        self.succ_idx = np.repeat(np.arange(n), np.diff(dep_ptr))[order].tolist()
-        self.succ_ptr = np.concatenate(([0], np.cumsum(np.bincount(dep_idx, minlength=n)))).tolist()
-        self.header = options.header_bytes
+        self.succ_idx = np.repeat(np.arange(n, dtype=np.int64), np.diff(dep_ptr))[order]
+        self.succ_ptr = np.concatenate(([0], np.cumsum(np.bincount(dep_idx, minlength=n)))).astype(np.int64)
         self.gamma = options.gamma
         self.slow = [float(options.slowdown.get(r, 1.0)) for r in range(p)]
-        self.extra_latency, self.byte_factor = options.messages.table(self.payload) if options.messages else (None, None)
-        wire = arrays["bytes"].astype(np.float64)
-        wire = (wire * np.asarray(self.byte_factor) if self.byte_factor is not None else wire) + self.header
-        self.wire = wire.tolist()  # bytes each message puts on the network
-        self.loop = EventLoop(self._decide)
+        extra, factor = options.messages.table(self.payload.tolist()) if options.messages else (None, None)
+        wire = self.payload.astype(np.float64)
+        wire = (wire * np.asarray(factor) if factor is not None else wire) + options.header_bytes
+        self.agenda = Agenda(self._instant)
         late = {r: d for r, d in options.start_delay.items() if d > 0}
         self.ports = Ports(self.src, self.dst, p, options.ports, closed=late)
         self.fast = not options.contention or (topology.ideal and options.ports == 1 and not options.background)
-        self.duration = _durations(topology, arrays, wire, self.extra_latency) if self.fast else []
-        self.flows = Flows(n, _Capacities(topology, dict(options.background)), self._flow_due)
-        self.pair_cost: dict[int, tuple[float, float]] = {}
-        self.ready: list[int] = []
+        self._route_table(topology)
+        self.links = LinkStats(topology.num_links, self.route_ptr, self.route_links,
+                               self.payload.astype(np.float64) + options.header_bytes)
+        late_s = max(late.values(), default=0.0)
+        reducing = float(self.payload[self.is_reduce].sum()) * self.gamma * max(self.slow, default=1.0)
+        if self.fast:
+            duration = np.asarray(_durations(topology, arrays, wire, extra))
+            self.clock = Clock(2 * (float(duration.sum()) + reducing + late_s))  # the makespan is below half of this
+            self.duration = self.clock.ticks_array(duration)
+        else:
+            self._routes(topology, options, wire, extra, reducing + late_s)
+        # read-only columns for the one-at-a-time paths: Python lists when they fit (indexing a list is several times
+        # cheaper than indexing an array), else the arrays themselves
+        mirror = (lambda a: a.tolist()) if n <= _MIRROR else (lambda a: a)
+        self.s_src, self.s_dst, self.s_local = mirror(self.src), mirror(self.dst), mirror(self.local)
+        self.s_succ_ptr, self.s_succ_idx = mirror(self.succ_ptr), mirror(self.succ_idx)
+        self.s_delay = mirror(self.duration if self.fast else self.latency)
+        self.s_kind = [ARRIVE] * n if self.fast else np.where(self.flowing, BEGIN, ARRIVE).tolist()
+        self.s_pair = mirror(self.pair_of)
+        self.ready: list = []
+        self.pending = False
         self.reducer_busy = [False] * p
-        self.reducer_queue: list[list[tuple[float, int]]] = [[] for _ in range(p)]
+        self.reducer_queue: list[list[tuple[int, int]]] = [[] for _ in range(p)]
         self.reduce_dirty: set[int] = set()
         for r, delay in late.items():
-            self.loop.post(delay, self._open_rank, r)
-        self.ready.extend(t for t in range(n) if self.indeg[t] == 0)
-        if self.ready or n == 0:
-            self.loop.request_decision()
+            self.agenda.post(self.clock.ticks(delay), OPEN, [r])
+        first = np.flatnonzero(self.indeg == 0)
+        if first.size:
+            self.ready.append(first)
+        self.pending = True
+        self.agenda.post(0, OPEN, [])
 
-    # ---- decisions: reducers take work, ready transfers take free ports --------------------------------------
-    def _decide(self) -> None:
-        now = self.loop.now
+    def _route_table(self, topology: Topology) -> None:
+        """Every network transfer's route: CSR over transfers (route_ptr, route_links), and per distinct (src, dst)
+        pair (pair_of[t]) its route as a tuple and its latency."""
+        src, dst, p = self.src, self.dst, self.p
+        n = src.size
+        net = np.flatnonzero(~self.local)
+        uniq, inverse = _pairs(src[net] * p + dst[net], p * p)
+        self.pair_routes = [topology.route(int(k) // p, int(k) % p) for k in uniq.tolist()]
+        self.pair_latency = (np.array([topology.path_cost(int(k) // p, int(k) % p)[0] for k in uniq.tolist()])
+                             if uniq.size else np.zeros(0))
+        lengths = np.array([len(r) for r in self.pair_routes], dtype=np.int64)
+        flat = np.fromiter((link for r in self.pair_routes for link in r), np.int64, int(lengths.sum()))
+        starts = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        self.pair_of = np.zeros(n, dtype=np.int64)
+        self.pair_of[net] = inverse
+        per = np.zeros(n, dtype=np.int64)
+        per[net] = lengths[inverse]
+        self.route_ptr = np.concatenate(([0], np.cumsum(per))).astype(np.int64)
+        if net.size and lengths.min() == lengths.max():  # one route length (a switch, say)
+            self.route_links = flat.reshape(lengths.size, -1)[inverse].ravel()
+        else:
+            self.route_links, _ = gather(starts, flat, self.pair_of[net]) if net.size else (flat[:0], None)
+        if net.size and self.route_links.size != self.route_ptr[-1]:
+            raise AssertionError("route table out of step")
+
+    def _routes(self, topology: Topology, options: EngineOptions, wire: np.ndarray, extra, other_s: float) -> None:
+        """The clock, latency ticks and the flows' state, for runs with contention.
+
+        The clock's horizon bounds the makespan: while any flow moves, some saturated link carries flows whose
+        sum of rate / own bottleneck is at least 1, so sum(latency) + sum(wire / bottleneck) + reductions + the
+        latest start covers every run."""
+        n = self.src.size
+        ptr, links = self.route_ptr, self.route_links
+        per = np.diff(ptr)
+        lat = np.zeros(n)
+        net = np.flatnonzero(~self.local)
+        lat[net] = self.pair_latency[self.pair_of[net]]
+        if extra is not None:
+            lat[net] += np.asarray(extra)[net]
+        capacity = np.asarray(topology.bandwidth[np.arange(topology.num_links)], dtype=np.float64).copy()
+        for link, share in options.background.items():
+            capacity[link] *= 1.0 - share
+        self.flowing = (wire > 0) & (per > 0)
+        bottleneck = np.full(n, np.inf)
+        if links.size:
+            lo = np.minimum(ptr[:-1], links.size - 1)
+            bottleneck[per > 0] = np.minimum.reduceat(capacity[links], lo)[per > 0]
+        moving = float((wire[self.flowing] / bottleneck[self.flowing]).sum())
+        self.clock = Clock(2 * (float(lat.sum()) + moving + other_s))
+        self.latency = self.clock.ticks_array(lat)
+        self.flows = Flows(ptr, links, capacity, bottleneck, wire, self.clock.scale, self._post_done,
+                           self._post_one_done, self.pair_of, self.pair_routes)
+
+    def _post_done(self, when: np.ndarray, ids: np.ndarray, versions: np.ndarray) -> None:
+        self.agenda.post_many(when, DONE, ids, versions)
+
+    def _post_one_done(self, when: int, t: int, version: int) -> None:
+        self.agenda.post(when, DONE, ([t], [version]))
+
+    # ---- one instant -------------------------------------------------------------------------------------------
+    def _instant(self, now: int, due: list[list]) -> None:
+        size = sum(len(c) for c in due[BEGIN]) + sum(len(c) for c in due[ARRIVE]) + sum(len(c[0]) for c in due[DONE])
+        if size <= _SMALL and not due[OPEN] and not due[REDUCED]:
+            self._instant_few(now, due)
+            return
+        arrived = []
+        if due[OPEN]:
+            self.ports.open(_chunks(due[OPEN]))
+            self.pending = True
+        if due[DONE]:
+            ids = np.concatenate([c[0] for c in due[DONE]])
+            versions = np.concatenate([c[1] for c in due[DONE]])
+            arrived.append(self.flows.done(ids, versions))
+        if due[BEGIN]:
+            self.flows.begin(_chunks(due[BEGIN]), now)
+        if not self.fast:
+            self.flows.reshare(now)
+        if due[ARRIVE]:
+            arrived.append(_chunks(due[ARRIVE]))
+        if arrived:
+            ids = arrived[0] if len(arrived) == 1 else np.concatenate(arrived)
+            if ids.size:
+                self.record.arrive[ids] = now
+                self.links.arrive(ids, now)
+                self.ports.release(ids)
+                self.pending = True
+                self._landed(ids, now)
+        if due[REDUCED]:
+            self._reduced(_chunks(due[REDUCED]), now)
+        while self.pending and not self.agenda.has(now):
+            self.pending = False
+            self._decide(now)
+
+    def _instant_few(self, now: int, due: list[list]) -> None:
+        """_instant for an instant with a handful of events: the same steps one transfer at a time."""
+        arrived: list[int] = []
+        flows = self.flows if not self.fast else None
+        for ids, versions in due[DONE]:
+            for t, v in zip(ids, versions):
+                if flows.is_due(t, v):
+                    flows.done_few([int(t)])
+                    arrived.append(int(t))
+        for chunk in due[BEGIN]:
+            flows.begin_few([int(t) for t in chunk], now)
+        if flows is not None:
+            flows.reshare(now)
+        for chunk in due[ARRIVE]:
+            arrived.extend(int(t) for t in chunk)
+        if arrived:
+            arrive, src, dst, release = self.record.arrive, self.s_src, self.s_dst, self.ports.release_one
+            pair, routes, leave = self.s_pair, self.pair_routes, self.links.leave_one
+            for t in arrived:
+                arrive[t] = now
+                release(src[t], dst[t])
+                leave(routes[pair[t]], now)
+            self.pending = True
+            if self.gamma > 0:
+                self._landed(np.array(arrived, dtype=np.int64), now)
+            else:
+                self._finish_few(arrived, now)
+        while self.pending and not self.agenda.has(now):
+            self.pending = False
+            self._decide(now)
+
+    def _decide(self, now: int) -> None:
         if self.reduce_dirty:  # reducers that went idle or got work this instant take the earliest arrival
-            idle = list(self.reduce_dirty)
+            idle = sorted(self.reduce_dirty)
             self.reduce_dirty.clear()
             for r in idle:
                 if not self.reducer_busy[r] and self.reducer_queue[r]:
-                    self._start_reduction(heapq.heappop(self.reducer_queue[r])[1], r)
-        ready = self.ready[:]
-        self.ready.clear()
+                    self._start_reduction(heapq.heappop(self.reducer_queue[r])[1], r, now)
+        chunks, self.ready = self.ready, []
+        if sum(len(c) for c in chunks) <= _SMALL:
+            few = sorted(int(t) for c in chunks for t in c)
+            go_few = self.ports.match_few(few)
+            if go_few is not None:
+                if go_few:
+                    self._go_few(go_few, now)
+                return
+            ready = np.array(few, dtype=np.int64)
+        else:
+            ready = _chunks(chunks)
         go = self.ports.match(ready)
-        start, src, dst = self.record.start, self.src, self.dst
+        if not go.size:
+            return
+        if go.size <= _SMALL:
+            self._go_few(go.tolist(), now)
+            return
+        self.record.start[go] = now
+        local = self.local[go]
+        net = go[~local]
+        self.links.start(net, now)
         if self.fast:
-            post, duration, arrived = self.loop.post, self.duration, self._arrived_fast
-            for t in go:
-                start[t] = now
-                if src[t] == dst[t]:
-                    self._local(t)
-                else:
-                    post(duration[t], arrived, t)
-        else:
-            for t in go:
-                start[t] = now
-                if src[t] == dst[t]:
-                    self._local(t)
-                else:
-                    self._send(t, src[t], dst[t])
+            self.agenda.post_many(now + self.duration[net], ARRIVE, net)
+        elif net.size:
+            flowing = self.flowing[net]
+            when = now + self.latency[net]
+            self.agenda.post_many(when[flowing], BEGIN, net[flowing])
+            self.agenda.post_many(when[~flowing], ARRIVE, net[~flowing])
+        if local.any():
+            loc = go[local]
+            self.record.arrive[loc] = now
+            self._landed(loc, now)
 
-    def _local(self, t: int) -> None:
-        self.record.arrive[t] = self.loop.now
-        self._landed(t)
-
-    def _send(self, t: int, s: int, d: int) -> None:
-        """Put t on the network: its route's latency (and its regime's), then a flow, or arrival when it has no bytes."""
-        key = s * self.p + d
-        links = self.record.routes.get(key)
-        if links is None:
-            links = self.record.routes[key] = self.topology.route(s, d)
-            self.pair_cost[key] = self.topology.path_cost(s, d)
-        latency = self.pair_cost[key][0]
-        if self.extra_latency is not None:
-            latency += self.extra_latency[t]
-        if self.wire[t] == 0 or not links:
-            self.loop.post(latency, self._arrived, t)
-        else:
-            self.loop.post(latency, self._flow_begin, t)
-
-    # ---- flows -------------------------------------------------------------------------------------------------
-    def _flow_begin(self, t: int) -> None:
-        links = self.record.routes[self.src[t] * self.p + self.dst[t]]
-        self.flows.begin(t, links, self.wire[t], self.loop.now)
-
-    def _flow_due(self, delay: float, t: int, version: int) -> None:
-        self.loop.post(delay, self._flow_done, (t, version))
-
-    def _flow_done(self, due: tuple[int, int]) -> None:
-        if self.flows.done(due[0], due[1], self.loop.now):
-            self._arrived(due[0])
+    def _go_few(self, go: list[int], now: int) -> None:
+        start, local, post, delay, kind = self.record.start, self.s_local, self.agenda.post, self.s_delay, self.s_kind
+        pair, routes, enter, nbytes = self.s_pair, self.pair_routes, self.links.enter_one, self.links.nbytes
+        landed = []
+        for t in go:
+            start[t] = now
+            if local[t]:
+                landed.append(t)
+            else:
+                enter(routes[pair[t]], nbytes[t], now)
+                post(now + delay[t], kind[t], [t])
+        if landed:
+            self.record.arrive[landed] = now
+            self._landed(np.array(landed, dtype=np.int64), now)
 
     # ---- arrivals, reductions, ends ----------------------------------------------------------------------------
-    def _arrived(self, t: int) -> None:
-        self.record.arrive[t] = self.loop.now
-        self.ports.release(self.src[t], self.dst[t])
-        self.loop.pending = True
-        self._landed(t)
+    def _landed(self, ids: np.ndarray, now: int) -> None:
+        """Messages in the receivers' memory: reductions queue (arrival order, then id), the rest end."""
+        if self.gamma > 0:
+            red = self.is_reduce[ids]
+            if red.any():
+                for t in ids[red].tolist():
+                    r = int(self.dst[t])
+                    heapq.heappush(self.reducer_queue[r], (now, t))
+                    if not self.reducer_busy[r]:
+                        self.reduce_dirty.add(r)
+                        self.pending = True
+                ids = ids[~red]
+        if ids.size:
+            self._finish(ids, now)
 
-    def _arrived_fast(self, t: int) -> None:
-        """_arrived with _landed and _finish inlined: the hot path of contention-free runs."""
-        now = self.loop.now
-        self.record.arrive[t] = now
-        self.ports.release(self.src[t], self.dst[t])
-        self.loop.pending = True
-        if self.is_reduce[t] and self.gamma > 0:
-            self._landed(t)
-            return
-        self.record.end[t] = now
-        indeg, succ_idx, ready = self.indeg, self.succ_idx, self.ready
-        for k in range(self.succ_ptr[t], self.succ_ptr[t + 1]):
-            x = succ_idx[k]
-            indeg[x] -= 1
-            if not indeg[x]:
-                ready.append(x)
-
-    def _landed(self, t: int) -> None:
-        """The message of t is in the receiver's memory: queue its reduction (arrival order, then id) or finish."""
-        if self.is_reduce[t] and self.gamma > 0:
-            r = self.dst[t]
-            heapq.heappush(self.reducer_queue[r], (self.loop.now, t))
-            if not self.reducer_busy[r]:
-                self.reduce_dirty.add(r)
-                self.loop.pending = True
-        else:
-            self._finish(t)
-
-    def _start_reduction(self, t: int, r: int) -> None:
+    def _start_reduction(self, t: int, r: int, now: int) -> None:
         self.reducer_busy[r] = True
-        self.loop.post(self.gamma * self.payload[t] * self.slow[r], self._reduce_done, t)
+        self.agenda.post(now + self.clock.ticks(self.gamma * int(self.payload[t]) * self.slow[r]), REDUCED, [t])
 
-    def _reduce_done(self, t: int) -> None:
-        r = self.dst[t]
-        self.reducer_busy[r] = False
-        self._finish(t)
-        if self.reducer_queue[r]:
-            self.reduce_dirty.add(r)
-            self.loop.pending = True
+    def _reduced(self, ids: np.ndarray, now: int) -> None:
+        for t in ids.tolist():
+            r = int(self.dst[t])
+            self.reducer_busy[r] = False
+            if self.reducer_queue[r]:
+                self.reduce_dirty.add(r)
+                self.pending = True
+        self._finish(ids, now)
 
-    def _finish(self, t: int) -> None:
-        """Transfer t has ended: release its dependents."""
-        self.record.end[t] = self.loop.now
-        indeg, succ_idx = self.indeg, self.succ_idx
-        for k in range(self.succ_ptr[t], self.succ_ptr[t + 1]):
-            s = succ_idx[k]
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                self.ready.append(s)
-        if self.ready:
-            self.loop.pending = True
+    def _finish(self, ids: np.ndarray, now: int) -> None:
+        """Transfers `ids` have ended: release their dependents."""
+        if ids.size <= _SMALL:
+            self._finish_few(ids.tolist(), now)
+            return
+        self.record.end[ids] = now
+        succ, _ = gather(self.succ_ptr, self.succ_idx, ids)
+        if succ.size:
+            indeg = self.indeg
+            if succ.size == 1:
+                indeg[succ[0]] -= 1
+            else:
+                np.subtract.at(indeg, succ, 1)
+            free = succ[indeg[succ] == 0]
+            if free.size:
+                self.ready.append(distinct(free))
+                self.pending = True
 
-    def _open_rank(self, r: int) -> None:
-        self.ports.open(r)
-        self.loop.pending = True
+    def _finish_few(self, ids: list[int], now: int) -> None:
+        end, indeg, ptr, succ = self.record.end, self.indeg, self.s_succ_ptr, self.s_succ_idx
+        free = []
+        for t in ids:
+            end[t] = now
+            for x in succ[ptr[t]:ptr[t + 1]]:
+                left = indeg[x] = indeg[x] - 1
+                if not left:
+                    free.append(x)
+        if free:
+            free.sort()
+            self.ready.append(free)
+            self.pending = True
+
+
+def _pairs(keys: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(keys, return_inverse=True) for keys in [0, space): by marking a table when it is small enough."""
+    if space > max(4 * keys.size, 1 << 16) or space > 1 << 26:
+        return np.unique(keys, return_inverse=True)
+    seen = np.zeros(space, dtype=bool)
+    seen[keys] = True
+    uniq = np.flatnonzero(seen)
+    rank = np.zeros(space, dtype=np.int64)
+    rank[uniq] = np.arange(uniq.size)
+    return uniq, rank[keys]
 
 
 def _durations(topo: Topology, arrays: dict, nbytes: np.ndarray, extra_latency: list[float] | None) -> list[float]:

@@ -1,25 +1,110 @@
-"""What a run records: start, arrival and end time of every transfer, the routes used and the engine's event count.
+"""What a run records: start, arrival and end tick of every transfer, the routes used and the engine's event count.
 
 Trace derives the per-link statistics (bytes, busy time, peak flows) from these times and routes.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
+
+from .clock import Clock
 
 
 class Record:
-    """Per-transfer times (nan until they happen) and the route of every (src, dst) pair that sent over the network."""
+    """Per-transfer instants in ticks (-1 until they happen) and the engine's event count."""
 
     def __init__(self, transfers: int):
-        self.start = [math.nan] * transfers
-        self.arrive = [math.nan] * transfers
-        self.end = [math.nan] * transfers
-        self.routes: dict[int, tuple[int, ...]] = {}
+        self.start = np.full(transfers, -1, dtype=np.int64)
+        self.arrive = np.full(transfers, -1, dtype=np.int64)
+        self.end = np.full(transfers, -1, dtype=np.int64)
         self.events = 0
         self.wall_s = 0.0
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return np.array(self.start), np.array(self.arrive), np.array(self.end)
+    def arrays(self, clock: Clock) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Start, arrival and end of every transfer in seconds (nan: never)."""
+        return tuple(np.where(a >= 0, clock.seconds(a), np.nan) for a in (self.start, self.arrive, self.end))
+
+
+class LinkStats:
+    """Per link, counted as the run goes: bytes carried, busy ticks (at least one message between its start and its
+    arrival on the link's route, as Trace.link_busy_intervals), and the peak number of such messages at once."""
+
+    def __init__(self, num_links: int, route_ptr: np.ndarray, route_links: np.ndarray, nbytes: np.ndarray):
+        self.ptr, self.links = route_ptr, route_links
+        self.nbytes = nbytes                                 # bytes each transfer counts on every link it crosses
+        self.occupied = np.zeros(num_links, dtype=np.int64)  # messages on each link now
+        self.since = np.zeros(num_links, dtype=np.int64)     # tick the link last became busy
+        self.busy = np.zeros(num_links, dtype=np.int64)      # busy ticks so far
+        self.peak = np.zeros(num_links, dtype=np.int64)
+        self.carried = np.zeros(num_links)
+        self._mult = np.zeros(num_links, dtype=np.int64)     # scratch: entries per link in one batch
+
+    def enter_one(self, route, nbytes: float, now: int) -> None:
+        """A message starts on the links of `route`."""
+        occupied, peak = self.occupied, self.peak
+        for link in route:
+            n = occupied[link] = occupied[link] + 1
+            if n == 1:
+                self.since[link] = now
+            if n > peak[link]:
+                peak[link] = n
+            self.carried[link] += nbytes
+
+    def leave_one(self, route, now: int) -> None:
+        """A message on the links of `route` has arrived."""
+        occupied = self.occupied
+        for link in route:
+            n = occupied[link] = occupied[link] - 1
+            if n == 0:
+                self.busy[link] += now - self.since[link]
+
+    def _entries(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from .csr import gather
+
+        return gather(self.ptr, self.links, ids)
+
+    def start(self, ids: np.ndarray, now: int) -> None:
+        """Messages `ids` (network transfers) start now."""
+        if ids.size <= 8:
+            for t in ids.tolist():
+                nbytes = self.nbytes[t]
+                for link in self.links[self.ptr[t]:self.ptr[t + 1]].tolist():
+                    n = self.occupied[link] = self.occupied[link] + 1
+                    if n == 1:
+                        self.since[link] = now
+                    if n > self.peak[link]:
+                        self.peak[link] = n
+                    self.carried[link] += nbytes
+            return
+        links, pos = self._entries(ids)
+        if not links.size:
+            return
+        mult = self._mult
+        np.add.at(mult, links, 1)
+        np.add.at(self.occupied, links, 1)
+        np.add.at(self.carried, links, self.nbytes[ids[pos]])
+        now_on = self.occupied[links]
+        self.since[links[now_on == mult[links]]] = now   # was idle before this batch
+        np.maximum.at(self.peak, links, now_on)
+        mult[links] = 0
+
+    def arrive(self, ids: np.ndarray, now: int) -> None:
+        """Messages `ids` (network transfers) have arrived now."""
+        if ids.size <= 8:
+            for t in ids.tolist():
+                for link in self.links[self.ptr[t]:self.ptr[t + 1]].tolist():
+                    n = self.occupied[link] = self.occupied[link] - 1
+                    if n == 0:
+                        self.busy[link] += now - self.since[link]
+            return
+        links, _ = self._entries(ids)
+        if not links.size:
+            return
+        np.subtract.at(self.occupied, links, 1)
+        idle = links[self.occupied[links] == 0]
+        self.busy[idle] += now - self.since[idle]  # a repeated index adds once, as wanted
+
+    def table(self, per_s: float) -> dict[str, np.ndarray]:
+        """Trace.link_table's columns for the links that carried a message."""
+        used = np.flatnonzero(self.peak > 0)
+        return {"link": used, "bytes": self.carried[used], "busy_s": self.busy[used] / per_s, "peak_flows": self.peak[used]}

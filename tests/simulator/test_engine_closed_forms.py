@@ -1,6 +1,7 @@
 """The engine on `ideal` with one port per rank equals every closed form, where the closed form says it is exact."""
 
 import math
+from fractions import Fraction
 
 import pytest
 from ideal_time import ideal_time
@@ -68,7 +69,10 @@ def test_engine_equals_the_independent_single_port_model_everywhere(op, name, p,
     # closed forms); the engine must agree with it also where no closed form is exact (uneven blocks, gamma).
     sched = build_schedule(Collective(op, p, nbytes), name)
     engine = simulate(sched, ideal(p, ALPHA, BW), EngineOptions(gamma=gamma)).time
-    assert math.isclose(engine, ideal_time(sched, ALPHA, 1 / BW, gamma), rel_tol=1e-9, abs_tol=1e-15)
+    # in exact arithmetic (the decimal values typed above as fractions): simultaneous events are exactly simultaneous
+    # there as in the engine's integer clock, so ports go in transfer-id order, never to whichever float rounded lower
+    exact = ideal_time(sched, Fraction(repr(ALPHA)), 1 / Fraction(repr(BW)), Fraction(repr(gamma)))
+    assert math.isclose(engine, float(exact), rel_tol=1e-9, abs_tol=1e-15)
 
 
 def test_engine_times_grow_with_latency():

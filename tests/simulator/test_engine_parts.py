@@ -4,14 +4,16 @@ import itertools
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from simulator.algorithms import build_schedule
 from simulator.collective import Collective
 from simulator.cost import LinkModel, predict
 from simulator.engine import EngineOptions, MessageModel, Regime, max_min_rates, simulate
+from simulator.engine.clock import TICKS_PER_S
 from simulator.engine.flows import Flows
-from simulator.engine.loop import EventLoop
+from simulator.engine.loop import ARRIVE, Agenda
 from simulator.engine.ports import Ports
 from simulator.errors import CollsimError
 from simulator.topology import ideal, switch
@@ -64,72 +66,112 @@ def test_maxmin_is_feasible_and_every_flow_has_a_bottleneck(seed):
 # ---- flows -------------------------------------------------------------------------------------------------------
 
 
+def _flows(links: list[tuple[int, ...]], capacity: list[float], wire: list[float], due: list):
+    ptr = np.concatenate(([0], np.cumsum([len(r) for r in links]))).astype(np.int64)
+    flat = np.array([k for r in links for k in r], dtype=np.int64)
+    bottleneck = np.array([min(capacity[k] for k in r) for r in links])
+    return Flows(ptr, flat, np.array(capacity), bottleneck, np.array(wire), float(TICKS_PER_S),
+                 lambda when, ids, versions: due.extend(zip(when.tolist(), ids.tolist(), versions.tolist())),
+                 lambda when, t, version: due.append((int(when), t, version)))
+
+
 def test_flows_reshare_when_a_second_flow_joins_and_drop_superseded_completions():
     due = []
-    flows = Flows(2, {0: 10.0}, lambda delay, f, version: due.append((delay, f, version)))
-    flows.begin(0, (0,), 100.0, now=0.0)
-    assert due == [(10.0, 0, 1)]                      # alone: 100 B at 10 B/s
-    flows.begin(1, (0,), 100.0, now=5.0)              # 50 B left for flow 0; both at 5 B/s now
-    assert due[1:] == [(10.0, 0, 2), (20.0, 1, 1)]
-    assert flows.done(0, 1, now=10.0) is False        # the old completion of flow 0 was superseded
-    assert flows.done(0, 2, now=15.0) is True
-    assert due[-1] == (5.0, 1, 2)                     # flow 1: 100 - 5 * 10 = 50 B left at 10 B/s
+    T = TICKS_PER_S                                   # instants are integer ticks (femtoseconds)
+    flows = _flows([(0,), (0,)], [10.0], [100.0, 100.0], due)
+    flows.begin(np.array([0]), now=0)
+    assert due == [(10 * T, 0, 1)]                    # alone: 100 B at 10 B/s, no max-min needed
+    flows.begin(np.array([1]), now=5 * T)             # 50 B left for flow 0; both at 5 B/s now
+    flows.reshare(now=5 * T)
+    assert sorted(due[1:]) == [(15 * T, 0, 2), (25 * T, 1, 1)]
+    assert flows.done(np.array([0]), np.array([1])).size == 0    # the old completion of flow 0 was superseded
+    assert flows.done(np.array([0]), np.array([2])).tolist() == [0]
+    flows.reshare(now=15 * T)
+    assert due[-1] == (20 * T, 1, 2)                  # flow 1: 100 - 5 * 10 = 50 B left at 10 B/s from 15 s
+
+
+def test_flows_that_start_together_are_shared_once_per_instant():
+    # three flows start at once on link 0 (9 B/s); flow 2 also crosses link 1 (1 B/s): it gets 1, the others 4 each
+    due = []
+    flows = _flows([(0,), (0,), (0, 1)], [9.0, 1.0], [8.0, 8.0, 1.0], due)
+    flows.begin(np.array([0, 1, 2]), now=0)
+    flows.reshare(now=0)
+    valid = sorted((when, f) for when, f, v in due if flows.is_due(f, v))  # later versions supersede earlier ones
+    assert valid == [(TICKS_PER_S, 2), (2 * TICKS_PER_S, 0), (2 * TICKS_PER_S, 1)]
 
 
 # ---- ports -------------------------------------------------------------------------------------------------------
 
 
+def _ports(src, dst, ranks, ports, closed=()):
+    return Ports(np.array(src), np.array(dst), ranks, ports, closed)
+
+
+def _match(ports, ids) -> list[int]:
+    return ports.match(np.array(ids, dtype=np.int64)).tolist()
+
+
 def test_one_port_serialises_sends_of_a_rank_and_receives_of_a_rank():
-    ports = Ports(src=[0, 0, 1], dst=[1, 2, 2], ranks=3, ports=1)
-    assert ports.match([2, 1, 0]) == [0, 2]           # id order; 1 waits for rank 0's send port
-    assert ports.match([]) == []
-    ports.release(0, 1)
-    assert ports.match([]) == []                      # rank 0 can send again, but rank 2 still receives transfer 2
-    ports.release(1, 2)
-    assert ports.match([]) == [1]
+    ports = _ports([0, 0, 1], [1, 2, 2], 3, 1)
+    assert _match(ports, [2, 1, 0]) == [0, 2]          # id order; 1 waits for rank 0's send port
+    assert _match(ports, []) == []
+    ports.release(np.array([0]))
+    assert _match(ports, []) == []                     # rank 0 can send again, but rank 2 still receives transfer 2
+    ports.release(np.array([2]))
+    assert _match(ports, []) == [1]
 
 
 def test_unlimited_ports_and_local_transfers_take_no_port():
-    assert Ports(src=[0, 0, 0], dst=[1, 2, 3], ranks=4, ports=0).match([0, 1, 2]) == [0, 1, 2]
-    ports = Ports(src=[0, 0], dst=[1, 0], ranks=2, ports=1)
-    assert ports.match([0, 1]) == [0, 1]              # transfer 1 is local (0 -> 0)
+    assert _match(_ports([0, 0, 0], [1, 2, 3], 4, 0), [0, 1, 2]) == [0, 1, 2]
+    assert _match(_ports([0, 0], [1, 0], 2, 1), [0, 1]) == [0, 1]  # transfer 1 is local (0 -> 0)
 
 
 def test_a_closed_rank_starts_nothing_until_it_opens():
-    ports = Ports(src=[0], dst=[1], ranks=2, ports=1, closed=[1])
-    assert ports.match([0]) == []
-    ports.open(1)
-    assert ports.match([]) == [0]
-    assert ports.match([]) == []                      # started once only
+    ports = _ports([0], [1], 2, 1, closed=[1])
+    assert _match(ports, [0]) == []
+    ports.open(np.array([1]))
+    assert _match(ports, []) == [0]
+    assert _match(ports, []) == []                     # started once only
+
+
+@pytest.mark.parametrize("ports_per_rank", [1, 2, 3, 0])
+def test_the_batched_matching_equals_the_one_by_one_greedy(ports_per_rank):
+    # many candidates take the numpy path; the greedy below is the rule written out one transfer at a time
+    rng = random.Random(ports_per_rank)
+    ranks, n = 9, 300
+    src = [rng.randrange(ranks) for _ in range(n)]
+    dst = [rng.randrange(ranks) for _ in range(n)]
+    ports = _ports(src, dst, ranks, ports_per_rank, closed=[4])
+    cap = ports_per_rank or n + 1
+    send, recv, want = [cap] * ranks, [cap] * ranks, []
+    for t in range(n):
+        s, d = src[t], dst[t]
+        if 4 not in (s, d) and (s == d or (send[s] > 0 and recv[d] > 0)):
+            want.append(t)
+            if s != d:
+                send[s] -= 1
+                recv[d] -= 1
+    assert _match(ports, list(range(n))[::-1]) == want
 
 
 # ---- event loop --------------------------------------------------------------------------------------------------
 
 
-def test_loop_runs_an_instant_in_post_order_then_decides_then_what_the_decision_posted():
+def test_agenda_hands_over_an_instant_at_once_and_same_instant_posts_in_a_second_round():
     log = []
 
-    def decide():
-        log.append(("decide", loop.now))
-        if loop.now == 1.0 and ("late", 1.0) not in log:
-            loop.post(0.0, lambda v: log.append((v, loop.now)), "late")
-            loop.request_decision()
+    def handle(now, due):
+        log.append((now, [list(c) for c in due[ARRIVE]]))
+        if now == 1 and len(log) == 1:
+            agenda.post(1, ARRIVE, [9])               # for now: a second round of instant 1, no new simpy event
 
-    loop = EventLoop(decide)
-
-    def call(v):
-        log.append((v, loop.now))
-        loop.request_decision()
-        if v == "a":
-            loop.post(0.0, call, "a-now")
-
-    loop.post(1.0, call, "a")
-    loop.post(2.0, call, "c")
-    loop.post(1.0, call, "b")
-    loop.run()
-    assert log == [("a", 1.0), ("b", 1.0), ("a-now", 1.0), ("decide", 1.0), ("late", 1.0), ("decide", 1.0),
-                   ("c", 2.0), ("decide", 2.0)]
-    assert loop.events == 4 + 1 + 3
+    agenda = Agenda(handle)
+    agenda.post(1, ARRIVE, [0])
+    agenda.post(2, ARRIVE, [1])
+    agenda.post_many(np.array([1, 2, 3]), ARRIVE, np.array([5, 6, 7]))
+    agenda.run()
+    assert log == [(1, [[0], [5]]), (1, [[9]]), (2, [[1], [6]]), (3, [[7]])]
+    assert agenda.events == 3 and agenda.rounds == 4
 
 
 def test_engine_uses_only_simpys_public_api():
