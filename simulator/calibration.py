@@ -41,6 +41,7 @@ from .nccl_model import PROTOCOLS
 from .readfile import read_data
 from .topology.model import Topology
 from .topology.presets import PRESETS, build_preset
+from .units import parse_time
 
 FORMAT_VERSION = 1
 PARAMS = tuple(f"{cls}_efficiency.{proto}" for cls in ("intra", "net") for proto in PROTOCOLS) + ("intra_step_s", "net_step_s")
@@ -187,9 +188,19 @@ def _parameters(params, fail) -> dict:
             values[name] = tuple(float(per.get(p, 1.0)) for p in PROTOCOLS)
             continue
         value = params.get(key, 0.0)
-        if not _number(value):
-            raise fail(f"parameters: {key}: {value!r} is not a number; expected microseconds in [0, {MAX_STEP_S * 1e6:g}]")
-        values[name] = float(value) * scale
+        accepted = f"expected microseconds in [0, {MAX_STEP_S * 1e6:g}] or a time such as 3us"
+        if isinstance(value, str):
+            try:
+                seconds = parse_time(value, key)
+            except CollsimError as exc:
+                raise fail(f"parameters: {exc}") from None
+        elif _number(value):
+            seconds = float(value) * scale
+        else:
+            raise fail(f"parameters: {key}: {value!r} is not a number; {accepted}")
+        if not 0.0 <= seconds <= MAX_STEP_S:
+            raise fail(f"parameters: {key}: {value!r} is out of range; {accepted}")
+        values[name] = seconds
     return values
 
 
