@@ -207,7 +207,7 @@ def _split(args, log: NcclTestsLog) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     sizes, times = _unique(log.measurements(args.placement))
     train = train_mask(sizes, args.train_sizes, args.holdout)
     if train.sum() == 0:
-        raise CollsimError(f"train-sizes: no measured size of {args.log} is left to fit on "
+        raise CollsimError(f"train-sizes: no measured size of {args.log} is left to fit on (--train-sizes minus --holdout) "
                            f"(sizes {format_size(sizes.min())} to {format_size(sizes.max())}); expected a range that covers some")
     return sizes, times, train
 
@@ -287,7 +287,12 @@ def run_calibration(args, log: NcclTestsLog) -> int:
                            "algorithm and protocol per size are NCCL's picks for the machine; expected neither")
     if log.op not in OPS:
         raise CollsimError(f"op: {log.op}: a preset is calibrated through predict, which covers {', '.join(OPS)}")
-    topology = parse_topology(args.preset)
+    try:
+        topology = parse_topology(args.preset)
+    except CollsimError as exc:
+        raise CollsimError(f"preset: {exc}") from None
+    if topology.preset is None:
+        raise CollsimError(f"preset: {args.preset!r} is not a machine preset; expected e.g. p5, dgx-h100:nodes=2")
     if getattr(topology, "calibration", None) is not None:
         raise CollsimError(f"preset: {args.preset} is already calibrated; expected a preset such as p5:nodes=2")
     if log.ranks > MAX_RANKS:
