@@ -20,6 +20,8 @@ identified.
 
 The fit minimises the squared relative error of `predict`'s time over the training sizes. Per size
 the engine's time is close to linear in (1/efficiency, step latency) once the algorithm is fixed,
+(an efficiency is fitted only if its protocol is bandwidth-bound, bandwidth term >= half the time, at
+some training size: latency-bound sizes cannot tell a slow link from a slow step),
 so each round linearises it by finite differences (engine runs), solves the box-constrained linear
 least squares exactly (every active set), picks per size the faster family (ring or tree), and
 relinearises at the solution (Gauss-Newton with bounds).
@@ -49,6 +51,7 @@ ONES = (1.0, 1.0, 1.0)
 MIN_EFFICIENCY = 0.05
 MAX_STEP_S = 1e-3
 ROUNDS = 2
+BANDWIDTH_BOUND = 0.5  # an efficiency is fitted only where its bandwidth term is at least this share of a time
 # finite-difference steps: 1/efficiency + 0.25, step latency + 10 us
 DELTAS = (0.25,) * 6 + (10e-6, 10e-6)
 FILE_KEYS = ("collsim_calibration", "preset", "nodes", "net", "parameters", "identified", "fitted_to", "fit")
@@ -348,8 +351,13 @@ def fit_calibration(topology: Topology, op: str, ranks: int, sizes, measured, tr
             with np.errstate(invalid="ignore"):
                 slopes[:, :, i] = (_times(topology, op, ranks, ts, cal.with_vector(x)) - base) / step
         slopes = np.nan_to_num(slopes, nan=0.0, posinf=0.0, neginf=0.0)
-        # a parameter is identified when it moves some training time by at least 0.1% over its range
-        seen = [i for i in active if np.max(np.abs(slopes[:, :, i]) * (hi[i] - lo[i]) / tt[:, None]) > 1e-3]
+        # a latency is identified when it moves some training time by at least 0.1% over its range; an efficiency
+        # when its protocol is bandwidth-bound at some training size (the bandwidth term is >= half the time there),
+        # so that latency-bound sizes cannot pass a latency off as a slow link
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.nan_to_num(slopes * x0[None, None, :] / base[:, :, None], nan=0.0, posinf=0.0, neginf=0.0)
+        seen = [i for i in active if (np.max(share[:, :, i]) >= BANDWIDTH_BOUND if i < 6 else
+                                      np.max(np.abs(slopes[:, :, i]) * (hi[i] - lo[i]) / tt[:, None]) > 1e-3)]
         identified |= set(seen)
         x = x0.copy()
         for _ in range(4):  # pick each size's faster family at x, solve, repeat until the picks settle
