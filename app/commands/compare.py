@@ -143,8 +143,10 @@ def _trace_size(args: argparse.Namespace) -> int | None:
     if args.trace is None:
         raise CollsimError(f"trace-size: {args.trace_size!r} without --trace; expected --trace FILE too")
     size = parse_size(args.trace_size, "trace-size")
-    if size < 1:
-        raise CollsimError(f"trace-size: {args.trace_size!r}; expected a size >= 1 byte such as 64KiB")
+    largest = max(parse_size_range(args.sizes, "sizes"))
+    if not 1 <= size <= largest:
+        raise CollsimError(f"trace-size: {args.trace_size!r}; expected a size from 1 byte to the largest of --sizes "
+                           f"({largest} bytes)")
     return size
 
 

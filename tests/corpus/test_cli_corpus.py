@@ -51,6 +51,7 @@ OUTPUT_COMMANDS = [  # (id, argv before the flag, flag, field the error names)
     ("calibrate-out", CALIBRATE, "--out", "out"),
     ("calibrate-o", CALIBRATE, "-o", "out"),
     ("compare-csv", COMPARE, "--csv", "csv"),
+    ("compare-trace", COMPARE, "--trace", "trace"),
     ("fit-out", FIT, "--out", "out"),
     ("fit-preset-out", [*FIT, "--preset", "p5", "--train-sizes", "1MiB:4MiB"], "--out", "out"),
     ("nccl-model-write-log", NCCL, "--write-log", "write-log"),
@@ -358,6 +359,15 @@ def compare_cases() -> list[Case]:
         bad("compare-algo-bogus", ["compare", "--op", "allreduce", "--algo", "bogus", "--ranks", "2", "--alpha", "2us",
                                    "--bandwidth", "1GB/s"], "algo", "bogus"),
         bad("compare-no-algo", ["compare", "--op", "allreduce"], "algo"),
+        bad("compare-trace-measured", [*COMPARE, "--measured", "m.json", "--trace", "t.json"], "trace", accepted="live run",
+            files={"m.json": '{"records": []}'}, outputs=["t.json"]),
+        bad("compare-trace-size-alone", [*COMPARE, "--trace-size", "64KiB"], "trace-size", "'64KiB'", "--trace FILE"),
+        bad("compare-trace-size-bogus", [*COMPARE, "--trace", "t.json", "--trace-size", "abc"], "trace-size", "abc",
+            outputs=["t.json"]),
+        bad("compare-trace-size-huge", [*COMPARE, "--trace", "t.json", "--trace-size", "1TiB"], "trace-size", "'1TiB'",
+            "largest of --sizes", outputs=["t.json"]),
+        bad("compare-trace-size-zero", [*COMPARE, "--trace", "t.json", "--trace-size", "0"], "trace-size", "'0'",
+            "from 1 byte", outputs=["t.json"]),
     ]
 
 
