@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 import numpy as np
 
@@ -11,6 +12,7 @@ from simulator.algorithms.registry import resolve_params
 from simulator.cost import CLOSED_FORM
 from simulator.errors import CollsimError
 from simulator.fit import CV_MIN_BYTES, FitResult, _unique, fit_measurements, predict_pieces, to_profile
+from simulator.fit_bounds import fit_limited
 from simulator.formats.nccl_tests import NcclTestsLog, read_log
 from simulator.units import format_size, parse_size
 
@@ -48,6 +50,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "link efficiency per class and protocol (<= 1) and its extra latency per step (>= 0, on top of NCCL's)")
     p.add_argument("--train-sizes", metavar="A:B", help="fit only the sizes in [A, B] (either end may be left open, e.g. :16MiB); "
                    "the error on the other sizes is reported as a prediction")
+    p.add_argument("--bounds", metavar="SPEC", help="bound the alpha-beta fit by a machine preset: bandwidth at most what its "
+                   "links allow, alpha at least NCCL's latency floor, one size regime per NCCL protocol (simulator/fit_bounds.py)")
     p.add_argument("--holdout", metavar="A:B", help="hold the sizes in [A, B] out of the fit and report the error on them")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -140,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         return run_calibration(args, log)
     segments = 3 if args.piecewise and args.segments == 1 else args.segments
     algos = candidate_algos(log.op, args.algo)
-    if args.train_sizes is not None or args.holdout is not None:
+    if args.train_sizes is not None or args.holdout is not None or args.bounds is not None:
         return run_holdout(args, log, algos, segments)
     best, candidates = fit_log(log, algos, segments, args.placement)
     profile = to_profile(best, str(args.log))
@@ -242,12 +246,15 @@ def run_holdout(args, log: NcclTestsLog, algos: list[str], segments: int) -> int
     """The alpha-beta fit on the training sizes only, its error on the held-out ones."""
     sizes, times, train = _split(args, log)
     train_log = [(int(s), float(t)) for s, t, k in zip(sizes, times, train) if k]
+    limits = _limits(args, log) if args.bounds is not None else None
     results = []
     for name in algos:
         spec = REGISTRY.get((log.op, name))
         params = resolve_params(spec, {}) if spec is not None else {}
         try:
             fit = fit_measurements(log.op, name, log.ranks, train_log, segments, params)
+            if limits is not None:
+                fit = replace(fit, pieces=fit_limited(log.op, name, log.ranks, sizes[train], times[train], limits, params))
         except CollsimError:
             if len(algos) == 1:
                 raise
@@ -267,6 +274,10 @@ def run_holdout(args, log: NcclTestsLog, algos: list[str], segments: int) -> int
                                 for s, t, p, k in zip(sizes, times, predicted, train)], "profile_written": args.out})
         return 0
     print(f"# {args.log}: {log.op}, {log.ranks} ranks; {fit.algo} alpha-beta fit on {int(train.sum())} training sizes")
+    if limits is not None:
+        print(f"# bounded by {args.bounds}: bandwidth <= {limits.max_bandwidth_Bps / 1e9:.1f} GB/s, alpha >= "
+              f"{limits.min_alpha_s * 1e6:.2f} us, regimes {' -> '.join(limits.protocols)} cut at "
+              f"{', '.join(format_size(c) for c in limits.cuts) or 'none'}")
     for pc in fit.pieces:
         print(f"#   from {format_size(pc.lo)}: alpha {pc.alpha_s * 1e6:.3f} us, bandwidth {pc.bandwidth_Bps / 1e9:.2f} GB/s")
     print(_errors_table(sizes, times, train, {"fit": predicted}))
@@ -274,6 +285,31 @@ def run_holdout(args, log: NcclTestsLog, algos: list[str], segments: int) -> int
     if args.out:
         print(f"profile written to {args.out} (load it with --profile {args.out})")
     return 0
+
+
+def _limits(args, log: NcclTestsLog):
+    """--bounds: the preset's limits for this log's op and ranks."""
+    from simulator.fit_bounds import preset_limits
+    from simulator.predict import OPS
+    from simulator.topology.spec import parse_topology
+
+    if args.segments != 1 or args.piecewise:
+        raise CollsimError("bounds: the regimes are NCCL's protocols on the machine; expected no --segments/--piecewise")
+    if log.op not in OPS:
+        raise CollsimError(f"op: {log.op}: --bounds reads the machine through predict, which covers {', '.join(OPS)}")
+    try:
+        topology = parse_topology(args.bounds)
+    except CollsimError as exc:
+        raise CollsimError(f"bounds: {exc}") from None
+    if topology.preset is None:
+        raise CollsimError(f"bounds: {args.bounds!r} is not a machine preset; expected e.g. p5, dgx-h100:nodes=2")
+    if log.ranks > topology.num_devices:
+        raise CollsimError(f"bounds: {args.bounds} has {topology.num_devices} GPUs and the log {log.ranks} ranks; "
+                           "expected a preset with at least as many GPUs (e.g. :nodes=N)")
+    try:
+        return preset_limits(topology, log.op, log.ranks)
+    except CollsimError as exc:
+        raise CollsimError(f"bounds: {exc}") from None
 
 
 def run_calibration(args, log: NcclTestsLog) -> int:

@@ -401,6 +401,12 @@ def fit_cases() -> list[Case]:
         bad("fit-preset-with-piecewise", [*FIT, "--preset", "p5", "--piecewise"], "preset", accepted="expected neither"),
         bad("fit-preset-calibrated", [*FIT, "--preset", "c.yaml"], "preset", "already calibrated",
             files={"c.yaml": "collsim_calibration: 1\npreset: p5\nparameters: {}\n"}),
+        bad("fit-bounds-unknown", [*FIT, "--bounds", "h100x"], "bounds", "h100x"),
+        bad("fit-bounds-builder", [*FIT, "--bounds", "switch:8"], "bounds", "switch:8", "machine preset"),
+        bad("fit-bounds-not-nccl", [*FIT, "--bounds", "mi300x"], "bounds", "mi300x"),
+        bad("fit-bounds-too-small", [*FIT, "--bounds", "rtx4090-pcie"], "bounds", "4 GPUs"),
+        bad("fit-bounds-with-segments", [*FIT, "--bounds", "p5", "--segments", "2"], "bounds", accepted="no --segments"),
+        bad("fit-bounds-nodes-text", [*FIT, "--bounds", "p5:nodes=x"], "bounds", "nodes"),
         bad("fit-preset-train-one-size", [*FIT, "--preset", "p5", "--train-sizes", "1MiB:1MiB"], "train-sizes", "1",
             "at least 2"),
     ]
