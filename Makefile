@@ -1,9 +1,10 @@
-# Two entry points: `make demo` (set up, then the default scenario) and `make test` (set up, then the tests).
+# Entry points: `make app` (set up, then open the app on its first lesson), `make demo` / `make table` (set up, then
+# the default comparison table) and `make test` (set up, then the tests).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint clean
+.PHONY: setup app demo table test lint clean
 
 setup: $(VENV)/.installed
 
@@ -14,7 +15,12 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[all]'
 	touch $@
 
-demo: setup
+app: setup
+	$(BIN)/collsim app
+
+demo: table
+
+table: setup
 	$(BIN)/collsim cost --op allreduce --ranks 8 --size 1KiB:1GiB:8 --alpha 2us --bandwidth 25GB/s
 
 lint: setup

@@ -21,6 +21,8 @@ collsim proves schedules right on numpy buffers (check), draws them (draw, app),
 with closed forms (cost) and a discrete-event simulator on real topologies (simulate, sweep),
 runs them on real torch.distributed backends (verify, calibrate, compare), and reads real
 nccl-tests logs, NCCL's tuning model and MSCCL algorithm files (fit, nccl-model, import-msccl).
+It predicts what nccl-tests would print on a machine preset (predict) and what a training step
+costs with its collectives overlapped with compute (scenario, run-program, whatif, scale).
 
 Sizes follow nccl-tests: the per-rank buffer for allreduce/broadcast/reduce, the total buffer
 for allgather/reduce_scatter/alltoall/gather/scatter. They read 4096, 64KiB, 1MB, 2GiB or 1e6.

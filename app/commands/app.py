@@ -13,7 +13,8 @@ from simulator.errors import CollsimError
 LOCAL = "127.0.0.1"
 ADDRESS_ACCEPTED = f"{LOCAL} (default) or 0.0.0.0 to share the app"
 DESCRIPTION = (
-    "Start the collsim Streamlit app (step-through pictures, cost curves, what-if).\n\n"
+    "Start the collsim Streamlit app (lessons, step through, cost explorer, contention, what-if hardware,\n"
+    "model vs reality; every page keeps its state in the URL).\n\n"
     f"It listens on {LOCAL} (this machine only) and sends no usage statistics. To share it on a network,\n"
     "listen on every interface with --address 0.0.0.0 (anyone who can reach this machine's port can then\n"
     "use the app). Any other Streamlit option is passed on as given, e.g.\n"

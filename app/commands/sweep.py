@@ -5,18 +5,21 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
+from functools import lru_cache
 
 from simulator.algorithms import build_schedule, get, names_for
 from simulator.algorithms.registry import check_ranks
 from simulator.collective import REDUCING, ROOTED, Collective, normalize_op
 from simulator.engine import simulate
 from simulator.fileio import atomic_write
+from simulator.parallel import check_jobs, run_cases
 from simulator.units import parse_size_range
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
 from ..engine_args import add_engine_args, engine_options, resolve_machine
 from ..nccl_log import result_row, save_logs
-from ..output import emit_json, progress, table
+from ..output import emit_json, table
 
 COLUMNS = ["size", "count", "type", "redop", "root", "time(us)", "algbw", "busbw"]
 
@@ -37,7 +40,34 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--csv", metavar="FILE", help="also write the rows as CSV")
     p.add_argument("--nccl-log", metavar="FILE", help="also write nccl-tests logs (FILE, or FILE-ALGO for each of several algorithms)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    from .whatif import add_parallel_args
+
+    add_parallel_args(p)
     p.set_defaults(func=run)
+
+
+MACHINE_ARGS = ("topology", "profile", "alpha", "bandwidth", "gamma", "ecmp", "placement", "straggler", "slow", "congestion",
+                "ports", "no_contention", "header_bytes")
+
+
+@lru_cache(maxsize=4)
+def _machine(machine_json: str, ranks: int):
+    """The machine and engine options of a sweep, rebuilt from its options (once per process)."""
+    ns = argparse.Namespace(**json.loads(machine_json))
+    machine = resolve_machine(ns, ranks)
+    return machine, engine_options(ns, machine.topology, ranks, machine.gamma)
+
+
+def sweep_case(case: tuple) -> dict:
+    """One (algorithm, size) of a sweep: its row. Runs anywhere (worker processes, Dask workers)."""
+    machine_json, ranks, op, name, size, dtype, root, params = case
+    machine, options = _machine(machine_json, ranks)
+    coll = Collective(op, ranks, size, dtype, root)
+    schedule = build_schedule(coll, name, **dict(params))
+    trace = simulate(schedule, machine.topology, machine.options(options, coll.nbytes))
+    return {"algorithm": name, "size": size, "count": coll.count, "type": coll.dtype,
+            "redop": coll.redop if op in REDUCING else "none", "root": coll.root if op in ROOTED else -1,
+            "time_us": trace.time * 1e6, "algbw_GBps": trace.algbw / 1e9, "busbw_GBps": trace.busbw / 1e9}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,16 +90,12 @@ def run(args: argparse.Namespace) -> int:
         check_ranks(spec, ranks)
         specs.append(spec)
     options = engine_options(args, topology, ranks, gamma)
-    rows = []
-    jobs = [(spec, size) for spec in specs for size in sizes]
-    for spec, size in progress(jobs, total=len(jobs), desc="sweep"):
-        coll = Collective(op, ranks, size, args.dtype, args.root)
-        accepted = tuple(p.name for p in spec.params)
-        schedule = build_schedule(coll, spec.name, **algo_params(args, accepted))
-        trace = simulate(schedule, topology, machine.options(options, coll.nbytes))
-        rows.append({"algorithm": spec.name, "size": size, "count": coll.count, "type": coll.dtype,
-                     "redop": coll.redop if op in REDUCING else "none", "root": coll.root if op in ROOTED else -1,
-                     "time_us": trace.time * 1e6, "algbw_GBps": trace.algbw / 1e9, "busbw_GBps": trace.busbw / 1e9})
+    jobs = check_jobs(args.jobs)
+    machine_json = json.dumps({k: getattr(args, k) for k in MACHINE_ARGS})
+    cases = [(machine_json, ranks, op, spec.name, size, args.dtype, args.root,
+              tuple(sorted(algo_params(args, tuple(p.name for p in spec.params)).items())))
+             for spec in specs for size in sizes]
+    rows = run_cases(sweep_case, cases, jobs, args.dask, "sweep")
     if args.csv:
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["algorithm"])

@@ -12,6 +12,10 @@ Model shapes are the published configurations:
   untied input and output embeddings. Parameter counts 6,738,415,616 and 68,976,648,192.
 - mixtral-8x7b: Jiang et al., "Mixtral of Experts" (arXiv:2401.04088), Table 1: dim 4096, 32 layers, 32 heads, 8 KV heads,
   hidden 14336, 8 experts, top-2, vocab 32000. 46.7B parameters, 12.9B active per token.
+- megatron-22b: the 22B GPT of Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models"
+  (arXiv:2205.05198), Table 3: hidden 6144, 48 layers, 64 heads, sequence 2048 (vocab 51200, Megatron's padded GPT-2
+  vocabulary). Its 4h GELU MLP (2 x h x 4h weights) is written as a SwiGLU of width 8h/3 = 16384, which has the same
+  8 h^2 weights and FLOPs. Used as the anchor of docs/whatif.md.
 """
 
 from __future__ import annotations
@@ -95,6 +99,7 @@ GPUS = {
 MODELS = {
     "llama2-7b": Model("Llama-2 7B", hidden=4096, layers=32, heads=32, kv_heads=32, ffn=11008, vocab=32000, seq_len=4096),
     "llama2-70b": Model("Llama-2 70B", hidden=8192, layers=80, heads=64, kv_heads=8, ffn=28672, vocab=32000, seq_len=4096),
+    "megatron-22b": Model("Megatron 22B", hidden=6144, layers=48, heads=64, kv_heads=64, ffn=16384, vocab=51200, seq_len=2048),
     "mixtral-8x7b": Model("Mixtral 8x7B", hidden=4096, layers=32, heads=32, kv_heads=8, ffn=14336, vocab=32000, seq_len=4096,
                           experts=8, top_k=2),
 }

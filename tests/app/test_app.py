@@ -1,5 +1,11 @@
-"""The Streamlit app, run by Streamlit's own test runner (the real script, real widgets)."""
+"""The Streamlit app, run by Streamlit's own test runner (the real scripts, real widgets), one AppTest per page.
 
+Expected values are computed here by hand or by calling the simulator directly (build_schedule,
+simulate), never read back from the app's own helpers.
+"""
+
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -7,32 +13,467 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from simulator.algorithms import build_schedule, get, names_for  # noqa: E402
+from simulator.collective import OPS, Collective  # noqa: E402
+from simulator.engine import EngineOptions, simulate  # noqa: E402
+from simulator.topology import parse_topology  # noqa: E402
+
 SCRIPT = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
 
 
-def _app() -> AppTest:
-    at = AppTest.from_file(SCRIPT, default_timeout=60)
+def _page(path: str | None, query: dict | None = None, check: bool = True) -> AppTest:
+    """An AppTest on page `path` (None: the default page), opened as a link with `query` would open it."""
+    at = AppTest.from_file(SCRIPT, default_timeout=120)
+    if query and not path:
+        at.query_params.update(query)
     at.run()
-    assert not at.exception, at.exception
+    if path:
+        at.switch_page(path)
+        at.query_params.clear()
+        at.query_params.update(query or {})
+        at.run()
+    if check:
+        _ok(at)
     return at
 
 
-def test_app_renders_every_tab_without_errors():
-    at = _app()
-    assert [t.label for t in at.tabs] == ["Step through", "Cost curves", "What-if hardware"]
-    assert not at.error
-    assert "steps" in at.caption[0].value
+def _ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
 
 
-def test_bad_bandwidth_shows_a_clear_error():
-    at = _app()
-    at.text_input(key="cost-bw").set_value("-3GB/s").run()
-    assert any("bandwidth" in e.value for e in at.error)
+def _charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
-def test_changing_the_algorithm_redraws():
-    at = _app()
-    at.selectbox(key="step-op").set_value("allgather").run()
-    at.slider(key="step-ranks").set_value(5).run()
-    assert not at.exception and not at.error
-    assert "4 steps" in at.caption[0].value  # ring allgather on 5 ranks: p-1 steps
+def _values(v) -> list:
+    """A plotly JSON array: a list, or {'dtype', 'bdata'} (base64 numpy bytes, plotly >= 6)."""
+    if isinstance(v, dict) and "bdata" in v:
+        import base64
+
+        import numpy as np
+
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
+    return list(v)
+
+
+def _step_heading(at: AppTest) -> tuple[int, int]:
+    text = next(s.value for s in at.subheader if s.value.startswith("Step "))
+    i, n = re.match(r"Step (\d+) of (\d+)", text).groups()
+    return int(i), int(n)
+
+
+def _engine_caption(at: AppTest) -> str:
+    return next(c.value for c in at.caption if "the engine took" in c.value)
+
+
+# ---- navigation -------------------------------------------------------------------------------------------------
+
+def test_the_default_page_is_the_first_lesson():
+    at = _page(None)
+    assert at.header[0].value == "Lesson (a): What a collective computes"
+    assert at.query_params["lesson"] == "a"
+
+
+@pytest.mark.parametrize("path", ["views/lessons.py", "views/step.py", "views/cost.py", "views/contention.py",
+                                  "views/whatif.py", "views/reality.py"])
+def test_every_page_opens_with_a_figure_and_no_error(path):
+    at = _page(path)
+    assert at.header and at.markdown, "a page opens with its title and a few sentences"
+    if path != "views/lessons.py":
+        assert at.get("plotly_chart"), "every tool page draws a figure"
+
+
+# ---- step through -------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def step():
+    return _page("views/step.py")
+
+
+def test_ring_allreduce_on_4_ranks_has_6_steps_and_ends_fully_reduced(step):
+    step.selectbox(key="step.op").set_value("allreduce").run()
+    step.selectbox(key="step.algo").set_value("ring").run()
+    step.slider(key="step.p").set_value(4).run()
+    assert _step_heading(step) == (0, 6)  # 2(p-1), by hand
+    step.slider(key="step.s").set_value(6).run()
+    grid = next(m.value for m in step.markdown if "buffer-grid" in m.value)
+    counts = [int(c) for c in re.findall(r'data-count="(\d+)"', grid)]
+    assert counts == [4] * 16  # every rank, every chunk: all 4 ranks summed in
+    assert grid.count(">Σ0..3<") == 16
+
+
+def test_the_reduce_scatter_half_leaves_one_finished_chunk_per_rank(step):
+    step.selectbox(key="step.algo").set_value("ring").run()
+    step.slider(key="step.p").set_value(4).run()
+    step.slider(key="step.s").set_value(3).run()
+    grid = next(m.value for m in step.markdown if "buffer-grid" in m.value)
+    rows = re.findall(r"<tr><th[^>]*>rank (\d)", grid)
+    assert rows == ["0", "1", "2", "3"]
+    counts = [int(c) for c in re.findall(r'data-count="(\d+)"', grid)]
+    assert sum(1 for c in counts if c == 4) == 4
+    assert "reduce-scatter" in step.subheader[0].value or any("reduce-scatter" in s.value for s in step.subheader)
+
+
+def test_prev_next_and_play_move_the_step_and_the_url(step):
+    step.selectbox(key="step.op").set_value("allgather").run()
+    step.selectbox(key="step.algo").set_value("ring").run()
+    step.slider(key="step.p").set_value(5).run()
+    step.slider(key="step.s").set_value(0).run()
+    assert _step_heading(step) == (0, 4)  # ring allgather: p-1 steps
+    step.button(key="step.next").click().run()
+    assert _step_heading(step) == (1, 4) and step.query_params["s"] == "1"
+    step.button(key="step.prev").click().run()
+    assert _step_heading(step) == (0, 4)
+    step.button(key="step.play").click().run()
+    step.run()  # the next tick of the player
+    assert _step_heading(step)[0] == 1
+    step.button(key="step.play").click().run()  # pause
+    assert step.session_state["step.playing"] is False
+    step.slider(key="step.s").set_value(3).run()
+    step.button(key="step.play").click().run()
+    step.run()
+    assert _step_heading(step) == (4, 4) and step.session_state["step.playing"] is False  # stops at the last step
+    step.slider(key="step.s").set_value(1).run()
+    sentences = [m.value for m in step.markdown if m.value.startswith("- Rank")]
+    assert sentences and sentences[0].count("\n") == 4, sentences  # 5 transfers in a ring allgather step
+
+
+def test_engine_time_shown_equals_simulate(step):
+    step.selectbox(key="step.op").set_value("allreduce").run()
+    step.selectbox(key="step.algo").set_value("hierarchical").run()
+    step.slider(key="step.p").set_value(8).run()
+    step.number_input(key="step.group").set_value(4).run()
+    step.text_input(key="step.topo").input("cluster:nodes=2,gpus=4").run()
+    step.text_input(key="step.size").input("4MiB").run()
+    _ok(step)
+    expected = simulate(build_schedule(Collective("allreduce", 8, 4 << 20, "float32"), "hierarchical", group=4),
+                        parse_topology("cluster:nodes=2,gpus=4"), EngineOptions()).time
+    assert f"the engine took {expected * 1e6:.4g} us" in _engine_caption(step)
+    timeline = next(c for c in _charts(step) if c["layout"]["title"]["text"].startswith("engine timeline"))
+    assert f"{expected * 1e6:.4g} us" in timeline["layout"]["title"]["text"]
+    step.text_input(key="step.topo").input("ring").run()
+    step.text_input(key="step.size").input("1MiB").run()
+
+
+def test_alltoall_and_rooted_ops_are_drawn_with_a_root(step):
+    step.selectbox(key="step.op").set_value("alltoall").run()
+    step.slider(key="step.p").set_value(4).run()
+    step.selectbox(key="step.algo").set_value("direct").run()
+    _ok(step)
+    n = build_schedule(Collective("alltoall", 4, 16, "int8"), "direct").num_steps
+    assert _step_heading(step)[1] == n
+    step.selectbox(key="step.op").set_value("broadcast").run()
+    step.selectbox(key="step.algo").set_value("binomial").run()
+    step.number_input(key="step.root").set_value(2).run()
+    _ok(step)
+    step.slider(key="step.s").set_value(0).run()
+    grid = next(m.value for m in step.markdown if "buffer-grid" in m.value)
+    counts = [int(c) for c in re.findall(r'data-count="(\d+)"', grid)]
+    assert counts[2 * 4:3 * 4] == [1, 1, 1, 1] and sum(counts) == 4  # only the root holds data at the start
+
+
+def test_bad_topology_and_size_are_friendly_errors(step):
+    step.selectbox(key="step.op").set_value("allreduce").run()
+    step.text_input(key="step.topo").input("ring:2").run()
+    step.slider(key="step.p").set_value(4).run()
+    assert not step.exception
+    assert len(step.error) == 1 and "topology" in step.error[0].value and "fewer than the 4 ranks" in step.error[0].value
+    step.text_input(key="step.topo").input("/etc/passwd").run()
+    assert "not a topology the app builds" in step.error[0].value
+    step.text_input(key="step.topo").input("ring").run()
+    step.text_input(key="step.size").input("3B").run()
+    assert "size" in step.error[0].value and "'3B'" in step.error[0].value
+    step.text_input(key="step.size").input("1MiB").run()
+    _ok(step)
+
+
+def test_every_op_and_algorithm_at_1_to_9_ranks_runs_without_exception(step):
+    step.text_input(key="step.topo").input("switch").run()
+    cases = 0
+    for op in OPS:
+        step.selectbox(key="step.op").set_value(op).run()
+        for algo in names_for(op):
+            step.selectbox(key="step.algo").set_value(algo).run()
+            for p in range(1, 10):
+                step.slider(key="step.p").set_value(p).run()
+                assert not step.exception, (op, algo, p, [e.value for e in step.exception])
+                if get(op, algo).refusal(p):
+                    assert step.error and "cannot run on" in step.error[0].value
+                    continue
+                assert not step.error, (op, algo, p, [e.value for e in step.error])
+                params = {"group": None} if algo == "hierarchical" else {}
+                expected = build_schedule(Collective(op, p, p, "int8"), algo, **params).num_steps
+                assert _step_heading(step)[1] == expected, (op, algo, p)
+                cases += 1
+    assert cases >= 200
+
+
+def test_a_pasted_link_restores_the_step_page():
+    at2 = _page("views/step.py", {"op": "reduce_scatter", "algo": "recursive_halving", "p": "8", "s": "2", "topo": "switch",
+                                  "size": "64KiB"})
+    assert at2.selectbox(key="step.op").value == "reduce_scatter"
+    assert at2.selectbox(key="step.algo").value == "recursive_halving"
+    assert at2.slider(key="step.p").value == 8
+    assert _step_heading(at2) == (2, 3)  # recursive halving on 8 ranks: lg 8 steps
+    assert at2.query_params["s"] == "2" and at2.query_params["topo"] == "switch"
+
+
+def test_a_link_with_values_out_of_range_says_so_and_uses_defaults():
+    at = _page("views/step.py", {"p": "99", "op": "allsum"}, check=False)
+    assert not at.exception
+    warning = " ".join(w.value for w in at.warning)
+    assert "p='99' is outside 1..32" in warning and "op='allsum'" in warning
+    assert at.slider(key="step.p").value == 4
+
+
+# ---- cost explorer ------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cost():
+    return _page("views/cost.py")
+
+
+def test_cost_crossover_is_where_the_hand_formulas_cross(cost):
+    cost.number_input(key="cost.p").set_value(8).run()
+    cost.text_input(key="cost.sizes").input("1KiB:1GiB:4").run()
+    _ok(cost)
+    # recursive doubling 3a + 3nb, Rabenseifner 6a + 1.75nb: equal at n = 3a / 1.25b = 120,000 B; first size above: 256 KiB
+    text = " ".join(m.value for m in cost.markdown)
+    assert "rabenseifner beats recursive_doubling from 256KiB" in text
+
+
+def test_cost_lines_that_coincide_say_so(cost):
+    cost.number_input(key="cost.p").set_value(8).run()
+    cost.text_input(key="cost.sizes").input("1KiB:1GiB:4").run()
+    names = {t["name"] for t in _charts(cost)[0]["data"]}
+    # on 8 ranks direct and hierarchical (one group of 8) send what the ring sends, in as many steps (README's table)
+    assert {"direct (= ring)", "hierarchical (= ring)", "ring", "rabenseifner"} <= names
+
+
+def test_cost_engine_points_equal_simulate_on_the_chosen_topology(cost):
+    cost.number_input(key="cost.p").set_value(8).run()
+    cost.text_input(key="cost.topo").input("switch").run()
+    cost.text_input(key="cost.sizes").input("1KiB:1MiB:4").run()
+    _ok(cost)
+    fig = _charts(cost)[0]
+    points = next(t for t in fig["data"] if t["name"] == "ring: engine on switch:8")
+    topo = parse_topology("switch:8")
+    for n, y in zip(_values(points["x"]), _values(points["y"])):
+        expected = simulate(build_schedule(Collective("allreduce", 8, int(n), "int8"), "ring"), topo).time * 1e6
+        assert y == pytest.approx(expected, rel=1e-12)
+    cost.text_input(key="cost.topo").input("ideal").run()
+
+
+def test_cost_chunks_change_the_pipelined_lines(cost):
+    cost.selectbox(key="cost.op").set_value("broadcast").run()
+    cost.text_input(key="cost.sizes").input("1KiB:1GiB:4").run()
+
+    def chain_at_1gib():
+        trace = next(t for t in _charts(cost)[0]["data"] if t["name"] == "pipelined_chain")
+        return _values(trace["y"])[-1]
+
+    cost.number_input(key="cost.chunks").set_value(1).run()
+    one = chain_at_1gib()
+    cost.number_input(key="cost.chunks").set_value(16).run()
+    sixteen = chain_at_1gib()
+    # chain over p=8 ranks: (p-1) n beta unpipelined; pipelined (p - 1 + k - 1) (n/k) beta, by hand for 1 GiB
+    beta, n = 1 / 25e9, float(1 << 30)
+    assert one == pytest.approx((7 * 2e-6 + 7 * n * beta) * 1e6, rel=1e-9)
+    assert sixteen == pytest.approx((22 * 2e-6 + 22 * n / 16 * beta) * 1e6, rel=1e-9)
+    cost.selectbox(key="cost.op").set_value("allreduce").run()
+
+
+def test_cost_bad_sizes_are_one_friendly_error(cost):
+    cost.text_input(key="cost.sizes").input("1KiB:1GiB:x").run()
+    assert not cost.exception and len(cost.error) == 1 and "'x'" in cost.error[0].value
+    cost.text_input(key="cost.sizes").input("1KiB:1GiB:4").run()
+    _ok(cost)
+
+
+# ---- lessons ------------------------------------------------------------------------------------------------------
+
+# right and wrong answers, by hand (d and e are measured below with the engine)
+LESSON_ANSWERS = {"a": (1, 4), "b": ("recursive doubling", "ring"), "c": (4, 15), "f": ("no", "yes")}
+
+
+@pytest.fixture(scope="module")
+def lessons():
+    return _page("views/lessons.py")
+
+
+def _answer(at: AppTest, key: str, value) -> str:
+    at.radio(key="lesson.lesson").set_value(key).run()
+    widget = f"lesson.guess.{key}"
+    if isinstance(value, str):
+        at.radio(key=widget).set_value(value).run()
+    else:
+        at.number_input(key=widget).set_value(value).run()
+    at.button(key=f"lesson.check.{key}").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    if at.success:
+        return "right"
+    assert at.warning and at.warning[-1].value.startswith("Not quite")
+    return "wrong"
+
+
+@pytest.mark.parametrize("key", sorted(LESSON_ANSWERS))
+def test_lesson_check_accepts_the_right_answer_and_rejects_a_wrong_one(lessons, key):
+    right, wrong = LESSON_ANSWERS[key]
+    assert _answer(lessons, key, wrong) == "wrong"
+    assert _answer(lessons, key, right) == "right"
+    assert lessons.get("plotly_chart") or any("buffer-grid" in m.value for m in lessons.markdown)
+    assert len([e for e in lessons.expander if e.label == "answer"]) == 2
+
+
+def test_hierarchy_lesson_answer_is_the_engines_winner(lessons):
+    topo = parse_topology("cluster:nodes=4,gpus=4,net_bw=12.5GB/s")
+    coll = Collective("allreduce", 16, 4096, "float32")
+    ring = simulate(build_schedule(coll, "ring"), topo).time
+    hier = simulate(build_schedule(coll, "hierarchical", group=4), topo).time
+    right, wrong = ("hierarchical", "flat ring") if hier < ring else ("flat ring", "hierarchical")
+    assert _answer(lessons, "d", wrong) == "wrong"
+    assert _answer(lessons, "d", right) == "right"
+
+
+def test_straggler_lesson_accepts_the_delay_the_engine_measures(lessons):
+    topo = parse_topology("ring:8")
+    schedule = build_schedule(Collective("allreduce", 8, 1 << 20, "float32"), "ring")
+    extra = (simulate(schedule, topo, EngineOptions(start_delay={3: 50e-6})).time - simulate(schedule, topo).time) * 1e6
+    assert extra == pytest.approx(50, rel=0.01)  # the ring waits for the late rank's chunk: the whole delay
+    assert _answer(lessons, "e", 10) == "wrong"
+    assert _answer(lessons, "e", round(extra)) == "right"
+
+
+def test_a_lesson_link_opens_that_lesson():
+    at = _page(None, {"lesson": "f"})
+    assert at.header[0].value.startswith("Lesson (f)")
+    at.toggle(key="lesson.peek.f").set_value(True).run()
+    assert any("deadlock" in m.value for m in at.markdown)
+    at.toggle(key="lesson.fixed").set_value(True).run()
+    assert any("no problems" in m.value for m in at.markdown) and at.query_params["fixed"] == "1"
+
+
+# ---- contention, what-if, model vs reality -------------------------------------------------------------------------
+
+def test_contention_times_equal_simulate_before_and_after():
+    at = _page("views/contention.py")
+    at.number_input(key="contention.late").set_value(2).run()
+    at.number_input(key="contention.delay").set_value(100).run()
+    _ok(at)
+    topo = parse_topology("switch:8")
+    schedule = build_schedule(Collective("allreduce", 8, 64 << 20, "float32"), "ring")
+    before = simulate(schedule, topo).time
+    after = simulate(schedule, topo, EngineOptions(start_delay={2: 100e-6})).time
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["as chosen"] == f"{before * 1e6:.4g} us"
+    assert metrics["with the disturbance"] == f"{after * 1e6:.4g} us"
+    assert at.get("download_button")
+    at.slider(key="contention.load").set_value(50).run()
+    _ok(at)
+    links = at.dataframe[0].value
+    assert links["utilisation"].max() <= 1.0 + 1e-9 and len(links) == 10
+    # the loaded link (rank 0's uplink, the first busiest) now carries 2 x 7/8 x 64 MiB at half of 25 GB/s
+    loaded = simulate(schedule, topo, EngineOptions(start_delay={2: 100e-6}, background={0: 0.5})).time
+    top = links.iloc[0]
+    assert top["link"] == "gpu0->switch" and top["other traffic"] == 0.5 and top["bytes"] == 2 * 7 * (64 << 20) // 8
+    assert top["utilisation"] == pytest.approx(top["bytes"] / 12.5e9 / loaded, rel=1e-9)
+
+
+def test_whatif_rows_are_the_fastest_algorithm_in_the_engine():
+    at = _page("views/whatif.py")
+    at.text_input(key="whatif.m0").input("switch:4").run()
+    at.text_input(key="whatif.m1").input("ring:4").run()
+    at.text_input(key="whatif.ops").input("allgather").run()
+    at.text_input(key="whatif.sizes").input("1MiB").run()
+    _ok(at)
+    table = at.dataframe[0].value
+    assert len(table) == 2
+    for spec in ("switch:4", "ring:4"):
+        topo = parse_topology(spec)
+        best = min(simulate(build_schedule(Collective("allgather", 4, 1 << 20, "int8"), a), topo).time
+                   for a in names_for("allgather"))
+        assert table[table["machine"] == spec]["time (us)"].iloc[0] == pytest.approx(best * 1e6, rel=1e-12)
+    at.text_input(key="whatif.ops").input("allsum").run()
+    assert len(at.error) == 1 and at.error[0].value.startswith("collectives: 'allsum'")
+
+
+def test_reality_shows_every_size_of_the_log_with_its_out_of_sample_error():
+    from simulator.formats.nccl_tests import read_log
+
+    at = _page("views/reality.py")
+    name = "07_b200_hgx_1node_8gpu_allreduce.txt"
+    at.selectbox(key="reality.log").set_value(name).run()
+    _ok(at)
+    log = read_log(Path(__file__).parents[1] / "data" / "nccl-tests" / name)
+    measured = sorted({n: t for n, t in log.measurements("out")}.items())
+    table = at.dataframe[0].value
+    assert list(table["bytes"]) == [n for n, _ in measured]
+    err = (table["predicted out of sample (us)"] - table["measured (us)"]) / table["measured (us)"] * 100
+    assert list(err.round(9)) == list(table["error (%)"].round(9))
+    assert table["NCCL's pick"].notna().all()
+
+
+@pytest.mark.parametrize("path, query, key, value", [
+    ("views/cost.py", {"op": "allgather", "p": "16", "sizes": "4KiB:4MiB"}, "cost.p", 16),
+    ("views/contention.py", {"topo": "torus:2x4", "algo": "rabenseifner"}, "contention.topo", "torus:2x4"),
+    ("views/whatif.py", {"m0": "dgx-a100", "sizes": "1MiB"}, "whatif.m0", "dgx-a100"),
+    ("views/reality.py", {"log": "12_rtx4090_pcie_1node_2gpu_allreduce.txt", "arch": "ampere"}, "reality.arch", "ampere"),
+])
+def test_url_round_trip(path, query, key, value):
+    at = _page(path, query)
+    assert at.session_state[key] == value
+    for name, text in query.items():
+        assert at.query_params[name] == text
+
+
+def test_cost_every_op_at_1_to_9_ranks_runs_without_exception(cost):
+    cost.text_input(key="cost.sizes").input("1KiB:1MiB:32").run()
+    cost.text_input(key="cost.topo").input("switch").run()
+    for op in OPS:
+        cost.selectbox(key="cost.op").set_value(op).run()
+        for p in range(1, 10):
+            cost.number_input(key="cost.p").set_value(p).run()
+            _ok(cost)
+            lines = {t["name"] for t in _charts(cost)[0]["data"] if t.get("mode") == "lines"}
+            usable = {n for n in names_for(op) if not get(op, n).refusal(p)}
+            assert {re.sub(r" \(.*\)$", "", name) for name in lines} - {"lower bound"} == usable, (op, p)
+    cost.selectbox(key="cost.op").set_value("allreduce").run()
+    cost.number_input(key="cost.p").set_value(8).run()
+    cost.text_input(key="cost.topo").input("ideal").run()
+    cost.text_input(key="cost.sizes").input("1KiB:1GiB:4").run()
+
+
+def test_contention_every_op_and_algorithm_runs_without_exception():
+    """Every (op, algorithm) at 1, 4 and 7 ranks (the step page covers 1..9); no second topology, to keep it short."""
+    at = _page("views/contention.py")
+    at.text_input(key="contention.size").input("64KiB").run()
+    at.text_input(key="contention.vs").input("").run()
+    for op in OPS:
+        at.selectbox(key="contention.op").set_value(op).run()
+        for algo in names_for(op):
+            at.selectbox(key="contention.algo").set_value(algo).run()
+            for p in (1, 4, 7):
+                at.number_input(key="contention.p").set_value(p).run()
+                assert not at.exception, (op, algo, p, [e.value for e in at.exception])
+                if get(op, algo).refusal(p):
+                    assert at.error and "cannot run on" in at.error[0].value
+                else:
+                    assert not at.error, (op, algo, p, [e.value for e in at.error])
+
+
+def test_reality_takes_an_uploaded_verify_result_and_fits_it_exactly():
+    # times of a ring all-reduce on 4 ranks made by hand: 2(p-1)(alpha + n/p beta), alpha = 100 us, 2 GB/s
+    sizes = [2**14, 2**16, 2**18, 2**20, 2**22, 2**24]
+    records = [{"op": "allreduce", "algorithm": "ring", "params": {"chunks": 1}, "ranks": 4, "bytes": n,
+                "time_s": 6 * (1e-4 + n / 4 / 2e9)} for n in sizes]
+    at = _page("views/reality.py")
+    at.file_uploader(key="reality.upload").set_value(("run.json", json.dumps({"records": records}).encode(),
+                                                       "application/json")).run()
+    _ok(at)
+    table = at.dataframe[0].value
+    assert list(table["bytes"]) == sizes
+    assert table["error (%)"].abs().max() < 1e-6  # the model is exact for these times, so out of sample too
+    assert any("alpha 100 us, bandwidth 2 GB/s" in c.value for c in at.caption)
+    at.file_uploader(key="reality.upload").set_value(("run.json", b'{"rows": []}', "application/json")).run()
+    assert not at.exception and len(at.error) == 1 and at.error[0].value.startswith("upload: 'run.json'")

@@ -1,5 +1,12 @@
-"""The app as a person sees it: a real Streamlit server and headless Chromium (installed by .ci/run)."""
+"""The app as a person sees it: a real Streamlit server and headless Chromium (installed by .ci/run).
 
+Every page is opened from its URL, checked for Streamlit's exception element and photographed (into
+pytest's tmp_path, or into $COLLSIM_SCREENSHOTS when set, e.g. docs/img for the README); on the Step
+through page the play button must advance the step by itself.
+"""
+
+import os
+import re
 import shutil
 import socket
 import subprocess
@@ -16,6 +23,16 @@ if CHROMIUM is None:
     pytest.skip("no chromium on PATH (.ci/run installs Debian's chromium)", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[2]
+EXCEPTION = "[data-testid='stException']"
+# url path (with a query string, as a teacher would link it) -> text the page shows once drawn
+PAGES = {
+    "?lesson=b": "Lesson (b)",
+    "step?op=allreduce&algo=ring&p=8&topo=ring&size=1MiB&s=4": "Step 4 of 14",
+    "cost?op=allreduce&p=8&sizes=1KiB:1GiB:4": "Crossovers:",
+    "contention?topo=switch&op=allreduce&algo=ring&p=8&size=64MiB&late=3&delay=50&load=50": "Busiest links",
+    "whatif": "What-if hardware",
+    "reality": "Model vs reality",
+}
 
 
 def _free_port() -> int:
@@ -46,20 +63,74 @@ def server():
     proc.wait(10)
 
 
-def test_person_sees_the_picture_and_the_cost_curves(server, tmp_path):
+@pytest.fixture(scope="module")
+def browser():
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=[
             "--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
             "--disable-component-update", "--disable-sync"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1200})
-        page.goto(server)
-        page.get_by_text("6 steps, 24 messages").wait_for(timeout=60000)
-        picture = page.locator("img[src*='svg'], img[src^='data:image/svg'], [data-testid='stImage'] img").first
-        picture.wait_for(timeout=30000)
-        box = picture.bounding_box()
-        assert box and box["width"] > 600 and box["height"] > 150
-        page.get_by_role("tab", name="Cost curves").click()
-        page.locator(".js-plotly-plot").first.wait_for(timeout=30000)
-        assert page.locator(".js-plotly-plot").count() >= 2
-        page.screenshot(path=str(tmp_path / "app.png"), full_page=True)
-        browser.close()
+        yield chromium
+        chromium.close()
+
+
+def _photograph(page, path: Path) -> None:
+    """A screenshot down to the end of the page's content (Streamlit scrolls inside its own block)."""
+    height = page.evaluate("() => { const m = document.querySelector('[data-testid=\"stMainBlockContainer\"]');"
+                           " return m ? m.getBoundingClientRect().bottom : 0; }")
+    size = page.viewport_size
+    bottom = min(int(height) + 20, size["height"]) if height else size["height"]
+    page.screenshot(path=str(path), clip={"x": 0, "y": 0, "width": size["width"], "height": max(bottom, 400)})
+
+
+def _shots(tmp_path: Path) -> Path:
+    folder = Path(os.environ.get("COLLSIM_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.mark.parametrize("path", list(PAGES))
+def test_every_page_opens_from_its_link_without_an_exception(server, browser, tmp_path, path):
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})  # Streamlit scrolls inside: a tall window shows all
+    page.goto(f"{server}/{path}")
+    page.get_by_text(PAGES[path]).first.wait_for(timeout=90000)
+    if not path.startswith("?"):
+        page.locator(".js-plotly-plot").first.wait_for(timeout=60000)
+    page.wait_for_timeout(1500)  # let the figures finish drawing
+    assert page.locator(EXCEPTION).count() == 0
+    name = "app_" + (path.split("?")[0] or "lessons") + ".png"
+    _photograph(page, _shots(tmp_path) / name)
+    assert (_shots(tmp_path) / name).stat().st_size > 10_000
+    if path.startswith("step"):
+        grid = page.locator(".buffer-grid td.cell")
+        assert grid.count() == 8 * 8  # 8 ranks x 8 chunks, each cell at its fixed size
+        box = grid.first.bounding_box()
+        assert box and box["width"] >= 60
+    page.close()
+
+
+def test_play_advances_the_step_by_itself(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.goto(f"{server}/step?op=allreduce&algo=ring&p=4&topo=ring&size=1MiB&s=0")
+    page.get_by_text("Step 0 of 6").first.wait_for(timeout=90000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=60000)
+    page.wait_for_timeout(1000)  # the first run has finished drawing
+    page.get_by_role("button", name="▶ play").click()
+    page.get_by_role("button", name="pause").wait_for(timeout=30000)
+    page.get_by_text(re.compile(r"Step [2-6] of 6")).first.wait_for(timeout=45000)  # two ticks without a click
+    assert page.locator(EXCEPTION).count() == 0
+    page.close()
+
+
+def test_a_link_restores_the_lesson_and_the_check_works(server, browser, tmp_path):
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(f"{server}/?lesson=c")
+    page.get_by_text("Lesson (c)").first.wait_for(timeout=90000)
+    page.get_by_label(re.compile("your answer")).fill("4")
+    page.get_by_label(re.compile("your answer")).press("Enter")
+    page.get_by_role("button", name="Check my prediction").click()
+    page.get_by_text("Right.").first.wait_for(timeout=30000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=60000)  # the live figure, revealed by the check
+    page.wait_for_timeout(1500)
+    assert page.locator(EXCEPTION).count() == 0
+    _photograph(page, _shots(tmp_path) / "app_lesson_checked.png")
+    page.close()

@@ -26,67 +26,127 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 SCRIPT = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
 
-# (widget key, bad text, the field the error names, text the error quotes)
+# (page, widget key, bad text, the field the error names, text the error quotes)
 PAGE_CASES = [
-    ("cost-sizes", "1KiB:1GiB:x", "sizes", "'x'"),
-    ("cost-sizes", "1KiB:1GiB:1.001", "sizes", "limit of 10000"),
-    ("cost-sizes", "1KiB:1GiB:1.01", "sizes", "limit of 256"),
-    ("cost-sizes", ",".join(["4096"] * 300), "sizes", "limit of 256"),
-    ("cost-sizes", "1KiB:1GiB:1", "sizes", "'1'"),
-    ("cost-sizes", "1KiB:1GiB:0.5", "sizes", "'0.5'"),
-    ("cost-sizes", "1KiB:1GiB:nan", "sizes", "'nan'"),
-    ("cost-sizes", "1KiB:1GiB:inf", "sizes", "'inf'"),
-    ("cost-sizes", "1KiB:1GiB:-2", "sizes", "'-2'"),
-    ("cost-sizes", "", "sizes", "''"),
-    ("cost-sizes", "abc", "sizes", "'abc'"),
-    ("cost-sizes", "1KiB:", "sizes", "''"),
-    ("cost-sizes", "1GiB:1KiB", "sizes", "'1GiB:1KiB'"),
-    ("cost-sizes", "0:1GiB", "sizes", "'0:1GiB'"),
-    ("cost-sizes", "1e400:1e500", "sizes", "'1e400'"),
-    ("cost-sizes", "1KiB:1GiB:4:5", "sizes", "'1KiB:1GiB:4:5'"),
-    ("cost-sizes", "1,2,x", "sizes", "'x'"),
-    ("cost-sizes", "64 furlongs", "sizes", "'furlongs'"),
-    ("cost-sizes", "1.5", "sizes", "'1.5'"),
-    ("cost-sizes", "1:1e12:1.0000001", "sizes", "limit of 10000"),
-    ("w-sizes", "1KiB:1GiB:x", "sizes", "'x'"),
-    ("w-sizes", "1KiB:1GiB:1.001", "sizes", "limit of 10000"),
-    ("w-sizes", "", "sizes", "''"),
-    ("cost-alpha", "fast", "alpha", "'fast'"),
-    ("cost-alpha", "-2us", "alpha", "'-2us'"),
-    ("cost-alpha", "1e400us", "alpha", "1e400us"),
-    ("cost-alpha", "", "alpha", "''"),
-    ("cost-bw", "0", "bandwidth", "'0'"),
-    ("cost-bw", "-3GB/s", "bandwidth", "'-3GB/s'"),
-    ("cost-bw", "1e400GB/s", "bandwidth", "1e400GB/s"),
-    ("cost-bw", "25 parsecs", "bandwidth", "'parsecs'"),
-    ("a-alpha", "3 fortnights", "alpha", "'fortnights'"),
-    ("b-bw", "0GB/s", "bandwidth", "'0GB/s'"),
+    ("cost", "cost.sizes", "1KiB:1GiB:x", "sizes", "'x'"),
+    ("cost", "cost.sizes", "1KiB:1GiB:1.001", "sizes", "limit of 10000"),
+    ("cost", "cost.sizes", "1KiB:1GiB:1.01", "sizes", "limit of 256"),
+    ("cost", "cost.sizes", ",".join(["4096"] * 300), "sizes", "limit of 256"),
+    ("cost", "cost.sizes", "1KiB:1GiB:1", "sizes", "'1'"),
+    ("cost", "cost.sizes", "1KiB:1GiB:0.5", "sizes", "'0.5'"),
+    ("cost", "cost.sizes", "1KiB:1GiB:nan", "sizes", "'nan'"),
+    ("cost", "cost.sizes", "1KiB:1GiB:inf", "sizes", "'inf'"),
+    ("cost", "cost.sizes", "1KiB:1GiB:-2", "sizes", "'-2'"),
+    ("cost", "cost.sizes", "", "sizes", "''"),
+    ("cost", "cost.sizes", "abc", "sizes", "'abc'"),
+    ("cost", "cost.sizes", "1KiB:", "sizes", "''"),
+    ("cost", "cost.sizes", "1GiB:1KiB", "sizes", "'1GiB:1KiB'"),
+    ("cost", "cost.sizes", "0:1GiB", "sizes", "'0:1GiB'"),
+    ("cost", "cost.sizes", "1e400:1e500", "sizes", "'1e400'"),
+    ("cost", "cost.sizes", "1KiB:1GiB:4:5", "sizes", "'1KiB:1GiB:4:5'"),
+    ("cost", "cost.sizes", "1,2,x", "sizes", "'x'"),
+    ("cost", "cost.sizes", "64 furlongs", "sizes", "'furlongs'"),
+    ("cost", "cost.sizes", "1.5", "sizes", "'1.5'"),
+    ("cost", "cost.sizes", "1:1e12:1.0000001", "sizes", "limit of 10000"),
+    ("cost", "cost.alpha", "fast", "alpha", "'fast'"),
+    ("cost", "cost.alpha", "-2us", "alpha", "'-2us'"),
+    ("cost", "cost.alpha", "1e400us", "alpha", "1e400us"),
+    ("cost", "cost.alpha", "", "alpha", "''"),
+    ("cost", "cost.bw", "0", "bandwidth", "'0'"),
+    ("cost", "cost.bw", "-3GB/s", "bandwidth", "'-3GB/s'"),
+    ("cost", "cost.bw", "1e400GB/s", "bandwidth", "1e400GB/s"),
+    ("cost", "cost.bw", "25 parsecs", "bandwidth", "'parsecs'"),
+    ("cost", "cost.topo", "ring:3", "engine points on", "fewer than the 8 ranks"),
+    ("cost", "cost.topo", "/etc/passwd", "engine points on", "'/etc/passwd'"),
+    ("cost", "cost.topo", "torus:axb", "topology", "'axb'"),
+    ("step", "step.topo", "", "topology", "''"),
+    ("step", "step.topo", "ring:2", "topology", "fewer than the 4 ranks"),
+    ("step", "step.topo", "tests/data/x.yaml", "topology", "'tests/data/x.yaml'"),
+    ("step", "step.topo", "ring:100000000", "topology", "too large"),
+    ("step", "step.topo", "cluster:nodes=2,gpus=x", "topology", "gpus"),
+    ("step", "step.topo", "switch:8,bw=-1GB/s", "topology", "bw=-1GB/s"),
+    ("step", "step.topo", "dgx-h100:nodes=99999", "topology", "too large"),
+    ("step", "step.size", "3B", "size", "'3B'"),
+    ("step", "step.size", "abc", "size", "'abc'"),
+    ("step", "step.size", "-1MiB", "size", "'-1MiB'"),
+    ("step", "step.size", "1e400", "size", "'1e400'"),
+    ("step", "step.size", "2000TiB", "size", "'2000TiB'"),
+    ("contention", "contention.topo", "nonsense", "topology", "'nonsense'"),
+    ("contention", "contention.size", "1 parsec", "size", "'parsec'"),
+    ("contention", "contention.vs", "ring:3", "topology", "fewer than the 8 ranks"),
+    ("whatif", "whatif.sizes", "1KiB:1GiB:x", "sizes", "'x'"),
+    ("whatif", "whatif.sizes", "1KiB:1GiB:1.001", "sizes", "limit of 10000"),
+    ("whatif", "whatif.sizes", "", "sizes", "''"),
+    ("whatif", "whatif.sizes", "1KiB:1GiB", "sizes", "1..8"),
+    ("whatif", "whatif.ops", "allsum", "collectives", "'allsum'"),
+    ("whatif", "whatif.ops", " , ", "collectives", "' , '"),
+    ("whatif", "whatif.m0", "dgx-h100:nodes=100", "machine", "limit of 64"),
+    ("whatif", "whatif.m1", "3 fortnights", "machine", "'3 fortnights'"),
+    ("whatif", "whatif.m0", "/dev/zero", "machine", "'/dev/zero'"),
 ]
 
 
-@pytest.mark.parametrize("key, text, field, quoted", PAGE_CASES, ids=[f"{k}={t[:24]!r}" for k, t, _, _ in PAGE_CASES])
-def test_bad_text_is_a_friendly_error_in_the_page(key, text, field, quoted):
+@pytest.mark.parametrize("page, key, text, field, quoted", PAGE_CASES,
+                         ids=[f"{k}={t[:24]!r}" for _, k, t, _, _ in PAGE_CASES])
+def test_bad_text_is_a_friendly_error_in_the_page(page, key, text, field, quoted):
     at = AppTest.from_file(SCRIPT, default_timeout=60)
+    at.run()
+    at.switch_page(f"views/{page}.py")
     at.session_state[key] = text
     start = time.monotonic()
     at.run()
     seconds = time.monotonic() - start
     assert not at.exception, [e.value for e in at.exception]
     errors = [e.value for e in at.error]
-    assert len(errors) == 1, errors  # only the tab with the bad field complains
+    assert len(errors) == 1, errors  # one error line, for the bad field
     assert errors[0].startswith(f"{field}:") or f"{field} " in errors[0], errors[0]
     assert quoted in errors[0] and "\n" not in errors[0], errors[0]
     assert seconds < 10, f"the page took {seconds:.1f} s"
 
 
+# (uploaded file name, its bytes, the field the error names, text the error quotes)
+UPLOAD_CASES = [
+    ("notes.txt", b"hello world", "log", "notes.txt"),
+    ("binary.log", b"\xff\xfe\x00garbage\x00", "log", "binary.log"),
+    ("empty.txt", b"", "log", "empty.txt"),
+    ("big.txt", b"#" * (5 << 20), "upload", "'big.txt'"),
+    ("run.json", b"not json", "upload", "'run.json'"),
+    ("run.json", b'{"records": 3}', "upload", "'run.json'"),
+    ("run.json", b'{"records": [{"op": "allreduce"}]}', "upload", "no timed records"),
+    ("run.json", b'{"records": [{"op": "allreduce", "algorithm": "ring", "ranks": 4, "bytes": -5, "time_s": 1}]}',
+     "measured", "'run.json'"),
+    ("run.json", b'{"records": [{"op": "allreduce", "algorithm": "ring", "ranks": 4, "bytes": 64, "time_s": "x"}]}',
+     "measured", "time_s"),
+]
+
+
+@pytest.mark.parametrize("name, data, field, quoted", UPLOAD_CASES, ids=[f"{n}:{d[:16]!r}" for n, d, _, _ in UPLOAD_CASES])
+def test_bad_upload_is_a_friendly_error_in_the_page(name, data, field, quoted):
+    at = AppTest.from_file(SCRIPT, default_timeout=60)
+    at.run()
+    at.switch_page("views/reality.py")
+    at.run()
+    at.file_uploader(key="reality.upload").set_value((name, data, "application/octet-stream")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(f"{field}:") and quoted in errors[0] and "/tmp" not in errors[0], errors[0]
+
+
 def test_counts():
-    print(f"\napp bad-input cases: {len(PAGE_CASES)} page text fields, {len(CLI_CASES)} `collsim app` options")
-    assert len(PAGE_CASES) >= 20 and len(CLI_CASES) >= 10
+    print(f"\napp bad-input cases: {len(PAGE_CASES)} page text fields, {len(UPLOAD_CASES)} uploads, "
+          f"{len(CLI_CASES)} `collsim app` options")
+    assert len(PAGE_CASES) >= 50 and len(CLI_CASES) >= 10
+    fields = {key for _, key, _, _, _ in PAGE_CASES}
+    assert fields >= {"cost.sizes", "cost.alpha", "cost.bw", "cost.topo", "step.topo", "step.size", "contention.topo",
+                      "contention.size", "contention.vs", "whatif.sizes", "whatif.ops", "whatif.m0", "whatif.m1"}
 
 
 def test_a_fine_range_under_the_limit_is_drawn():
     at = AppTest.from_file(SCRIPT, default_timeout=60)
-    at.session_state["cost-sizes"] = "1KiB:1GiB:1.2"  # 77 sizes
+    at.run()
+    at.switch_page("views/cost.py")
+    at.session_state["cost.sizes"] = "1KiB:1GiB:1.2"  # 77 sizes
     at.run()
     assert not at.exception and not at.error
 

@@ -32,6 +32,10 @@ PREDICT = ["predict", "--preset", "p5", "--size", "1MiB:2MiB"]
 EXPORT = ["export-msccl", *RING, "--ranks", "4"]
 IMPORT = ["import-msccl", MSCCL]
 SHOW = ["topology", "show"]
+DDP2 = str(DATA / "programs" / "ddp2.yaml")
+RUNP = ["run-program", DDP2]
+WHATIF = ["whatif", "ddp", "--machines", "dgx-h100", "--jobs", "1"]
+SCALE = ["scale", "ddp", "--gpus", "8:16", "--jobs", "1"]
 
 
 
@@ -58,6 +62,8 @@ OUTPUT_COMMANDS = [  # (id, argv before the flag, flag, field the error names)
     ("predict-nccl-log", PREDICT, "--nccl-log", "nccl-log"),
     ("predict-csv", PREDICT, "--csv", "csv"),
     ("export-msccl-o", EXPORT, "-o", "output"),
+    ("run-program-trace", RUNP, "--trace", "trace"),
+    ("scale-html", SCALE, "--html", "html"),
 ]
 BAD_TARGETS = [  # (id, path, files to create first, what the error says)
     ("missing-dir", "missing/x.out", {}, "does not exist"),
@@ -533,11 +539,65 @@ def signal_cases() -> list[Case]:
     ]
 
 
+def program_cases() -> list[Case]:
+    """run-program, whatif and scale: programs, scenarios and their options."""
+    swapped = str(DATA / "programs" / "swapped.yaml")
+    cycle = "world: 1\ngroups: {}\nranks:\n  0: [{op: compute, time: 1ms, name: a, after: [b]}, {op: compute, time: 1ms, name: b}]\n"
+    mismatch = "world: 2\ngroups: {dp: [0, 1]}\nranks:\n  0: [{op: allreduce, group: dp, size: 2MiB}]\n" \
+               "  1: [{op: allreduce, group: dp, size: 1MiB}]\n"
+    return [
+        bad("run-program-missing-file", ["run-program", "missing.yaml"], "missing.yaml"),
+        bad("run-program-not-yaml", ["run-program", "p.yaml"], "p.yaml", files={"p.yaml": "world: [unclosed"}),
+        bad("run-program-deadlock", ["run-program", swapped], "deadlock",
+            accepted="rank 0 waits in allreduce#1 (group dp) for rank 1, which waits in allgather#1 (group tp) for rank 0"),
+        bad("run-program-mismatch", ["run-program", "m.yaml"], "mismatch", files={"m.yaml": mismatch},
+            accepted="(size differs)"),
+        bad("run-program-algo-bogus", [*RUNP, "--algo", "allreduce=bogus"], "algo", "bogus", "ring"),
+        bad("run-program-algo-no-equals", [*RUNP, "--algo", "ring"], "algo", "ring", "OP=NAME"),
+        bad("run-program-algo-bad-op", [*RUNP, "--algo", "allsum=ring"], "op", "allsum"),
+        bad("run-program-topology-small", [*RUNP, "--topology", "ideal:1"], "ranks", "2"),
+        bad("run-program-topology-bogus", [*RUNP, "--topology", "moon:3"], "topology", "moon"),
+        bad("run-program-ports-negative", [*RUNP, "--ports", "-1"], "ports", "-1"),
+        bad("run-program-gamma-words", [*RUNP, "--gamma", "fast"], "gamma", "fast"),
+        bad("run-program-bandwidth-zero", [*RUNP, "--bandwidth", "0"], "bandwidth", "0"),
+        bad("run-program-cycle", ["run-program", "c.yaml"], "dependency cycle", files={"c.yaml": cycle}),
+        bad("run-program-mode-bogus", [*RUNP, "--mode", "fast"], "mode", "fast"),
+        bad("whatif-model-unknown", [*WHATIF, "--model", "gpt-5"], "model", "gpt-5", "llama2-7b"),
+        bad("whatif-layout-not-dividing", ["whatif", "hybrid", "--machines", "dgx-h100", "--tp", "3"], "tp", "3"),
+        bad("whatif-group-larger-than-machine", ["whatif", "ddp", "--machines", "dgx-h100", "--gpus", "16"], "ranks", "16"),
+        bad("whatif-tp-larger-than-node", ["whatif", "tp", "--machines", "dgx-h100:nodes=2", "--tp", "16"], "tp", "16"),
+        bad("whatif-pp-too-large", ["whatif", "pp", "--machines", "dgx-h100", "--pp", "16"], "pp", "16"),
+        bad("whatif-machines-empty", ["whatif", "ddp", "--machines", ","], "machines"),
+        bad("whatif-machine-unknown", ["whatif", "ddp", "--machines", "dgx-h999"], "dgx-h999"),
+        bad("whatif-machine-no-gpu", ["whatif", "ddp", "--machines", "ring:8"], "gpu", accepted="--gpu"),
+        bad("whatif-price-words", [*WHATIF, "--price", "cheap"], "price", "cheap"),
+        bad("whatif-price-unknown-machine", [*WHATIF, "--price", "b200=3"], "price", "b200"),
+        bad("whatif-mfu-zero", [*WHATIF, "--mfu", "0"], "mfu", "0"),
+        bad("whatif-jobs-zero", [*WHATIF, "--jobs", "0"], "jobs", "0"),
+        bad("whatif-dask-unreachable", [*WHATIF, "--dask", "tcp://127.0.0.1:9"], "dask", "tcp://127.0.0.1:9", mode="subprocess"),
+        bad("whatif-trace-dir-missing", [*WHATIF, "--trace-dir", "nowhere"], "trace-dir", "nowhere"),
+        bad("whatif-scenario-unknown", ["whatif", "zero", "--machines", "dgx-h100"], "scenario", "zero"),
+        bad("whatif-algo-bogus", [*WHATIF, "--algo", "allreduce=magic"], "algo", "magic"),
+        bad("whatif-ep-dense-model", ["whatif", "ep", "--machines", "dgx-h100"], "model", accepted="MoE"),
+        bad("scale-gpus-words", [*SCALE, "--gpus", "many"], "gpus", "many"),
+        bad("scale-gpus-reversed", [*SCALE, "--gpus", "64:8"], "gpus", "64:8"),
+        bad("scale-gpus-not-nodes", [*SCALE, "--gpus", "12:48"], "gpus", "12"),
+        bad("scale-preset-unknown", [*SCALE, "--preset", "dgx-z"], "preset", "dgx-z"),
+        bad("scale-net-unknown", [*SCALE, "--net", "carrier-pigeon"], "net", "carrier-pigeon"),
+        bad("scale-algos-bogus", [*SCALE, "--algos", "ring,teleport"], "algo", "teleport"),
+        bad("scale-algos-empty", [*SCALE, "--algos", ","], "algos"),
+        bad("scale-jobs-negative", [*SCALE, "--jobs", "-1"], "jobs", "-1"),
+        bad("sweep-jobs-zero", [*SWEEP, "--jobs", "0"], "jobs", "0"),
+        bad("sweep-dask-empty", [*SWEEP, "--dask", " "], "dask"),
+    ]
+
+
 CASES = (output_cases() + size_cases() + link_number_cases() + algorithms_cases() + check_cases() + draw_cases() + cost_cases()
          + topology_cases() + simulate_cases() + sweep_cases() + verify_cases() + calibrate_cases() + compare_cases()
-         + fit_cases() + nccl_model_cases() + predict_cases() + msccl_cases() + app_cases() + empty_value_cases() + signal_cases())
+         + fit_cases() + nccl_model_cases() + predict_cases() + msccl_cases() + app_cases() + empty_value_cases() + signal_cases()
+         + program_cases())
 SUBCOMMANDS = ("algorithms", "check", "draw", "cost", "topologies", "topology", "simulate", "sweep", "verify", "calibrate",
-               "compare", "fit", "nccl-model", "predict", "import-msccl", "export-msccl", "app")
+               "compare", "fit", "nccl-model", "predict", "import-msccl", "export-msccl", "app", "run-program", "whatif", "scale")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

@@ -414,15 +414,17 @@ def _measured_cases() -> list[Case]:
 PROGRAM = "world: 2\ngroups: {dp: [0, 1]}\nranks:\n  0-1: [{op: all_reduce, group: dp, size: 1MiB}]\n"
 
 
-def _program_cases() -> list[Case]:
+def _program_cases(command: str = "lint-program") -> list[Case]:
+    prefix = "program" if command == "lint-program" else command
+
     def case(tag: str, content, field: str, value=None, accepted=None, target: str = "p.yaml") -> Case:
         files = {} if content is None else {target: content}
-        return Case(f"program-{tag}", ["lint-program", target], field, value, accepted, files)
+        return Case(f"{prefix}-{tag}", [command, target], field, value, accepted, files)
 
     return [
         case("missing", None, "p.yaml", accepted="No such file"),
-        Case("program-directory", ["lint-program", "d.yaml"], "d.yaml", None, "Is a directory", {"d.yaml/x": "x"}),
-        Case("program-device", ["lint-program", "/dev/zero"], "/dev/zero", None, "not a regular file"),
+        Case(f"{prefix}-directory", [command, "d.yaml"], "d.yaml", None, "Is a directory", {"d.yaml/x": "x"}),
+        Case(f"{prefix}-device", [command, "/dev/zero"], "/dev/zero", None, "not a regular file"),
         case("binary", bytes(range(256)) * 4, "p.yaml", accepted="expected UTF-8 text"),
         case("latin1", (PROGRAM + "# caf\xe9\n").encode("latin-1"), "p.yaml line 5", "0xe9", "expected UTF-8 text"),
         case("nul", PROGRAM.encode() + b"\x00", "p.yaml", "NUL", "expected UTF-8 text"),
@@ -486,7 +488,7 @@ CASES = {
     "nccl-tests log": _log_cases(),
     "MSCCL XML": _msccl_cases(),
     "measured JSON": _measured_cases(),
-    "program file": _program_cases(),
+    "program file": _program_cases() + _program_cases("run-program"),
 }
 ALL = [case for cases in CASES.values() for case in cases]
 
@@ -526,6 +528,7 @@ GOOD_FILES = [
     (["import-msccl", "a.xml", "--check"], {"a.xml": TINY_XML}),
     ([*COMPARE, "m.json"], {"m.json": json.dumps(MEASURED)}),
     (["lint-program", "p.yaml"], {"p.yaml": PROGRAM}),
+    (["run-program", "p.yaml"], {"p.yaml": PROGRAM}),
     ([*COMPARE, "m.json"], {"m.json": json.dumps(_edit(MEASURED, "records.0.bytes", "64KiB"))}),  # sizes as people write them
 ]
 

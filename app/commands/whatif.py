@@ -1,0 +1,197 @@
+"""`collsim whatif SCENARIO --machines A,B,C`: one training step on several machines, side by side, with sensitivity."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+
+from simulator.errors import CollsimError
+from simulator.fileio import atomic_write
+from simulator.parallel import check_jobs, run_cases
+from simulator.program.presets import GPUS, MODELS
+from simulator.program.run import MODES
+from simulator.program.scenarios import DDP_BUCKET, SCENARIOS
+from simulator.program.whatif import StepCase, cost_per_million, evaluate, sensitivity_cases
+from simulator.units import format_size, format_time, parse_size
+
+from ..output import emit_json, table
+from .run_program import parse_algos
+
+
+def add_step_args(p: argparse.ArgumentParser) -> None:
+    """The scenario's options (as `collsim scenario`), the run's, and --jobs / --dask."""
+    p.add_argument("scenario", metavar="SCENARIO", help=", ".join(SCENARIOS))
+    p.add_argument("--model", default="llama2-7b", help=f"model preset: {', '.join(MODELS)} (default llama2-7b)")
+    p.add_argument("--gpu", help=f"GPU preset: {', '.join(GPUS)} (default: the machine preset's)")
+    p.add_argument("--tp", type=int, help="tensor-parallel degree (inside a node)")
+    p.add_argument("--pp", type=int, help="pipeline stages")
+    p.add_argument("--ep", type=int, help="expert-parallel degree (MoE models)")
+    p.add_argument("--fsdp", action="store_true", help="shard data parallelism (FSDP / ZeRO-3) instead of DDP")
+    p.add_argument("--sp", action="store_true", help="sequence parallelism with TP")
+    p.add_argument("--mfu", type=float, default=0.4, help="achieved fraction of the GPU's peak (default 0.4)")
+    p.add_argument("--micro-batch", type=int, default=1, help="sequences per micro-batch per data-parallel rank (default 1)")
+    p.add_argument("--microbatches", type=int, help="micro-batches per step (default 2 x pp with pipelines, else 1)")
+    p.add_argument("--seq-len", type=int, help="tokens per sequence (default the model's)")
+    p.add_argument("--bucket", default=format_size(DDP_BUCKET), help="DDP gradient bucket size (default 25MiB)")
+    p.add_argument("--algo", action="append", default=[], metavar="OP=NAME",
+                   help="algorithm for every call of an op, e.g. allreduce=hierarchical (default ring; repeatable)")
+    p.add_argument("--mode", default="auto", choices=MODES,
+                   help="exact: every call expanded (calls share links); isolated: each distinct call timed alone; "
+                        "auto (default): exact up to about 2M transfers")
+    p.add_argument("--ports", type=int, default=1, help="messages a rank may have in flight each way (default 1; 0 = unlimited)")
+    add_parallel_args(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def add_parallel_args(p: argparse.ArgumentParser) -> None:
+    """--jobs and --dask, shared by sweep, whatif and scale."""
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="run cases in N processes (default: every core; 1 = serially in this process)")
+    p.add_argument("--dask", metavar="ADDRESS", help="run cases on the Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786)")
+
+
+def step_case(args: argparse.Namespace, machine: str, **over) -> StepCase:
+    """A StepCase from the shared options."""
+    if not 0 < args.mfu <= 1 or not math.isfinite(args.mfu):
+        raise CollsimError(f"mfu: {args.mfu}; expected a utilisation in (0, 1], e.g. 0.4")
+    if args.ports < 0:
+        raise CollsimError(f"ports: {args.ports}; expected an integer >= 1, or 0 for unlimited")
+    fields = dict(scenario=args.scenario, machine=machine, model=args.model, gpu=args.gpu, tp=args.tp, pp=args.pp, ep=args.ep,
+                  fsdp=args.fsdp, sp=args.sp, mfu=args.mfu, micro_batch=args.micro_batch, microbatches=args.microbatches,
+                  seq_len=args.seq_len, bucket=parse_size(args.bucket, "bucket"),
+                  algorithms=tuple(sorted(parse_algos(args.algo).items())), mode=args.mode, ports=args.ports)
+    fields.update(over)
+    return StepCase(**fields)
+
+
+def split_machines(text: str) -> list[str]:
+    """'dgx-h100:nodes=2,net=ib400,hgx-b200' -> two specs: a piece with '=' and no ':' continues the previous spec."""
+    out: list[str] = []
+    for piece in text.split(","):
+        piece = piece.strip()
+        if out and "=" in piece and ":" not in piece:
+            out[-1] += "," + piece
+        elif piece:
+            out.append(piece)
+    if not out:
+        raise CollsimError(f"machines: {text!r} names no machine; expected SPEC[,SPEC...] such as dgx-h100,hgx-b200:nodes=2")
+    return out
+
+
+def parse_prices(text: str | None, machines: list[str]) -> dict[str, float]:
+    """--price: one number for every machine, or MACHINE=PRICE pairs separated by ';'."""
+    if text is None:
+        return {}
+    def number(value: str) -> float:
+        try:
+            price = float(value)
+        except ValueError:
+            price = math.nan
+        if not (math.isfinite(price) and price > 0):
+            raise CollsimError(f"price: {value!r} is not a price; expected dollars per GPU-hour > 0, e.g. 2.5")
+        return price
+    if "=" not in text:
+        price = number(text.strip())
+        return {m: price for m in machines}
+    out = {}
+    for part in text.split(";"):
+        name, _, value = part.rpartition("=")
+        if name.strip() not in machines:
+            raise CollsimError(f"price: {name.strip()!r} is not one of the machines; expected one of {'; '.join(machines)}")
+        out[name.strip()] = number(value.strip())
+    return out
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "whatif", help="one training step on several machines: step time, exposed communication, tokens/s, cost",
+        description="Generate a training step (as `collsim scenario`) for each machine, run it on the engine and print "
+                    "one table: step time, compute, exposed communication (not hidden behind compute), tokens/s, "
+                    "scaling efficiency (compute-only step / step) and, with --price, dollars per million tokens. "
+                    "The sensitivity columns rerun each machine with the NIC bandwidth doubled, then NVLink doubled, "
+                    "and give the step time saved (docs/whatif.md).",
+        epilog="examples:\n  collsim whatif ddp --machines dgx-h100:nodes=2,net=ib400,hgx-b200:nodes=2 --price 2.5\n"
+               "  collsim whatif hybrid --tp 8 --machines dgx-h100:nodes=8 --trace-dir traces")
+    add_step_args(p)
+    p.add_argument("--machines", required=True, metavar="SPEC,SPEC",
+                   help="machines to compare: topology SPECs (a piece with '=' and no ':' belongs to the spec before)")
+    p.add_argument("--gpus", type=int, help="GPUs of the job (default: every device of each machine)")
+    p.add_argument("--price", metavar="USD", help="price per GPU-hour: one number, or MACHINE=USD;MACHINE=USD")
+    p.add_argument("--no-sensitivity", action="store_true", help="skip the doubled-bandwidth reruns")
+    p.add_argument("--trace-dir", metavar="DIR", help="write a Chrome trace of each machine's step (its first --trace-ranks)")
+    p.add_argument("--trace-ranks", type=int, default=16, help="ranks in each trace (default 16)")
+    p.set_defaults(func=run)
+
+
+def _trace_dir(path: str) -> str:
+    if not path or not os.path.isdir(path):
+        raise CollsimError(f"trace-dir: {path!r} is not a directory; expected an existing directory")
+    return path
+
+
+def run(args: argparse.Namespace) -> int:
+    machines = split_machines(args.machines)
+    prices = parse_prices(args.price, machines)
+    jobs = check_jobs(args.jobs)
+    if args.trace_dir:
+        _trace_dir(args.trace_dir)
+    if args.trace_ranks < 1:
+        raise CollsimError(f"trace-ranks: {args.trace_ranks}; expected an integer >= 1")
+    cases = [step_case(args, m, gpus=args.gpus, trace_ranks=args.trace_ranks if args.trace_dir else 0, label=m)
+             for m in machines]
+    extra = [] if args.no_sensitivity else [c for case in cases for c in sensitivity_cases(case)]
+    results = run_cases(evaluate, cases + extra, jobs, args.dask, "whatif")
+    rows = _annotate(results[:len(cases)], results[len(cases):], prices)
+    traces = _write_traces(rows, args.trace_dir) if args.trace_dir else []
+    if args.json:
+        emit_json({"scenario": args.scenario, "rows": rows, "traces": traces})
+        return 0
+    _print(rows, args, bool(prices), bool(extra))
+    for path in traces:
+        print(f"# wrote {path}")
+    return 0
+
+
+def _annotate(rows: list[dict], more: list[dict], prices: dict[str, float]) -> list[dict]:
+    """Cost per million tokens and the step time saved by doubled bandwidths, added to each row."""
+    for k, row in enumerate(rows):
+        if row["label"] in prices:
+            row["usd_per_million_tokens"] = cost_per_million(row, prices[row["label"]])
+        if more:
+            row["saved_by_2x_nic"] = 1 - more[2 * k]["step_s"] / row["step_s"]
+            row["saved_by_2x_nvlink"] = 1 - more[2 * k + 1]["step_s"] / row["step_s"]
+    return rows
+
+
+def _write_traces(rows: list[dict], directory: str) -> list[str]:
+    paths = []
+    for k, row in enumerate(rows):
+        name = row["machine"].replace(":", "_").replace(",", "_").replace("=", "-")
+        path = os.path.join(directory, f"whatif-{k}-{name}.trace.json")
+        events = row.pop("trace_events")
+        atomic_write(path, json.dumps({"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"collsim": dict(row)}}))
+        paths.append(path)
+    return paths
+
+
+def _print(rows: list[dict], args: argparse.Namespace, priced: bool, sensitive: bool) -> None:
+    print(f"# whatif {args.scenario}: {rows[0]['model']}, {f'{args.gpus} GPUs' if args.gpus else 'every GPU of each machine'}; "
+          "efficiency = compute-only step / step")
+    headers = ["machine", "gpu", "gpus", "step", "compute", "exposed comm", "tokens/s", "efficiency"]
+    headers += ["$/Mtok"] if priced else []
+    headers += ["2x NIC saves", "2x NVLink saves"] if sensitive else []
+    body = []
+    for row in rows:
+        line = [row["label"], row["gpu"], row["gpus"], format_time(row["step_s"]), format_time(row["compute_s"]),
+                format_time(row["exposed_s"]), round(row["tokens_per_s"]), f"{row['efficiency']:.1%}"]
+        if priced:
+            line.append(f"{row['usd_per_million_tokens']:.3f}" if "usd_per_million_tokens" in row else "")
+        if sensitive:
+            line += [f"{row['saved_by_2x_nic']:.1%}", f"{row['saved_by_2x_nvlink']:.1%}"]
+        body.append(line)
+    print(table(headers, body))
+    for row in rows if sensitive else ():
+        print(f"# {row['label']}: doubling the NIC bandwidth saves {row['saved_by_2x_nic']:.1%}; "
+              f"doubling NVLink saves {row['saved_by_2x_nvlink']:.1%} ({row['mode']} run)")

@@ -1,0 +1,153 @@
+"""The cost explorer's numbers and figure: closed-form lines, engine points on a topology, crossovers, regimes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from app.figures import _label, cost_table
+from simulator.algorithms import build_schedule, get, names_for
+from simulator.collective import Collective, busbw_factor
+from simulator.cost import LinkModel
+from simulator.engine import EngineOptions, simulate
+from simulator.topology.model import Topology
+from simulator.units import format_size
+
+MAX_ENGINE_POINTS = 6   # engine sizes per algorithm (log-spaced picks from the sizes)
+MAX_ENGINE_RANKS = 64   # the engine points are skipped above this (the lines stay)
+_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
+_SYMBOLS = ["circle", "square", "diamond", "triangle-up", "x", "star", "cross", "pentagon"]
+
+
+@dataclass
+class Explorer:
+    """Times per algorithm and size, the engine's points, where the best algorithm changes and each size's regime."""
+
+    op: str
+    ranks: int
+    sizes: list[int]
+    table: dict
+    engine: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    crossovers: list[tuple[int, str, str]] = field(default_factory=list)  # (first size the new one wins, old, new)
+    latency_bound: list[bool] = field(default_factory=list)
+
+    def best(self) -> list[str]:
+        """The fastest algorithm's name per size."""
+        names = list(self.table["times"])
+        stacked = np.vstack([self.table["times"][n] for n in names])
+        return [names[i] for i in stacked.argmin(axis=0)]
+
+
+def engine_sizes(sizes: list[int], k: int = MAX_ENGINE_POINTS) -> list[int]:
+    """Up to k sizes spread evenly (by index, so log-spaced on a log range) over `sizes`, ends included."""
+    if len(sizes) <= k:
+        return list(sizes)
+    idx = np.unique(np.round(np.linspace(0, len(sizes) - 1, k)).astype(int))
+    return [sizes[i] for i in idx]
+
+
+def engine_point(op: str, algo: str, ranks: int, nbytes: int, params: dict, topology: Topology, gamma: float) -> float:
+    """The engine's time of one (algorithm, size) on the topology (int8, so any byte count is allowed)."""
+    accepted = {p.name for p in get(op, algo).params}
+    schedule = build_schedule(Collective(op, ranks, nbytes, "int8"), algo,
+                              **{k: v for k, v in params.items() if k in accepted})
+    return float(simulate(schedule, topology, EngineOptions(gamma=gamma)).time)
+
+
+def explore(op: str, ranks: int, sizes: list[int], model: LinkModel, params: dict | None = None,
+            topology: Topology | None = None, algorithms: list[str] | None = None) -> Explorer:
+    """Closed forms (engine on ideal:P where none exists) for each algorithm; engine points on `topology` if given."""
+    params = params or {}
+    table = cost_table(op, ranks, sizes, model, algorithms, params=params)
+    ex = Explorer(op, ranks, list(sizes), table)
+    best = ex.best()
+    for i in range(1, len(sizes)):
+        if best[i] != best[i - 1]:
+            ex.crossovers.append((sizes[i], best[i - 1], best[i]))
+    at_zero = cost_table(op, ranks, [0], model, algorithms, params=params)["times"]
+    ex.latency_bound = [float(at_zero[b][0]) * 2 >= float(table["times"][b][i]) for i, b in enumerate(best)]
+    if topology is not None and ranks <= MAX_ENGINE_RANKS:
+        for name in table["times"]:
+            ex.engine[name] = [(n, engine_point(op, name, ranks, n, params, topology, model.gamma))
+                               for n in engine_sizes(sizes)]
+    return ex
+
+
+def explorer_figure(ex: Explorer, metric: str = "time", topology_name: str = ""):
+    """Lines (closed forms), markers (engine on the topology), crossovers as vertical lines, regimes shaded."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    sizes = np.asarray(ex.sizes, dtype=float)
+    factor = busbw_factor(ex.op, ex.ranks)
+
+    def y_of(n, t):
+        t = np.asarray(t, dtype=float)
+        if metric == "time":
+            return t * 1e6
+        return np.divide(np.asarray(n, dtype=float) * factor, t, out=np.zeros_like(t), where=t > 0) / 1e9
+
+    _shade(fig, ex)
+    labels = [format_size(s) for s in ex.sizes]
+    same = _same_as(ex.table["times"])
+    for k, (name, times) in enumerate(ex.table["times"].items()):
+        colour = f"hsl({(k * 360) // max(len(ex.table['times']), 1)},65%,45%)"
+        label = _label(name, ex.table) + (f" (= {same[name]})" if name in same else "")
+        fig.add_trace(go.Scatter(x=sizes, y=y_of(sizes, times), name=label, mode="lines",
+                                 line=dict(color=colour, dash="dot" if name in same else _DASHES[k % len(_DASHES)],
+                                           width=4 if k == 0 else 2),
+                                 legendgroup=name, text=labels, hovertemplate="%{text}: %{y:.4g}<extra>" + name + "</extra>"))
+        if name in ex.engine:
+            pts = ex.engine[name]
+            fig.add_trace(go.Scatter(x=[n for n, _ in pts], y=y_of([n for n, _ in pts], [t for _, t in pts]),
+                                     name=f"{name}: engine on {topology_name}", mode="markers", legendgroup=name,
+                                     marker=dict(color=colour, size=9, symbol=_SYMBOLS[k % len(_SYMBOLS)],
+                                                 line=dict(color="black", width=1)),
+                                     hovertemplate="engine %{x} B: %{y:.4g}<extra>" + name + "</extra>"))
+    if metric == "time":
+        fig.add_trace(go.Scatter(x=sizes, y=y_of(sizes, ex.table["bound"]), name="lower bound", mode="lines",
+                                 line=dict(color="gray", dash="dot")))
+    for n, _old, new in ex.crossovers:
+        fig.add_vline(x=n, line=dict(color="#555", dash="dash", width=1))
+        fig.add_annotation(x=np.log10(n), y=1.0, yref="paper", text=f"{new} wins from {format_size(n)}",
+                           showarrow=False, textangle=-90, xanchor="right", yanchor="top", font=dict(size=10))
+    what = "time (us), lower is better" if metric == "time" else "bus bandwidth (GB/s), higher is better"
+    fig.update_layout(title=f"{ex.op}, {ex.ranks} ranks: lines are closed forms, markers the engine",
+                      xaxis=dict(title="message size (bytes, nccl-tests meaning)", type="log"),
+                      yaxis=dict(title=what, type="log" if metric == "time" else "linear"),
+                      legend=dict(title="algorithm"), margin=dict(t=50), height=520)
+    return fig
+
+
+def _same_as(times: dict[str, np.ndarray]) -> dict[str, str]:
+    """Algorithm -> the first earlier algorithm with the same times at every size (their lines lie on top of each other)."""
+    names, out = list(times), {}
+    for i, name in enumerate(names):
+        for other in names[:i]:
+            if other not in out and np.allclose(times[name], times[other], rtol=1e-9, atol=0):
+                out[name] = other
+                break
+    return out
+
+
+def _shade(fig, ex: Explorer) -> None:
+    """Latency-bound sizes (alpha terms are at least half the best time) shaded blue, bandwidth-bound orange."""
+    if not ex.sizes:
+        return
+    runs, start = [], 0
+    for i in range(1, len(ex.sizes) + 1):
+        if i == len(ex.sizes) or ex.latency_bound[i] != ex.latency_bound[start]:
+            runs.append((start, i - 1, ex.latency_bound[start]))
+            start = i
+    for a, b, lat in runs:
+        lo = ex.sizes[a] if a == 0 else (ex.sizes[a - 1] * ex.sizes[a]) ** 0.5
+        hi = ex.sizes[b] if b == len(ex.sizes) - 1 else (ex.sizes[b] * ex.sizes[b + 1]) ** 0.5
+        fig.add_vrect(x0=lo, x1=hi, fillcolor="#bee3f8" if lat else "#feebc8", opacity=0.45, line_width=0, layer="below")
+        fig.add_annotation(x=(np.log10(lo) + np.log10(hi)) / 2, y=0.01, yref="paper", yanchor="bottom", showarrow=False,
+                           text="latency-bound" if lat else "bandwidth-bound", font=dict(size=11, color="#4a5568"))
+
+
+def algorithms_for(op: str, ranks: int) -> list[str]:
+    """Algorithms that accept this rank count."""
+    return [n for n in names_for(op) if not get(op, n).refusal(ranks)]

@@ -1,0 +1,58 @@
+"""Everything the Step-through page shows for one choice, built without Streamlit (tests and benchmarks call it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.figures import timeline_figure
+from app.stepper import Stepper, build_stepper, picture_collective, step_sentences
+from app.topofig import topology_figure
+from app.ui.inputs import size_input, topology_input
+from simulator.algorithms import build_schedule, get
+from simulator.algorithms.registry import check_ranks
+from simulator.collective import Collective
+from simulator.engine import EngineOptions, simulate
+from simulator.topology.model import Topology
+from simulator.trace import Trace
+
+DTYPE = "float32"
+
+
+@dataclass
+class StepModel:
+    """The symbolic run (grid, sentences) and the engine's run (timeline, time) of one choice."""
+
+    stepper: Stepper
+    topology: Topology
+    trace: Trace
+
+    @property
+    def num_steps(self) -> int:
+        return self.stepper.num_steps
+
+
+def build_step_model(op: str, algo: str, ranks: int, params: dict, root: int, topology: str, size: str,
+                     gamma: float = 0.0) -> StepModel:
+    """Schedule on symbols (ranks x chunks columns) and the same algorithm at `size` bytes on `topology` in the engine."""
+    spec = get(op, algo)
+    check_ranks(spec, ranks)
+    # elements per rank block in the picture: every piece the parameters cut a block into gets its own column
+    per_block = int(params.get("chunks") or 1) * int(params.get("channels") or 1) * -(-int(params.get("pipeline") or 1) // ranks)
+    picture = build_schedule(picture_collective(op, ranks, per_block, root), algo, **params)
+    topo = topology_input(topology, ranks)
+    nbytes = size_input(size, "size", 4)
+    schedule = build_schedule(Collective(op, ranks, nbytes, DTYPE, root), algo, **params)
+    trace = simulate(schedule, topo, EngineOptions(gamma=gamma))
+    return StepModel(build_stepper(picture), topo, trace)
+
+
+def step_figures(model: StepModel, i: int) -> dict:
+    """The figures and text for state i: the topology with the step's transfers, the timeline, the sentences."""
+    stepper = model.stepper
+    p = stepper.schedule.collective.ranks
+    arrows = [(m.transfer.src, m.transfer.dst, m.chunk, m.sentence) for m in stepper.moves[i] if not m.transfer.local]
+    step_no = stepper.steps[i - 1] if i > 0 else None
+    title = "start" if i == 0 else f"step {i}: {stepper.phases[i]}"
+    return {"topology": topology_figure(model.topology, p, arrows, title=title),
+            "timeline": timeline_figure(model.trace, step_no),
+            "sentences": step_sentences(stepper, i)}

@@ -1,0 +1,67 @@
+"""Model vs reality: a real nccl-tests log against the model fitted to it, size by size, and NCCL's own pick."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from app.ui.common import friendly
+from app.ui.reality_model import MAX_UPLOAD, bundled_logs, fit_log, read_bundled, read_upload, rows, verify_choices
+from app.ui.urlstate import UrlState
+from simulator.algorithms import names_for
+from simulator.nccl_model import ARCHS
+from simulator.units import format_size
+
+st.header("Model vs reality")
+st.markdown(
+    "A model is only as good as its error on data it was not fitted to. Pick a real nccl-tests log (or upload one): "
+    "collsim fits the algorithm's alpha-beta closed form to it, predicts **every other size from a fit to the rest** "
+    "(so each error below is out of sample), and shows what NCCL's own tuning model would pick at each size.")
+
+url = UrlState("reality")
+logs = bundled_logs()
+c = st.columns([3, 1.3, 1, 1.2, 1])
+log_name = c[0].selectbox("bundled log (tests/data/nccl-tests)", logs, key=url.choice("log", logs, logs[0] if logs else None))
+upload = c[0].file_uploader(f"or upload an nccl-tests log or a `collsim verify --json` result (at most "
+                            f"{MAX_UPLOAD >> 20} MiB)", type=["txt", "log", "out", "json"], key="reality.upload",
+                            max_upload_size=MAX_UPLOAD >> 20)
+segments = c[2].number_input("size ranges (1..3)", 1, 3, key=url.integer("segments", 1, 3, 1),
+                             help="fit each protocol regime (LL, LL128, Simple) on its own")
+arch = c[3].selectbox("GPU generation (NCCL model)", ARCHS, key=url.choice("arch", ARCHS, "hopper"))
+nodes = c[4].number_input("nodes (0 = 8 GPUs each, 1..64)", 0, 64, key=url.integer("nodes", 0, 64, 0),
+                          help="nodes the log's ranks ran on, for NCCL's model; 0 assumes 8 GPUs per node")
+url.show_notes()
+
+with friendly():
+    if upload is not None and upload.name.lower().endswith(".json"):
+        choices = verify_choices(upload.getvalue(), upload.name)
+        choice = c[0].selectbox("timed rows of the verify result", choices, key="reality.verify")
+        log = read_upload(upload.getvalue(), upload.name, choice)
+    else:
+        log = read_upload(upload.getvalue(), upload.name) if upload is not None else read_bundled(log_name)
+    algos = names_for(log.op)
+    algo = c[1].selectbox("algorithm to fit", algos, key=url.choice("algo", algos, log.algorithm or "ring"))
+    fit = fit_log(log, algo, int(segments))
+    table = pd.DataFrame(rows(fit, log, arch, int(nodes) or max(1, -(-log.ranks // 8))))
+    st.caption(f"{log.source}: {log.op} on {log.ranks} ranks, {len(table)} sizes. Fitted alpha "
+               f"{fit.alpha_s * 1e6:.3g} us, bandwidth {fit.bandwidth_Bps / 1e9:.3g} GB/s; median |error| out of sample "
+               f"(sizes >= 64 KiB): {fit.cv_median_abs_pct_error() or 0:.1f}%.")
+    labels = [format_size(int(n)) for n in table["bytes"]]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=table["bytes"], y=table["measured (us)"], name="measured", mode="markers",
+                             marker=dict(size=9, color="black"), text=labels))
+    fig.add_trace(go.Scatter(x=table["bytes"], y=table["predicted out of sample (us)"], name=f"{algo} model (out of sample)",
+                             mode="lines+markers", line=dict(color="#dd6b20")))
+    if table["NCCL model (us)"].notna().any():
+        fig.add_trace(go.Scatter(x=table["bytes"], y=table["NCCL model (us)"], name="NCCL's tuning model",
+                                 mode="lines", line=dict(color="#3182ce", dash="dash")))
+    fig.update_layout(title="measured against predicted", xaxis=dict(title="size (bytes)", type="log"),
+                      yaxis=dict(title="time (us)", type="log"), height=460)
+    left, right = st.columns(2)
+    left.plotly_chart(fig, key="reality.figure")
+    err = go.Figure(go.Bar(x=labels, y=table["error (%)"], marker_color="#dd6b20"))
+    err.update_layout(title="error per size, out of sample (%)", yaxis=dict(title="predicted - measured (%)"), height=460)
+    right.plotly_chart(err, key="reality.error")
+    st.dataframe(table, hide_index=True, key="reality.table")
+url.sync()

@@ -1,0 +1,143 @@
+"""What-if cases: one training-step scenario on one machine, timed; the unit that whatif, scale and their sweeps run.
+
+A `StepCase` holds only names and numbers (it is sent to worker processes and Dask workers as it is) and
+`evaluate(case)` builds the machine and the program where it runs. Metrics, per step:
+- tokens = data-parallel degree x micro-batch x micro-batches x sequence length;
+- scaling efficiency = the compute-only step (the busiest rank's compute) / the simulated step: 1 when all
+  communication hides behind compute, as with perfect linear scaling at a fixed per-GPU batch;
+- cost per million tokens = price per GPU-hour x GPUs x step / 3600 / tokens x 1e6.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+
+from ..engine import EngineOptions
+from ..errors import CollsimError
+from ..topology import Topology, parse_topology
+from ..topology.presets import PRESETS
+from .run import run_program
+from .scenarios import DDP_BUCKET, build_spec, generate
+
+GPU_OF_PRESET = {"dgx-a100": "a100", "dgx-h100": "h100", "hgx-b200": "b200", "gb200-nvl72": "b200"}
+LINK_KINDS = ("nic", "nvlink")
+
+
+@dataclass(frozen=True)
+class StepCase:
+    """A scenario on a machine: everything `evaluate` needs, as plain values."""
+
+    scenario: str
+    machine: str                      # a topology SPEC
+    model: str = "llama2-7b"
+    gpu: str | None = None            # default: the machine preset's GPU
+    gpus: int | None = None           # default: every device of the machine
+    tp: int | None = None
+    pp: int | None = None
+    ep: int | None = None
+    fsdp: bool = False
+    sp: bool = False
+    mfu: float = 0.4
+    micro_batch: int = 1
+    microbatches: int | None = None
+    seq_len: int | None = None
+    bucket: int = DDP_BUCKET
+    algorithms: tuple[tuple[str, str], ...] = ()
+    mode: str = "auto"
+    ports: int = 1
+    double: str | None = None         # 'nic' or 'nvlink': that kind of link at twice its bandwidth
+    trace_ranks: int = 0              # return Chrome trace events for the first N ranks (0: none)
+    label: str = ""
+    extra: dict = field(default_factory=dict, compare=False)
+
+
+def preset_name(spec: str) -> str:
+    return spec.split(":", 1)[0].strip().lower()
+
+
+def gpu_for(spec: str, gpu: str | None) -> str:
+    """The GPU preset of a case: given, else the machine preset's, else an error naming the choice."""
+    if gpu:
+        return gpu
+    name = preset_name(spec)
+    if name in GPU_OF_PRESET:
+        return GPU_OF_PRESET[name]
+    raise CollsimError(f"gpu: machine {spec!r} has no GPU preset of its own; expected --gpu (a100, h100 or b200)")
+
+
+def gpus_per_node(spec: str, topology: Topology) -> int:
+    """GPUs per node of a machine: the preset's, a builder's gpus=, else 8 (at most the whole machine)."""
+    name = preset_name(spec)
+    if name in PRESETS:
+        return min(PRESETS[name].gpus_per_node, topology.num_devices)
+    for part in spec.split(":", 1)[-1].split(","):
+        key, _, value = part.partition("=")
+        if key.strip() == "gpus" and value.strip().isdigit():
+            return int(value)
+    return min(8, topology.num_devices)
+
+
+def link_kind(topology: Topology, lid: int) -> str:
+    """'nvlink' (a GPU to its switch or peer), 'pcie' (a GPU to its NIC) or 'nic' (the network beyond the NIC)."""
+    kinds = (topology.node_kinds[topology.link_src[lid]], topology.node_kinds[topology.link_dst[lid]])
+    if "gpu" in kinds:
+        return "pcie" if "nic" in kinds or "cpu" in kinds else "nvlink"
+    return "nic"
+
+
+def scaled(topology: Topology, kind: str, factor: float = 2.0) -> Topology:
+    """A copy of `topology` with the links of one kind at `factor` times their bandwidth."""
+    if kind not in LINK_KINDS:
+        raise CollsimError(f"double: {kind!r}; expected one of {', '.join(LINK_KINDS)}")
+    if topology.ideal:
+        raise CollsimError(f"machine: {topology.name} has no NIC or NVLink links to change; expected a preset or a built machine")
+    clone = topology.with_links()
+    for lid in range(clone.num_links):
+        if link_kind(clone, lid) == kind:
+            clone.bandwidth[lid] *= factor
+    return clone
+
+
+def machine_of(case: StepCase) -> Topology:
+    topo = parse_topology(case.machine)
+    return scaled(topo, case.double) if case.double else topo
+
+
+def evaluate(case: StepCase) -> dict:
+    """Generate the step on the machine and run it: one row of the what-if table (plain data)."""
+    topo = machine_of(case)
+    gpus = case.gpus or topo.num_devices
+    spec = build_spec(case.scenario, case.model, gpu_for(case.machine, case.gpu), gpus, gpus_per_node(case.machine, topo),
+                      case.tp, case.pp, case.ep, case.fsdp, case.sp, case.mfu, case.micro_batch, case.microbatches,
+                      case.seq_len, case.bucket)
+    topo.check_ranks(gpus)
+    program = generate(spec)
+    result = run_program(program, topo, EngineOptions(ports=case.ports), dict(case.algorithms), spec.layout.gpus_per_node,
+                         mode=case.mode)
+    t = result.totals()
+    lay = spec.layout
+    tokens = lay.dp * spec.micro_batch * spec.microbatches * spec.seq_len
+    step = t["step_s"]
+    row = {"label": case.label or case.machine, "machine": topo.name, "scenario": case.scenario, "model": spec.model.name,
+           "gpu": spec.gpu.name, "gpus": gpus, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep,
+           "algorithms": dict(case.algorithms), "double": case.double, "mode": t["mode"], "step_s": step,
+           "compute_s": t["max_compute_s"], "comm_s": t["comm_s"], "exposed_s": t["exposed_s"], "tokens": tokens,
+           "tokens_per_s": tokens / step if step > 0 else None,
+           "efficiency": t["max_compute_s"] / step if step > 0 else None, "transfers": t["transfers"]}
+    if case.trace_ranks:
+        row["trace_events"] = result.chrome_events(ranks=case.trace_ranks)
+    return row
+
+
+def cost_per_million(row: dict, price_per_gpu_hour: float) -> float:
+    """Dollars per million tokens at `price_per_gpu_hour` for each GPU."""
+    return price_per_gpu_hour * row["gpus"] * row["step_s"] / 3600 / row["tokens"] * 1e6
+
+
+def sensitivity_cases(case: StepCase) -> list[StepCase]:
+    """The same case with the NIC bandwidth doubled, then with NVLink doubled."""
+    return [replace(case, double=kind, trace_ranks=0) for kind in LINK_KINDS]
+
+
+def case_dict(case: StepCase) -> dict:
+    return asdict(case)

@@ -1,0 +1,87 @@
+"""whatif and scale on the command line, and the pieces they are made of (machines, prices, link kinds)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.cli import main
+from app.commands.scale import gpu_counts, machine_spec
+from app.commands.whatif import parse_prices, split_machines
+from simulator.errors import CollsimError
+from simulator.program.whatif import link_kind, scaled
+from simulator.topology import parse_topology
+
+FAST = ["--bucket", "1GiB", "--seq-len", "512"]  # few buckets, short sequences: quick steps
+
+
+def run_json(capsys, argv: list[str]) -> dict:
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_machines_split_on_commas_outside_a_spec():
+    assert split_machines("dgx-h100:nodes=2,net=ib400,hgx-b200:nodes=2, dgx-a100") == [
+        "dgx-h100:nodes=2,net=ib400", "hgx-b200:nodes=2", "dgx-a100"]
+
+
+def test_prices_one_for_all_or_per_machine():
+    assert parse_prices("2.5", ["a", "b"]) == {"a": 2.5, "b": 2.5}
+    assert parse_prices("a=2;b=4.5", ["a", "b"]) == {"a": 2.0, "b": 4.5}
+    with pytest.raises(CollsimError, match="price: 'c' is not one of the machines"):
+        parse_prices("c=1", ["a", "b"])
+    with pytest.raises(CollsimError, match="price: '-1' is not a price"):
+        parse_prices("-1", ["a"])
+
+
+def test_link_kinds_of_a_two_node_machine():
+    topo = parse_topology("dgx-h100:nodes=2,net=ib400")
+    kinds = [link_kind(topo, lid) for lid in range(topo.num_links)]
+    # 2 nodes x 8 GPUs: 16 GPU<->NVSwitch pairs, 16 GPU<->NIC pairs, 16 NIC<->leaf pairs (both directions each)
+    assert kinds.count("nvlink") == 32 and kinds.count("pcie") == 32 and kinds.count("nic") == 32
+    double = scaled(topo, "nic")
+    for lid in range(topo.num_links):
+        factor = 2.0 if kinds[lid] == "nic" else 1.0
+        assert double.bandwidth[lid] == topo.bandwidth[lid] * factor
+    assert topo.bandwidth[0] == 450e9  # the original is untouched
+
+
+def test_gpu_counts_and_machines_of_scale():
+    assert gpu_counts("8:64", 8) == [8, 16, 32, 64]
+    assert gpu_counts("2:8", 8) == [2, 4, 8]
+    assert machine_spec("dgx-h100", "ib400", 4) == "dgx-h100" and machine_spec("dgx-h100", "ib400", 32) == "dgx-h100:nodes=4,net=ib400"
+    with pytest.raises(CollsimError, match="gpus: 12 GPUs do not fill whole nodes of 8"):
+        gpu_counts("12:24", 8)
+
+
+def test_whatif_one_node_needs_no_nic(capsys):
+    out = run_json(capsys, ["whatif", "ddp", "--machines", "dgx-h100,dgx-h100:nodes=2,net=ib400", "--price", "2", "--jobs", "1",
+                            *FAST, "--json"])
+    one, two = out["rows"]
+    assert one["gpus"] == 8 and two["gpus"] == 16
+    assert one["saved_by_2x_nic"] == 0.0  # nothing crosses a NIC inside one node
+    assert two["saved_by_2x_nic"] > 0.0
+    # tokens: dp x micro-batch x micro-batches x sequence = 16 x 1 x 1 x 512
+    assert two["tokens"] == 16 * 512 and two["tokens_per_s"] == pytest.approx(two["tokens"] / two["step_s"])
+    assert two["usd_per_million_tokens"] == pytest.approx(2 * 16 * two["step_s"] / 3600 / two["tokens"] * 1e6)
+    assert 0 < two["efficiency"] <= one["efficiency"] <= 1
+
+
+def test_whatif_writes_a_trace_per_machine(tmp_path, capsys):
+    out = run_json(capsys, ["whatif", "tp", "--machines", "dgx-h100", "--gpus", "4", "--no-sensitivity", "--jobs", "1",
+                            "--trace-dir", str(tmp_path), "--trace-ranks", "2", *FAST, "--json"])
+    (path,) = out["traces"]
+    events = json.loads(open(path).read())["traceEvents"]
+    assert {e["pid"] for e in events} == {10, 11}  # the first two ranks only
+
+
+def test_scale_table_and_html(tmp_path, capsys):
+    html = tmp_path / "scale.html"
+    out = run_json(capsys, ["scale", "ddp", "--gpus", "8:16", "--algos", "ring,hierarchical", "--jobs", "1", "--html", str(html),
+                            *FAST, "--json"])
+    rows = {(r["gpus"], r["label"]): r for r in out["rows"]}
+    assert set(rows) == {(8, "ring"), (8, "hierarchical"), (16, "ring"), (16, "hierarchical")}
+    # across two nodes the hierarchical all-reduce sends 1/8 of the data over the network per GPU: never slower than the ring
+    assert rows[(16, "hierarchical")]["step_s"] <= rows[(16, "ring")]["step_s"]
+    assert "plotly" in html.read_text()[:5000].lower()
