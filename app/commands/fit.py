@@ -312,10 +312,13 @@ def _limits(args, log: NcclTestsLog):
         raise CollsimError(f"bounds: {exc}") from None
 
 
+MAX_CALIBRATION_RANKS = 64
+
+
 def run_calibration(args, log: NcclTestsLog) -> int:
     """`fit LOG --preset SPEC`: the preset's free parameters fitted to the training sizes (simulator/calibration.py)."""
     from simulator.calibration import PARAMS, fit_calibration
-    from simulator.predict import MAX_RANKS, OPS
+    from simulator.predict import OPS
     from simulator.topology.spec import parse_topology
 
     if args.algo != "ring" or args.segments != 1 or args.piecewise:
@@ -331,8 +334,9 @@ def run_calibration(args, log: NcclTestsLog) -> int:
         raise CollsimError(f"preset: {args.preset!r} is not a machine preset; expected e.g. p5, dgx-h100:nodes=2")
     if getattr(topology, "calibration", None) is not None:
         raise CollsimError(f"preset: {args.preset} is already calibrated; expected a preset such as p5:nodes=2")
-    if log.ranks > MAX_RANKS:
-        raise CollsimError(f"ranks: {log.ranks} ranks; predict simulates at most {MAX_RANKS}")
+    if log.ranks > MAX_CALIBRATION_RANKS:
+        raise CollsimError(f"ranks: {log.ranks} ranks; a calibration times every training size about 40 times with the "
+                           f"engine (32 ranks take minutes); expected a log of at most {MAX_CALIBRATION_RANKS} ranks")
     if topology.preset is not None and log.ranks > topology.num_devices:
         raise CollsimError(f"preset: {args.preset} has {topology.num_devices} GPUs and the log {log.ranks} ranks; "
                            "expected a preset with at least as many GPUs (e.g. :nodes=N)")

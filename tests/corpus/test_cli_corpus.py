@@ -377,6 +377,14 @@ def compare_cases() -> list[Case]:
     ]
 
 
+def _log_of(ranks: int) -> str:
+    """A small allreduce nccl-tests log on `ranks` ranks."""
+    from simulator.formats.nccl_tests import ResultRow, format_log
+
+    rows = [ResultRow(n, n // 4, "float", "sum", -1, 1e-5 + n / 1e11, None, None) for n in (1 << 20, 1 << 22, 1 << 24, 1 << 26)]
+    return format_log("allreduce", ranks, rows)
+
+
 def fit_cases() -> list[Case]:
     return [
         bad("fit-log-missing", ["fit", "missing.txt"], "missing.txt"),
@@ -413,6 +421,8 @@ def fit_cases() -> list[Case]:
         bad("fit-bounds-too-small", [*FIT, "--bounds", "rtx4090-pcie"], "bounds", "4 GPUs"),
         bad("fit-bounds-with-segments", [*FIT, "--bounds", "p5", "--segments", "2"], "bounds", accepted="no --segments"),
         bad("fit-bounds-nodes-text", [*FIT, "--bounds", "p5:nodes=x"], "bounds", "nodes"),
+        bad("fit-preset-too-many-ranks", ["fit", "big.txt", "--preset", "gb200-nvl72"], "ranks", "72", "at most 64",
+            files={"big.txt": _log_of(72)}),
         bad("fit-preset-train-one-size", [*FIT, "--preset", "p5", "--train-sizes", "1MiB:1MiB"], "train-sizes", "1",
             "at least 2"),
     ]
