@@ -8,9 +8,10 @@
    and the ring alpha-beta fit on the same training sizes, free (`--piecewise`: 3 regimes cut where the
    data says) and bounded by the preset (`--bounds`, simulator/fit_bounds.py).
    Goal (issue 10): median <= 10% on every log.
-2. Node counts: calibrate on a one-node log (all its sizes), predict the two-node log of the same
-   machine: 04 (p5, 1 x 8) -> 03 (p5, 2 x 8); 07 (HGX B200, 1 x 8) -> 05 (GB200 NVL, 2 x 4 in one
-   NVLink 5 domain: a different machine of the same NVLink generation, so only a hint).
+2. Node counts and ops: calibrate on a one-node log (all its sizes), predict the two-node log of the
+   same machine: 04 (p5, 1 x 8) -> 03 (p5, 2 x 8); 07 (HGX B200, 1 x 8) -> 05 (GB200 NVL, 2 x 4 in one
+   NVLink 5 domain: a different machine of the same NVLink generation, so only a hint); and another
+   op on the same machine: 07 (allreduce) -> 08 (allgather, same Vultr HGX B200).
    Errors over sizes >= 1 MiB, as in benchmarks/preset_accuracy.py.
 
 No number here is an error on sizes a fit was trained on, except the `train` column, labelled so.
@@ -43,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "accuracy.md"
 BEGIN, END = "<!-- calibration_accuracy:begin -->", "<!-- calibration_accuracy:end -->"
 TRAIN_MAX, TEST_MIN, NODE_MIN = 16 << 20, 64 << 20, 1 << 20
-TRANSFERS = (("04_", "03_", "p5:nodes=2"), ("07_", "05_", "gb200-nvl4:nodes=2"))
+TRANSFERS = (("04_", "03_", "p5:nodes=2"), ("07_", "05_", "gb200-nvl4:nodes=2"), ("07_", "08_", "hgx-b200"))
 
 
 def _err(predicted, measured) -> np.ndarray:
