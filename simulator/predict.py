@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .algorithms import build_schedule
+from .calibration import for_protocol
 from .collective import Collective, normalize_op
 from .engine import EngineOptions, simulate
 from .errors import CollsimError
@@ -86,8 +87,9 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
             dtype: str = "float32", net_extra_s: float | None = None) -> list[Prediction]:
     """One Prediction per size (nccl-tests' size meaning).
 
-    `net_extra_s` is added to NCCL's per-step network latency; default: the preset network's fitted
-    value (NET_STEP_FIT, 0 for networks without one). benchmarks/preset_accuracy.py passes
+    `net_extra_s` is added to NCCL's per-step network latency; default: a calibrated topology's value
+    (simulator/calibration.py), else the preset network's fitted value (NET_STEP_FIT, 0 for networks
+    without one). A calibrated topology also adds its intra-node step latency. benchmarks/preset_accuracy.py passes
     leave-one-out values so that no log is predicted with a constant fitted to it.
     """
     op = normalize_op(op)
@@ -98,23 +100,37 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
         raise CollsimError(f"ranks: {ranks} rank has nothing to communicate; expected 2 or more")
     topology.check_ranks(ranks)
     system, per_node = machine_of(topology, ranks)
+    calibration = getattr(topology, "calibration", None)
     if net_extra_s is None:
         net_extra_s = NET_STEP_FIT.get(topology.preset[2], (0.0, ""))[0] if system.nodes > 1 else 0.0
+        if calibration is not None:
+            net_extra_s = calibration.net_step_s
+    intra_extra_s = calibration.intra_step_s if calibration is not None else 0.0
     out = []
     for size in sizes:
-        algo, proto_used = nccl_pick(system, op, int(size), proto, algos=None if system.nodes > 1 else ("ring",))
-        row = _run(topology, system, per_node, op, int(size), ranks, algo, proto_used, dtype, net_extra_s)
-        if system.nodes > 1 and op == "allreduce":  # NCCL's model often mis-ranks ring and tree across nodes:
-            other = "ring" if algo in ("tree", "nvls") else "tree"  # time the other family too, keep the faster
-            other_proto = nccl_pick(system, op, int(size), proto, algos=(other,))[1]
-            alt = _run(topology, system, per_node, op, int(size), ranks, other, other_proto, dtype, net_extra_s)
-            row = min(row, alt, key=lambda r: r.time_s)
-        out.append(row)
+        rows = [run_pick(for_protocol(topology, proto_used), system, per_node, op, int(size), ranks, algo, proto_used, dtype, net_extra_s,
+                         intra_extra_s) for algo, proto_used in candidates(system, op, int(size), proto)]
+        out.append(min(rows, key=lambda r: r.time_s))
     return out
 
 
-def _run(topology: Topology, system: System, per_node: int, op: str, size: int, ranks: int, algo: str, proto: str,
-         dtype: str, net_extra_s: float) -> Prediction:
+def candidates(system: System, op: str, size: int, proto: str | None = None) -> list[tuple[str, str]]:
+    """The (algorithm, protocol) pairs predict times at this size; it keeps the fastest.
+
+    NCCL's pick (among its ring choices on one node); across nodes, allreduce also times the other
+    family, because NCCL's model often mis-ranks ring and tree there.
+    """
+    algo, proto_used = nccl_pick(system, op, size, proto, algos=None if system.nodes > 1 else ("ring",))
+    out = [(algo, proto_used)]
+    if system.nodes > 1 and op == "allreduce":
+        other = "ring" if algo in ("tree", "nvls") else "tree"
+        out.append((other, nccl_pick(system, op, size, proto, algos=(other,))[1]))
+    return out
+
+
+def run_pick(topology: Topology, system: System, per_node: int, op: str, size: int, ranks: int, algo: str, proto: str,
+             dtype: str = "float32", net_extra_s: float = 0.0, intra_extra_s: float = 0.0) -> Prediction:
+    """Time one (algorithm, protocol) pick with the engine; the extras are added to NCCL's per-step latencies."""
     multinode = system.nodes > 1
     if multinode and op == "allreduce" and algo in ("tree", "nvls"):
         family, name = "tree", "rails"
@@ -125,7 +141,7 @@ def _run(topology: Topology, system: System, per_node: int, op: str, size: int, 
         # min(C, G) rings carrying the same bytes, which times the same under max-min sharing.
         params = {"channels": min(system.n_channels, per_node), "node": per_node}
     cost = protocol(proto if algo != "nvls" else "Simple", family, system.link, multinode)
-    cost = replace(cost, net_s=cost.net_s + net_extra_s)
+    cost = replace(cost, net_s=cost.net_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s)
     if cost.name == "LL" and not multinode:  # tuning.cc caps LL's bus bandwidth at llMaxBw (one node)
         link_bw = topology.path_cost(0, 1)[1]
         cost = replace(cost, byte_factor=max(cost.byte_factor, link_bw / (LL_MAX_BW[system.arch][0] * 1e9)))

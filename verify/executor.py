@@ -409,6 +409,7 @@ class RankRun:
     def finish(self, tid: int) -> None:
         """A transfer is done: its children lose a dependency and become ready at zero."""
         self.finished += 1
+        self.note("finish", tid)
         for child in self.plan.children[tid]:
             self.missing[child] -= 1
             if self.missing[child] == 0:

@@ -13,7 +13,7 @@ from simulator.cost import LinkModel
 from simulator.errors import CollsimError
 from simulator.fileio import atomic_write
 from simulator.profile import LinkProfile, load_profile
-from simulator.units import parse_bandwidth, parse_gamma, parse_size_range, parse_time
+from simulator.units import parse_bandwidth, parse_gamma, parse_size, parse_size_range, parse_time
 
 from ..args import add_algo_params, add_op, algo_params
 from ..output import emit_json, table
@@ -28,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n"
                "  collsim calibrate --ranks 4 --out gloo.yaml\n"
                "  collsim compare --profile gloo.yaml --op allreduce --algo ring --ranks 4 --sizes 64KiB:64MiB:4\n"
-               "  collsim compare --profile gloo.yaml --measured run.json --op allgather --algo ring --csv cmp.csv")
+               "  collsim compare --profile gloo.yaml --measured run.json --op allgather --algo ring --csv cmp.csv\n"
+               "  collsim compare --profile gloo.yaml --op allreduce --algo ring --ranks 4 --trace steps.json")
     add_op(p)
     p.add_argument("--algo", required=True, help="algorithm name")
     p.add_argument("--ranks", type=int, help="ranks (default: the measured file's)")
@@ -45,6 +46,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--budget", type=float, default=2.0, help="seconds of timing per size (default 2)")
     add_algo_params(p)
     p.add_argument("--csv", metavar="PATH", help="also write the plot-ready rows as CSV")
+    p.add_argument("--trace", metavar="FILE", help="also write one Chrome/Perfetto trace: each rank's predicted (engine) and "
+                   "measured transfer intervals side by side, for --trace-size (needs a live run, not --measured)")
+    p.add_argument("--trace-size", metavar="SIZE", help="the size traced with --trace (default: the first of --sizes)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -67,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     op = normalize_op(args.op)
     spec = get(op, args.algo)
     profile = _profile(args)
+    trace_size = _trace_size(args)
     if args.measured:
         ranks, sizes, times, params = load_measured(args.measured, op, args.algo, args.ranks)
         source = args.measured
@@ -88,6 +93,11 @@ def run(args: argparse.Namespace) -> int:
     if not predicted:
         raise CollsimError(f"algo: no model can predict {op}/{args.algo}")
     rows, summary = error_table(sizes, times, predicted)
+    from verify.steptrace import error_terms
+
+    terms = error_terms(op, args.algo, ranks, sizes, times, profile, params, args.dtype)
+    if args.trace:
+        _write_trace(args, op, ranks, params, profile, trace_size if trace_size is not None else sizes[0])
     for row in rows:
         row.update(op=op, algorithm=args.algo, ranks=ranks)
     if args.csv:
@@ -100,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
              "source": profile.source}
     if args.json:
         emit_json({"op": op, "algorithm": args.algo, "ranks": ranks, "params": params, "measured": source, "model": model,
-                   "median_abs_pct_error": summary, "rows": rows})
+                   "median_abs_pct_error": summary, "rows": rows, "terms": terms, "trace_written": args.trace})
         return 0
     names = list(predicted)
     print(f"# {op}/{args.algo} p={ranks}: {source}; model alpha {profile.alpha_s * 1e6:.2f} us, "
@@ -111,4 +121,44 @@ def run(args: argparse.Namespace) -> int:
     print(table(head, body, align="r" * len(head)))
     for name, mdape in summary.items():
         print(f"# {name}: median absolute error {mdape:.1f}%")
+    print("# the engine's prediction split into terms (us), and the factor one term alone would need to close the error:")
+    us = lambda v: v * 1e6
+    print(table(["size(B)", "measured", "predicted", "latency", "bandwidth", "reduction", "contention", "protocol", "error",
+                 "latency x", "bandwidth x"],
+                [[t["bytes"], us(t["measured_s"]), us(t["predicted_s"]), us(t["latency_s"]), us(t["bandwidth_s"]),
+                  us(t["reduction_s"]), us(t["contention_s"]), us(t["protocol_s"]), f"{t['error_pct']:+.1f}%",
+                  _factor(t["latency_x_to_close"]), _factor(t["bandwidth_x_to_close"])] for t in terms], align="r" * 11))
+    if args.trace:
+        print(f"# trace written: {args.trace} (open in https://ui.perfetto.dev or chrome://tracing)")
     return 0
+
+
+def _trace_size(args: argparse.Namespace) -> int | None:
+    """--trace-size in bytes (None: the first size), after checking --trace and --measured agree with it."""
+    if args.trace is not None and args.measured:
+        raise CollsimError("trace: --measured files hold no per-transfer times; expected a live run (drop --measured) "
+                           "to write --trace")
+    if args.trace_size is None:
+        return None
+    if args.trace is None:
+        raise CollsimError(f"trace-size: {args.trace_size!r} without --trace; expected --trace FILE too")
+    size = parse_size(args.trace_size, "trace-size")
+    largest = max(parse_size_range(args.sizes, "sizes"))
+    if not 1 <= size <= largest:
+        raise CollsimError(f"trace-size: {args.trace_size!r}; expected a size from 1 byte to the largest of --sizes "
+                           f"({largest} bytes)")
+    return size
+
+
+def _factor(value: float | None) -> str:
+    return "-" if value is None else f"x{value:.2f}" if value > 0 else "none"
+
+
+def _write_trace(args: argparse.Namespace, op: str, ranks: int, params: dict, profile: LinkProfile, size: int) -> None:
+    """Measure one run of `size` with per-transfer times and write it beside the engine's run (verify/steptrace.py)."""
+    from verify.steptrace import chrome_trace, engine_trace, measured_intervals, predicted_intervals, write_chrome
+
+    predicted = engine_trace(op, args.algo, ranks, size, profile, params, args.dtype)
+    measured = measured_intervals(op, args.algo, ranks, size, params, args.dtype, args.backend, args.timeout)
+    title = f"{op}/{args.algo} p={ranks} {size} B: predicted vs measured on {args.backend}"
+    write_chrome(args.trace, chrome_trace(predicted.schedule, predicted_intervals(predicted), measured, title))

@@ -1,4 +1,4 @@
-"""SPEC strings: a preset name, a topology file, or a builder such as ring:8, switch:16, torus:4x4, cluster:nodes=4,gpus=8."""
+"""SPEC strings: a preset, a topology or calibration file, or a builder such as ring:8, switch:16, torus:4x4, cluster:nodes=4,gpus=8."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import math
 from pathlib import Path
 
 from ..errors import CollsimError
+from ..readfile import read_data
 from ..units import parse_bandwidth, parse_time
 from . import builders
-from .fileformat import load_topology
+from .fileformat import load_topology, topology_from_dict
 from .model import Topology, check_link_value
 from .presets import PRESETS, build_preset
 
@@ -86,11 +87,29 @@ def parse_topology(spec: str) -> Topology:
         return _finish(topo, opts, spec)
     if name in BUILDERS:
         return _build(name, args, spec)
+    if Path(name).suffix.lower() in (".yaml", ".yml", ".json"):
+        return _from_file(name, args, spec)
     path = Path(spec)
     if path.suffix.lower() in (".yaml", ".yml", ".json") or path.exists():
         return load_topology(path)
     raise CollsimError(f"topology: unknown topology {spec!r}; expected a preset ({', '.join(PRESETS)}), "
                        f"a builder ({', '.join(b[0] for b in BUILDERS.values())}) or a .yaml/.json file")
+
+
+def _from_file(path: str, args: str, spec: str) -> Topology:
+    """A topology file, or a calibration file (`collsim fit --preset ... --out`) with optional :nodes=N,net=NET."""
+    from ..calibration import calibration_from_dict, is_calibration
+
+    data = read_data(path, "topology")
+    if not is_calibration(data):
+        if args:
+            raise CollsimError(f"topology: {spec!r}: options after a topology file; expected only a calibration file "
+                               "(collsim fit --preset ... --out FILE) to take :nodes=N,net=NET")
+        return topology_from_dict(data, path)
+    cal = calibration_from_dict(data, path)
+    opts = _options(args, spec, "nodes")
+    topo = cal.topology(_int(opts, "nodes", spec, cal.nodes), opts.pop("net", None))
+    return _finish(topo, opts, spec)
 
 
 def _build(name: str, args: str, spec: str) -> Topology:

@@ -55,7 +55,9 @@ OUTPUT_COMMANDS = [  # (id, argv before the flag, flag, field the error names)
     ("calibrate-out", CALIBRATE, "--out", "out"),
     ("calibrate-o", CALIBRATE, "-o", "out"),
     ("compare-csv", COMPARE, "--csv", "csv"),
+    ("compare-trace", COMPARE, "--trace", "trace"),
     ("fit-out", FIT, "--out", "out"),
+    ("fit-preset-out", [*FIT, "--preset", "p5", "--train-sizes", "1MiB:4MiB"], "--out", "out"),
     ("nccl-model-write-log", NCCL, "--write-log", "write-log"),
     ("predict-nccl-log", PREDICT, "--nccl-log", "nccl-log"),
     ("predict-csv", PREDICT, "--csv", "csv"),
@@ -363,7 +365,24 @@ def compare_cases() -> list[Case]:
         bad("compare-algo-bogus", ["compare", "--op", "allreduce", "--algo", "bogus", "--ranks", "2", "--alpha", "2us",
                                    "--bandwidth", "1GB/s"], "algo", "bogus"),
         bad("compare-no-algo", ["compare", "--op", "allreduce"], "algo"),
+        bad("compare-trace-measured", [*COMPARE, "--measured", "m.json", "--trace", "t.json"], "trace", accepted="live run",
+            files={"m.json": '{"records": []}'}, outputs=["t.json"]),
+        bad("compare-trace-size-alone", [*COMPARE, "--trace-size", "64KiB"], "trace-size", "'64KiB'", "--trace FILE"),
+        bad("compare-trace-size-bogus", [*COMPARE, "--trace", "t.json", "--trace-size", "abc"], "trace-size", "abc",
+            outputs=["t.json"]),
+        bad("compare-trace-size-huge", [*COMPARE, "--trace", "t.json", "--trace-size", "1TiB"], "trace-size", "'1TiB'",
+            "largest of --sizes", outputs=["t.json"]),
+        bad("compare-trace-size-zero", [*COMPARE, "--trace", "t.json", "--trace-size", "0"], "trace-size", "'0'",
+            "from 1 byte", outputs=["t.json"]),
     ]
+
+
+def _log_of(ranks: int) -> str:
+    """A small allreduce nccl-tests log on `ranks` ranks."""
+    from simulator.formats.nccl_tests import ResultRow, format_log
+
+    rows = [ResultRow(n, n // 4, "float", "sum", -1, 1e-5 + n / 1e11, None, None) for n in (1 << 20, 1 << 22, 1 << 24, 1 << 26)]
+    return format_log("allreduce", ranks, rows)
 
 
 def fit_cases() -> list[Case]:
@@ -378,6 +397,34 @@ def fit_cases() -> list[Case]:
         bad("fit-op-bogus", [*FIT, "--op", "bogus"], "op", "bogus"),
         bad("fit-ranks-0", [*FIT, "--ranks", "0"], "ranks", "0"),
         bad("fit-placement-bogus", [*FIT, "--placement", "both"], "placement", "both"),
+        bad("fit-train-sizes-no-colon", [*FIT, "--train-sizes", "16MiB"], "train-sizes", "'16MiB'", "A:B"),
+        bad("fit-train-sizes-reversed", [*FIT, "--train-sizes", "16MiB:1MiB"], "train-sizes", "'16MiB:1MiB'", "A <= B"),
+        bad("fit-train-sizes-unit", [*FIT, "--train-sizes", "1XB:2MiB"], "train-sizes", "XB"),
+        bad("fit-train-sizes-two-colons", [*FIT, "--train-sizes", "1:2:3"], "train-sizes", "'1:2:3'", "A:B"),
+        bad("fit-train-sizes-outside-log", [*FIT, "--train-sizes", "1TiB:2TiB"], "train-sizes", accepted="a range that covers"),
+        bad("fit-holdout-everything", [*FIT, "--holdout", ":"], "train-sizes", accepted="--holdout"),
+        bad("fit-holdout-bogus", [*FIT, "--holdout", "abc"], "holdout", "'abc'", "A:B"),
+        bad("fit-holdout-negative", [*FIT, "--holdout=-5:1MiB"], "holdout", "-5"),
+        bad("fit-train-sizes-too-few", [*FIT, "--train-sizes", "8:16"], "fit", "2", "at least 4"),
+        bad("fit-preset-unknown", [*FIT, "--preset", "h100x"], "preset", "h100x"),
+        bad("fit-preset-builder", [*FIT, "--preset", "ring:8"], "preset", "ring:8", "machine preset"),
+        bad("fit-preset-not-nccl", [*FIT, "--preset", "mi300x"], "preset", "mi300x"),
+        bad("fit-preset-too-small", [*FIT, "--preset", "rtx4090-pcie"], "preset", "4 GPUs"),
+        bad("fit-preset-nodes-0", [*FIT, "--preset", "p5:nodes=0"], "nodes", "0"),
+        bad("fit-preset-with-algo", [*FIT, "--preset", "p5", "--algo", "tree"], "preset", accepted="expected neither"),
+        bad("fit-preset-with-piecewise", [*FIT, "--preset", "p5", "--piecewise"], "preset", accepted="expected neither"),
+        bad("fit-preset-calibrated", [*FIT, "--preset", "c.yaml"], "preset", "already calibrated",
+            files={"c.yaml": "collsim_calibration: 1\npreset: p5\nparameters: {}\n"}),
+        bad("fit-bounds-unknown", [*FIT, "--bounds", "h100x"], "bounds", "h100x"),
+        bad("fit-bounds-builder", [*FIT, "--bounds", "switch:8"], "bounds", "switch:8", "machine preset"),
+        bad("fit-bounds-not-nccl", [*FIT, "--bounds", "mi300x"], "bounds", "mi300x"),
+        bad("fit-bounds-too-small", [*FIT, "--bounds", "rtx4090-pcie"], "bounds", "4 GPUs"),
+        bad("fit-bounds-with-segments", [*FIT, "--bounds", "p5", "--segments", "2"], "bounds", accepted="no --segments"),
+        bad("fit-bounds-nodes-text", [*FIT, "--bounds", "p5:nodes=x"], "bounds", "nodes"),
+        bad("fit-preset-too-many-ranks", ["fit", "big.txt", "--preset", "gb200-nvl72"], "ranks", "72", "at most 64",
+            files={"big.txt": _log_of(72)}),
+        bad("fit-preset-train-one-size", [*FIT, "--preset", "p5", "--train-sizes", "1MiB:1MiB"], "train-sizes", "1",
+            "at least 2"),
     ]
 
 

@@ -432,8 +432,58 @@ def _program_cases(command: str = "lint-program") -> list[Case]:
     ]
 
 
+# ---- calibration files (collsim fit LOG --preset P --out FILE), read back by predict --preset FILE[:nodes=N] ------
+
+CALIBRATION = {"collsim_calibration": 1, "preset": "p5", "nodes": 1, "net": "efa100",
+               "parameters": {"intra_efficiency": {"LL": 1.0, "LL128": 0.9, "Simple": 0.95},
+                              "net_efficiency": {"LL": 1.0, "LL128": 1.0, "Simple": 1.0},
+                              "intra_step_us": 0.5, "net_step_us": 0.0},
+               "identified": ["intra_step_s"], "fitted_to": "log.txt", "fit": {}}
+PREDICT_CAL = ["predict", "--size", "1MiB", "--preset"]
+
+
+def _calibration_cases() -> list[Case]:
+    cases = _file_level("calibration-yaml", "c.yaml", PREDICT_CAL, True)
+
+    def bad(tag: str, data, field: str, value=None, accepted=None, name: str = "c.yaml", spec: str | None = None) -> Case:
+        text = data if isinstance(data, str) else json.dumps(data) if name.endswith(".json") else _yaml(data)
+        return Case(f"calibration-{tag}", [*PREDICT_CAL, spec or name], field, value, accepted, {name: text})
+
+    eff = "parameters.intra_efficiency"
+    return cases + [
+        bad("eff-above-1", _edit(CALIBRATION, f"{eff}.Simple", 1.5), "intra_efficiency", "1.5", "[0.05, 1]"),
+        bad("eff-zero", _edit(CALIBRATION, f"{eff}.LL", 0), "intra_efficiency", "0", "[0.05, 1]"),
+        bad("eff-text", _edit(CALIBRATION, f"{eff}.LL128", "fast"), "intra_efficiency", "'fast'", "[0.05, 1]"),
+        bad("eff-nan", _json_number(CALIBRATION, f"{eff}.Simple", "NaN"), "NaN", accepted="finite", name="c.json"),
+        bad("eff-bool", _edit(CALIBRATION, f"{eff}.Simple", True), "intra_efficiency", "True", "[0.05, 1]"),
+        bad("eff-protocol", _edit(CALIBRATION, f"{eff}.LL64", 0.9), "intra_efficiency", "LL64", "LL, LL128, Simple"),
+        bad("eff-scalar", _edit(CALIBRATION, "parameters.net_efficiency", 0.9), "net_efficiency", "0.9", "mapping"),
+        bad("step-negative", _edit(CALIBRATION, "parameters.net_step_us", -1), "net_step_us", "-1", "[0, 1000]"),
+        bad("step-huge", _edit(CALIBRATION, "parameters.intra_step_us", 5000), "intra_step_us", "5000", "[0, 1000]"),
+        bad("step-unit", _edit(CALIBRATION, "parameters.intra_step_us", "3 parsecs"), "intra_step_us", "parsecs"),
+        bad("step-list", _edit(CALIBRATION, "parameters.intra_step_us", [1]), "intra_step_us", "[1]", "microseconds"),
+        bad("param-typo", _edit(CALIBRATION, "parameters.intra_eff", 1), "unknown field", "'intra_eff'", "intra_efficiency"),
+        bad("params-list", _edit(CALIBRATION, "parameters", [1]), "parameters", "[1]", "mapping"),
+        bad("field-typo", _edit(CALIBRATION, "noeds", 2), "unknown field", "'noeds'", "preset, nodes"),
+        bad("version", _edit(CALIBRATION, "collsim_calibration", 2), "collsim_calibration", "2", "expected 1"),
+        bad("preset-unknown", _edit(CALIBRATION, "preset", "h100x"), "preset", "'h100x'", "p5"),
+        bad("preset-not-machine", _edit(CALIBRATION, "preset", "tpu-v4-4x4x4"), "preset", "'tpu-v4-4x4x4'", "expected one of"),
+        bad("nodes-zero", _edit(CALIBRATION, "nodes", 0), "nodes", "0", "integer >= 1"),
+        bad("nodes-text", _edit(CALIBRATION, "nodes", "two"), "nodes", "'two'", "integer >= 1"),
+        bad("net-unknown", _edit(CALIBRATION, "net", "efa9"), "net", "'efa9'", "efa100"),
+        bad("identified-bogus", _edit(CALIBRATION, "identified", ["speed"]), "identified", "speed", "intra_step_s"),
+        bad("fit-list", _edit(CALIBRATION, "fit", [1]), "fit", "[1]", "mapping"),
+        bad("spec-option", CALIBRATION, "unknown option", "'gpus'", spec="c.yaml:gpus=4"),
+        bad("spec-nodes-text", CALIBRATION, "nodes", "x", spec="c.yaml:nodes=x"),
+        bad("single-node-preset", _edit(CALIBRATION, "preset", "rtx4090-pcie"), "nodes", spec="c.yaml:nodes=2"),
+        bad("topology-with-options", TOPOLOGY, "topology", "t.yaml:nodes=2", "calibration file", name="t.yaml",
+            spec="t.yaml:nodes=2"),
+    ]
+
+
 CASES = {
     "topology file (YAML/JSON)": _topology_cases() + _spec_cases(),
+    "calibration file": _calibration_cases(),
     "link profile": _profile_cases(),
     "nccl-tests log": _log_cases(),
     "MSCCL XML": _msccl_cases(),
@@ -470,6 +520,9 @@ GOOD_FILES = [
     ([*PROFILE_RUN, "p.json"], {"p.json": json.dumps(PROFILE)}),
     ([*PROFILE_RUN, "p.yaml"], {"p.yaml": _yaml(_edit(PROFILE, "segments.0.bandwidth_Bps", float("inf")))}),  # a flat segment
     ([*FIT, "l.txt"], {"l.txt": LOG}),
+    ([*PREDICT_CAL, "c.yaml"], {"c.yaml": _yaml(CALIBRATION)}),
+    ([*PREDICT_CAL, "c.json:nodes=2"], {"c.json": json.dumps(CALIBRATION)}),
+    ([*PREDICT_CAL, "c.yaml"], {"c.yaml": _yaml(_edit(CALIBRATION, "parameters.intra_step_us", "3us"))}),  # times as written
     (["nccl-model", "--compare", "l.txt"], {"l.txt": LOG}),
     (["import-msccl", "a.xml", "--check"], {"a.xml": XML}),
     (["import-msccl", "a.xml", "--check"], {"a.xml": TINY_XML}),

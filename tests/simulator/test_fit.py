@@ -181,3 +181,57 @@ def test_simulator_loads_the_fitted_profile(shared_data, tmp_path, capsys):
     assert main(["simulate", "--op", "allreduce", "--algo", "ring", "--ranks", "4", "--size", "1GiB",
                  "--profile", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["time_s"] == pytest.approx(fitted[2 ** 30], rel=1e-9)
+
+
+# ---- physically bounded fits (simulator/fit_bounds.py) --------------------------------------------------------------
+
+def test_bounded_fit_clips_bandwidth_at_the_ceiling_and_refits_alpha():
+    from simulator.fit_bounds import fit_bounded
+
+    sizes = np.array(SIZES[:8], dtype=float)
+    a, b = 14.0 * np.ones_like(sizes), 14 / 8 * sizes  # ring allreduce p = 8: A = 2(p-1), B = 2(p-1)/p
+    t = a * 5e-6 + b / 4e11  # measured faster than a 2e11 B/s ceiling allows
+    alpha, beta = fit_bounded(a, b, t, 1e-6, 2e11)
+    assert beta == pytest.approx(1 / 2e11)
+    # with beta pinned, alpha minimises sum((alpha a + beta b - t) / t)^2: alpha = sum(a/t (1 - beta b/t)) / sum((a/t)^2)
+    x, r = a / t, 1 - b / t / 2e11
+    assert alpha == pytest.approx(float(x @ r / (x @ x)))
+    # inside the bounds the unconstrained least squares comes back exactly
+    alpha, beta = fit_bounded(a, b, t, 1e-6, 1e12)
+    assert alpha == pytest.approx(5e-6) and beta == pytest.approx(1 / 4e11)
+    # below the floor: alpha is the floor
+    alpha, _ = fit_bounded(a, b, a * 1e-7 + b / 1e11, 1e-6, 1e12)
+    assert alpha == pytest.approx(1e-6)
+
+
+def test_preset_limits_of_one_h100_node():
+    """p5, 8 ranks: the ring's bandwidth ceiling is an H100's NVLink, 450 GB/s per direction; NCCL's regimes in order."""
+    from simulator.fit_bounds import preset_limits
+    from simulator.topology.spec import parse_topology
+
+    limits = preset_limits(parse_topology("p5"), "allreduce", 8)
+    assert limits.max_bandwidth_Bps == pytest.approx(450e9, rel=0.02)
+    assert limits.protocols == ("LL", "LL128", "Simple") and list(limits.cuts) == sorted(limits.cuts)
+    assert 1e-6 < limits.min_alpha_s < 5e-6  # NCCL's LL: 6.6 us base + 14 steps of 0.6 us, over A = 14
+
+
+def test_a_regime_without_training_sizes_gets_the_ceiling():
+    from simulator.fit_bounds import Limits, fit_limited
+
+    limits = Limits(1e-6, 1e11, (1 << 20,), ("LL128", "Simple"), "hand")
+    sizes = np.array([1 << k for k in range(10, 20)], dtype=float)
+    times = np.array([_ring_allreduce_time(8, n, 4e-6, 5e10) for n in sizes])
+    low, high = fit_limited("allreduce", "ring", 8, sizes, times, limits)
+    assert low.alpha_s == pytest.approx(4e-6) and low.bandwidth_Bps == pytest.approx(5e10)
+    assert (high.lo, high.hi, high.bandwidth_Bps, high.alpha_s) == (1 << 20, None, 1e11, low.alpha_s)
+
+
+def test_cli_bounds_reports_only_held_out_sizes_as_predictions(shared_data, capsys):
+    path = next((shared_data / "nccl-tests").glob("04_*.txt"))
+    assert main(["fit", str(path), "--bounds", "p5", "--train-sizes", ":16MiB", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = data["per_size"]
+    assert all(r["train"] == (r["bytes"] <= 16 << 20) for r in rows)
+    held = [abs(r["predicted_s"] - r["time_s"]) / r["time_s"] * 100 for r in rows if not r["train"]]
+    assert data["holdout_median_abs_pct"] == pytest.approx(float(np.median(held)))
+    assert all(s["bandwidth_Bps"] <= 450e9 * 1.02 for s in data["segments"])
