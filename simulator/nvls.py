@@ -95,6 +95,7 @@ def switch_view(topology: Topology, ranks: int, efficiency: float = 1.0) -> Topo
     `efficiency` scales the bandwidth of the links into and out of the switch (NCCL's nvlsEfficiency,
     simulator/nccl_model.py NVLS_EFFICIENCY: what NVLS reaches of the NVLink bandwidth).
     """
+    topology.check_ranks(ranks)
     switches = [i for i, kind in enumerate(topology.node_kinds) if kind == "switch"]
     gpus = {topology.devices[topology.placement[r]] for r in range(ranks)}
     attached = [s for s in switches if all(any(topology.link_src[k] == g and topology.link_dst[k] == s
