@@ -97,3 +97,13 @@ def test_predict_picks_nvls_on_hopper_and_blackwell_at_large_sizes(preset):
 def test_predict_never_picks_nvls_on_a100():
     rows = predict(parse_topology("dgx-a100"), "allreduce", [64 << 10, 16 << 20, 1 << 30])
     assert all(r.nccl_algo != "nvls" and r.algorithm == "nccl_ring" for r in rows)
+
+
+def test_cli_tuner_csv_names_nvls(tmp_path):
+    # NCCL's example tuner file (ext-tuner/example) names the algorithm "nvls"
+    from app.cli import main
+
+    out = tmp_path / "tuner.csv"
+    assert main(["predict", "--preset", "p5", "--size", "64KiB,1GiB", "--csv", str(out)]) == 0
+    rows = [line.split(",") for line in out.read_text().splitlines() if not line.startswith("#")]
+    assert [r[3:5] for r in rows] == [["ring", "ll"], ["nvls", "simple"]]
