@@ -168,8 +168,10 @@ def run_nvls(topology: Topology, system: System, size: int, ranks: int, dtype: s
     coll = Collective("allreduce", ranks, size, dtype)
     chunks = int(np.clip(size // PIPELINE_CHUNK, 1, MAX_PIPELINE))
     schedule = nvls_allreduce(coll, chunks=chunks, window=1)
-    machine = switch_view(with_step_latency(topology, intra_extra_s, 0.0) if intra_extra_s else topology, ranks,
-                          NVLS_EFFICIENCY[system.arch])
+    machine = switch_view(topology, ranks, NVLS_EFFICIENCY[system.arch])
+    if intra_extra_s:  # a calibrated intra-node step latency: half on each hop GPU -> switch -> GPU
+        switch = machine.devices[ranks]
+        machine.latency[(machine.link_src == switch) | (machine.link_dst == switch)] += intra_extra_s / 2
     trace = simulate(timing_view(schedule), machine, EngineOptions(ports=0))
     base_s = HW_LAT["nvlink"]["nvls"][PROTOCOLS.index("Simple")] * 1e-6
     return Prediction(size, coll.count, "nvls", "Simple", "nvls", system.n_channels, base_s + trace.time,
