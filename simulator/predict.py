@@ -163,16 +163,17 @@ def run_nvls(topology: Topology, system: System, size: int, ranks: int, dtype: s
     """Time NVLS allreduce on one node: the NVSwitch reduces and multicasts (simulator/nvls.py).
 
     The switch's links run at NCCL's nvlsEfficiency of their bandwidth; NCCL's NVLS latency (tuning.cc:
-    hwLat[NVLINK][NVLS][Simple], no base) is added once; the shards are pipelined in NCCL_BUFFSIZE pieces.
+    hwLat[NVLINK][NVLS][Simple], no base), plus a calibrated intra-node step latency, is added once; the
+    shards are pipelined in NCCL_BUFFSIZE pieces.
     """
     coll = Collective("allreduce", ranks, size, dtype)
     chunks = int(np.clip(size // PIPELINE_CHUNK, 1, MAX_PIPELINE))
     schedule = nvls_allreduce(coll, chunks=chunks, window=1)
     machine = switch_view(topology, ranks, NVLS_EFFICIENCY[system.arch])
-    if intra_extra_s:  # a calibrated intra-node step latency: half on each hop GPU -> switch -> GPU
-        switch = machine.devices[ranks]
-        machine.latency[(machine.link_src == switch) | (machine.link_dst == switch)] += intra_extra_s / 2
+    # the preset's own link latencies: a calibrated topology has its per-step extras in them, but NCCL charges
+    # NVLS one latency per call (tuning.cc: intraLat once), so a calibrated intra-node step latency is added once
+    machine.latency = getattr(topology, "uncalibrated", topology).latency.copy()
     trace = simulate(timing_view(schedule), machine, EngineOptions(ports=0))
-    base_s = HW_LAT["nvlink"]["nvls"][PROTOCOLS.index("Simple")] * 1e-6
+    base_s = HW_LAT["nvlink"]["nvls"][PROTOCOLS.index("Simple")] * 1e-6 + intra_extra_s
     return Prediction(size, coll.count, "nvls", "Simple", "nvls", system.n_channels, base_s + trace.time,
                       trace.time, base_s)
