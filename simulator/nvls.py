@@ -1,6 +1,6 @@
 """NVLS (NVLink SHARP) allreduce on one NVSwitch node: the switch is a participant that reduces and multicasts.
 
-NCCL's NVLS allreduce (Hopper and later, src/device/all_reduce.h runRing... NVLS variant) is a
+NCCL's NVLS allreduce (Hopper and later; NVIDIA/nccl src/device/all_reduce.h, its NCCL_ALGO_NVLS kernel) is a
 reduce-scatter done by the switch (each GPU d issues multimem.ld_reduce on its shard: the switch
 reads shard d from every GPU, reduces it and returns the sum to d) followed by an allgather done
 by the switch (GPU d issues multimem.st of its reduced shard: the switch replicates it to every
@@ -49,7 +49,7 @@ def nvls_allreduce(coll: Collective, chunks: int = 1, window: int = 2) -> Schedu
         b.use_scratch((p + 1) * count)  # slot r: GPU r's contribution; slot p: the owner's store (multicast)
         offsets = coll.block_offsets
         stored: dict[tuple[int, int], int] = {}  # (shard, piece) -> the owner's store of that piece
-        after: dict[int, int] = {}     # upload transfer -> the return it waits for (one piece per shard in flight)
+        after: dict[int, int] = {}  # load transfer -> the owner's store it waits for (`window` pieces of a shard in flight)
         for c in range(chunks):
             for d in range(p):
                 lo, hi = int(offsets[d]), int(offsets[d + 1])
