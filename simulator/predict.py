@@ -169,10 +169,10 @@ def run_nvls(topology: Topology, system: System, size: int, ranks: int, dtype: s
     coll = Collective("allreduce", ranks, size, dtype)
     chunks = int(np.clip(size // PIPELINE_CHUNK, 1, MAX_PIPELINE))
     schedule = nvls_allreduce(coll, chunks=chunks, window=1)
-    machine = switch_view(topology, ranks, NVLS_EFFICIENCY[system.arch])
-    # the preset's own link latencies: a calibrated topology has its per-step extras in them, but NCCL charges
-    # NVLS one latency per call (tuning.cc: intraLat once), so a calibrated intra-node step latency is added once
-    machine.latency = getattr(topology, "uncalibrated", topology).latency.copy()
+    # the preset's own links: a calibrated topology has its per-step extras in the latencies (NCCL charges NVLS one
+    # latency per call, tuning.cc: intraLat once, so a calibrated intra-node step latency is added once below), and
+    # its protocol efficiencies in the bandwidths (ring / tree efficiencies; NVLS's is NCCL's nvlsEfficiency)
+    machine = switch_view(getattr(topology, "uncalibrated", topology), ranks, NVLS_EFFICIENCY[system.arch])
     trace = simulate(timing_view(schedule), machine, EngineOptions(ports=0))
     base_s = HW_LAT["nvlink"]["nvls"][PROTOCOLS.index("Simple")] * 1e-6 + intra_extra_s
     return Prediction(size, coll.count, "nvls", "Simple", "nvls", system.n_channels, base_s + trace.time,

@@ -107,3 +107,17 @@ def test_cli_tuner_csv_names_nvls(tmp_path):
     assert main(["predict", "--preset", "p5", "--size", "64KiB,1GiB", "--csv", str(out)]) == 0
     rows = [line.split(",") for line in out.read_text().splitlines() if not line.startswith("#")]
     assert [r[3:5] for r in rows] == [["ring", "ll"], ["nvls", "simple"]]
+
+
+def test_a_calibration_leaves_nvls_bandwidth_alone_and_adds_its_step_latency_once():
+    # NVLS runs on the preset's links at NCCL's nvlsEfficiency; a calibrated ring efficiency does not reach it,
+    # a calibrated intra-node step latency is added once (NCCL charges NVLS one latency per call)
+    from simulator.calibration import Calibration, apply
+    from simulator.topology.presets import build_preset
+
+    size = 1 << 30
+    plain = predict(build_preset("p5"), "allreduce", [size])[0]
+    cal = Calibration("p5", 1, "efa100", intra_efficiency=(0.5, 0.5, 0.5), intra_step_s=7e-6)
+    calibrated = predict(apply(build_preset("p5"), cal), "allreduce", [size])[0]
+    assert calibrated.algorithm == plain.algorithm == "nvls"
+    assert calibrated.time_s - plain.time_s == pytest.approx(7e-6, rel=1e-6)
