@@ -60,11 +60,11 @@ def initial_state(schedule: Schedule, values: Values) -> State:
     """Every rank's buffers as the collective's spec says they start."""
     coll = schedule.collective
     state = []
-    for rank in range(coll.ranks):
+    for rank in range(coll.ranks + getattr(schedule, "helpers", 0)):  # helpers (switches) start with nothing
         bufs = {}
         for buf in BUFFERS:
             data = bufs[buf] = values.empty(rank, buf, schedule.buffer_size(rank, buf))
-            for part in coll.spec.start(coll, rank, buf):
+            for part in coll.spec.start(coll, rank, buf) if rank < coll.ranks else ():
                 fill(values, data, part.off, part)
         state.append(bufs)
     return state

@@ -54,6 +54,10 @@ PCI_BW = 12.0
 # tuning.cc, ncclTopoTuneModel: the share of the graph's bandwidth each protocol's payload gets on a ring
 # (LL: a 4-byte flag with every 4 bytes of data; LL128: 120 of every 128 bytes, NCCL charges 0.92).
 RING_PROTO_BW_FACTOR = {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}
+# tuning.cc (NCCL >= 2.27) nvlsEfficiency, per compute capability: the share of the NVLink graph bandwidth NVLS
+# reaches (NVLS needs Hopper or later; 0 elsewhere). NVLS's latency is HW_LAT["nvlink"]["nvls"] (25 us, Simple
+# only), plus HW_LAT["net"]["nvls"] across nodes; BASE_LAT["nvls"] is 0.
+NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
 DEFAULT_CHANNELS = {"volta": 12, "ampere": 16, "hopper": 16, "blackwell": 16}
 
 

@@ -6,7 +6,8 @@ the machine the preset describes; the pick becomes a schedule collsim can check 
 - ring -> `nccl_ring` with NCCL's channel count, rings in rail-aware orders (every NIC used);
 - tree (or NVLS-tree) across nodes -> `rails`, the pipelined two-level allreduce with one
   inter-node ring per rail, which moves what NCCL's trees move between nodes;
-- one node: NVLS and trees are timed as `nccl_ring` (NVLink SHARP is not modelled; see docs/accuracy.md).
+- one node, allreduce, NVLS (Hopper and later on an NVSwitch) -> `simulator/nvls.py`: the switch is a
+  helper rank that reduces and multicasts, its links at NCCL's nvlsEfficiency; trees -> `nccl_ring`.
 
 The protocol's costs (simulator/protocols.py) set the links' per-step latency and the wire-byte
 factor; its base latency is added once. The engine runs with unlimited ports per rank (the
@@ -24,7 +25,8 @@ from .calibration import for_protocol
 from .collective import Collective, normalize_op
 from .engine import EngineOptions, simulate
 from .errors import CollsimError
-from .nccl_model import LL_MAX_BW, PROTOCOLS, System, predict_times
+from .nccl_model import HW_LAT, LL_MAX_BW, NVLS_EFFICIENCY, PROTOCOLS, System, predict_times
+from .nvls import nvls_allreduce, switch_view, timing_view
 from .protocols import protocol, with_step_latency
 from .topology.model import Topology
 from .topology.presets import NET_STEP_FIT, NETWORKS, PRESETS
@@ -117,10 +119,11 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
 def candidates(system: System, op: str, size: int, proto: str | None = None) -> list[tuple[str, str]]:
     """The (algorithm, protocol) pairs predict times at this size; it keeps the fastest.
 
-    NCCL's pick (among its ring choices on one node); across nodes, allreduce also times the other
-    family, because NCCL's model often mis-ranks ring and tree there.
+    NCCL's pick (among ring and, for allreduce, NVLS on one node); across nodes, allreduce also times
+    the other family, because NCCL's model often mis-ranks ring and tree there.
     """
-    algo, proto_used = nccl_pick(system, op, size, proto, algos=None if system.nodes > 1 else ("ring",))
+    one_node = ("ring", "nvls") if op == "allreduce" else ("ring",)
+    algo, proto_used = nccl_pick(system, op, size, proto, algos=None if system.nodes > 1 else one_node)
     out = [(algo, proto_used)]
     if system.nodes > 1 and op == "allreduce":
         other = "ring" if algo in ("tree", "nvls") else "tree"
@@ -132,6 +135,8 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
              dtype: str = "float32", net_extra_s: float = 0.0, intra_extra_s: float = 0.0) -> Prediction:
     """Time one (algorithm, protocol) pick with the engine; the extras are added to NCCL's per-step latencies."""
     multinode = system.nodes > 1
+    if algo == "nvls" and not multinode and op == "allreduce":
+        return run_nvls(topology, system, size, ranks, dtype, intra_extra_s)
     if multinode and op == "allreduce" and algo in ("tree", "nvls"):
         family, name = "tree", "rails"
         params = {"group": per_node, "pipeline": int(np.clip(size // (PIPELINE_CHUNK * per_node), 1, MAX_PIPELINE))}
@@ -151,3 +156,24 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
     trace = simulate(schedule, machine, EngineOptions(ports=0, messages=cost.messages()))
     return Prediction(size, coll.count, algo, cost.name, name, system.n_channels, cost.base_s + trace.time,
                       trace.time, cost.base_s)
+
+
+def run_nvls(topology: Topology, system: System, size: int, ranks: int, dtype: str = "float32",
+             intra_extra_s: float = 0.0) -> Prediction:
+    """Time NVLS allreduce on one node: the NVSwitch reduces and multicasts (simulator/nvls.py).
+
+    The switch's links run at NCCL's nvlsEfficiency of their bandwidth; NCCL's NVLS latency (tuning.cc:
+    hwLat[NVLINK][NVLS][Simple], no base), plus a calibrated intra-node step latency, is added once; the
+    shards are pipelined in NCCL_BUFFSIZE pieces.
+    """
+    coll = Collective("allreduce", ranks, size, dtype)
+    chunks = int(np.clip(size // PIPELINE_CHUNK, 1, MAX_PIPELINE))
+    schedule = nvls_allreduce(coll, chunks=chunks, window=1)
+    # the preset's own links: a calibrated topology has its per-step extras in the latencies (NCCL charges NVLS one
+    # latency per call, tuning.cc: intraLat once, so a calibrated intra-node step latency is added once below), and
+    # its protocol efficiencies in the bandwidths (ring / tree efficiencies; NVLS's is NCCL's nvlsEfficiency)
+    machine = switch_view(getattr(topology, "uncalibrated", topology), ranks, NVLS_EFFICIENCY[system.arch])
+    trace = simulate(timing_view(schedule), machine, EngineOptions(ports=0))
+    base_s = HW_LAT["nvlink"]["nvls"][PROTOCOLS.index("Simple")] * 1e-6 + intra_extra_s
+    return Prediction(size, coll.count, "nvls", "Simple", "nvls", system.n_channels, base_s + trace.time,
+                      trace.time, base_s)

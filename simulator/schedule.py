@@ -92,6 +92,12 @@ class Schedule:
     transfers: list[Transfer]
     params: dict = field(default_factory=dict)
     scratch_count: int = 0
+    helpers: int = 0  # in-network reducers (a switch that reduces): ranks p..p+helpers-1, scratch only
+
+    @property
+    def participants(self) -> int:
+        """The collective's ranks plus the helpers (switches that reduce or multicast, with no input or output)."""
+        return self.collective.ranks + self.helpers
 
     def __len__(self) -> int:
         return len(self.transfers)
@@ -157,7 +163,9 @@ class Schedule:
         return 1 + max((t.step for t in self.transfers), default=-1)
 
     def buffer_size(self, rank: int, buf: str) -> int:
-        """Elements in one rank's buffer."""
+        """Elements in one rank's buffer (a helper has only 'scratch')."""
+        if rank >= self.collective.ranks and buf in ("in", "out"):
+            return 0
         if buf == "in":
             return self.collective.in_count[rank]
         if buf == "out":

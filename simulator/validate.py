@@ -32,6 +32,8 @@ ANCESTOR_CHECK_LIMIT = 20000
 def initially_defined(schedule: Schedule, rank: int, buf: str) -> list[tuple[int, int]]:
     """Half-open element ranges of a buffer that hold valid data before the schedule runs (the op's spec)."""
     coll = schedule.collective
+    if rank >= coll.ranks:  # a helper (a switch that reduces) starts with nothing
+        return []
     return [(part.off, part.off + part.count) for part in coll.spec.start(coll, rank, buf)]
 
 
@@ -68,7 +70,7 @@ def topological_order(schedule: Schedule) -> list[int]:
 def validate(schedule: Schedule) -> None:
     """Raise CollsimError naming the first problem found."""
     coll = schedule.collective
-    p = coll.ranks
+    p = coll.ranks + getattr(schedule, "helpers", 0)
     for t in schedule.transfers:
         for who, rank in (("sender", t.src), ("receiver", t.dst)):
             if not 0 <= rank < p:

@@ -23,7 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "predict", help="what nccl-tests would print on a preset machine (NCCL's picks, timed by the engine)",
         description="For each size, pick the algorithm, protocol and channels as NCCL's tuning model does for the preset "
                     "machine, build that schedule (rings in rail-aware orders over NCCL's channels, or the pipelined "
-                    "per-rail tree across nodes), time it with the engine (NCCL's protocol latencies and efficiencies, "
+                    "per-rail tree across nodes, or NVLS with the NVSwitch reducing on one Hopper or Blackwell node), "
+                    "time it with the engine (NCCL's protocol latencies and efficiencies, "
                     "max-min sharing on every link) and print an nccl-tests table. Accuracy against real logs: "
                     "docs/accuracy.md.",
         epilog="examples:\n"
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 TUNER_NAMES = {"allreduce": "allreduce", "allgather": "allgather", "reduce_scatter": "reducescatter"}
-TUNER_ALGOS = {"nccl_ring": "ring", "rails": "tree"}
+TUNER_ALGOS = {"nccl_ring": "ring", "rails": "tree", "nvls": "nvls"}
 MAX_TUNER_BYTES = 4294967295  # the example file's open end
 
 

@@ -64,10 +64,11 @@ def test_box_lstsq_matches_a_brute_force_search():
 
 
 def test_fit_recovers_planted_parameters_on_one_node():
-    """Times made by a calibrated p5 with known parameters: the fit finds them again (LL128 and Simple both run here)."""
-    planted = Calibration("p5", 1, "efa100", intra_efficiency=(1.0, 0.7, 0.8), intra_step_s=2e-6)
-    measured = _times(apply(build_preset("p5"), planted), SIZES, 8)
-    report = fit_calibration(build_preset("p5"), "allreduce", 8, SIZES, measured, np.ones(len(SIZES), bool))
+    """Times made by a calibrated dgx-a100 with known parameters: the fit finds them again (LL128 and Simple both
+    run here; on a Hopper box NVLS takes LL128's sizes)."""
+    planted = Calibration("dgx-a100", 1, "hdr200", intra_efficiency=(1.0, 0.7, 0.8), intra_step_s=2e-6)
+    measured = _times(apply(build_preset("dgx-a100"), planted), SIZES, 8)
+    report = fit_calibration(build_preset("dgx-a100"), "allreduce", 8, SIZES, measured, np.ones(len(SIZES), bool))
     got = report.calibration
     assert got.intra_efficiency[2] == pytest.approx(0.8, rel=0.03)
     assert got.intra_efficiency[1] == pytest.approx(0.7, rel=0.05)
@@ -88,10 +89,11 @@ def test_fit_never_exceeds_the_links_or_goes_below_nccls_latency():
 
 
 def test_a_protocol_the_training_sizes_never_ran_keeps_its_links():
-    """Trained on LL/LL128 sizes only (<= 16 MiB on p5), Simple's efficiency stays 1 whatever the times say."""
+    """Trained on LL/LL128 sizes only (<= 16 MiB on dgx-a100; on p5 NVLS runs from 2 MiB), Simple's
+    efficiency stays 1 whatever the times say."""
     small = SIZES[SIZES <= 16 << 20]
-    measured = _times(build_preset("p5"), small, 8) * 1.5
-    cal = fit_calibration(build_preset("p5"), "allreduce", 8, small, measured, np.ones(len(small), bool)).calibration
+    measured = _times(build_preset("dgx-a100"), small, 8) * 1.5
+    cal = fit_calibration(build_preset("dgx-a100"), "allreduce", 8, small, measured, np.ones(len(small), bool)).calibration
     assert cal.intra_efficiency[2] == 1.0 and "intra_efficiency.Simple" not in cal.identified
 
 
@@ -113,9 +115,10 @@ def test_calibration_file_round_trip_and_node_count(tmp_path):
 
 
 def test_calibrated_latency_and_efficiency_slow_predict_down():
-    slow = Calibration("p5", 1, "efa100", intra_efficiency=(0.5, 0.5, 0.5), intra_step_s=5e-6)
-    plain = _times(build_preset("p5"), SIZES, 8)
-    calibrated = _times(apply(build_preset("p5"), slow), SIZES, 8)
+    # dgx-a100: rings at every size (on p5 NVLS runs from 2 MiB, at NCCL's nvlsEfficiency, not a ring's calibrated one)
+    slow = Calibration("dgx-a100", 1, "hdr200", intra_efficiency=(0.5, 0.5, 0.5), intra_step_s=5e-6)
+    plain = _times(build_preset("dgx-a100"), SIZES, 8)
+    calibrated = _times(apply(build_preset("dgx-a100"), slow), SIZES, 8)
     assert np.all(calibrated > plain)
     # at 256 MiB (Simple, bandwidth-bound) half the bandwidth is close to twice the time
     assert calibrated[-1] / plain[-1] == pytest.approx(2.0, rel=0.05)

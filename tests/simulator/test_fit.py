@@ -205,14 +205,25 @@ def test_bounded_fit_clips_bandwidth_at_the_ceiling_and_refits_alpha():
 
 
 def test_preset_limits_of_one_h100_node():
-    """p5, 8 ranks: the ring's bandwidth ceiling is an H100's NVLink, 450 GB/s per direction; NCCL's regimes in order."""
+    """p5, 8 ranks: NVLS from ~2 MiB (NCCL's pick), so the ring-form ceiling is above the ring's 450 GB/s NVLink limit
+    and below NVLS's own: 2 (p-1)/p over (1 + 1/p) of the links at NCCL's 0.85 efficiency; NCCL's regimes in order."""
     from simulator.fit_bounds import preset_limits
     from simulator.topology.spec import parse_topology
 
     limits = preset_limits(parse_topology("p5"), "allreduce", 8)
-    assert limits.max_bandwidth_Bps == pytest.approx(450e9, rel=0.02)
-    assert limits.protocols == ("LL", "LL128", "Simple") and list(limits.cuts) == sorted(limits.cuts)
+    assert 450e9 < limits.max_bandwidth_Bps <= (14 / 8) / (9 / 8) * 0.85 * 450e9
+    assert limits.protocols == ("LL", "Simple") and list(limits.cuts) == sorted(limits.cuts)
     assert 1e-6 < limits.min_alpha_s < 5e-6  # NCCL's LL: 6.6 us base + 14 steps of 0.6 us, over A = 14
+
+
+def test_preset_limits_of_one_a100_node():
+    """dgx-a100 (no NVLS), 8 ranks: the ring's bandwidth ceiling is an A100's NVLink, 300 GB/s per direction."""
+    from simulator.fit_bounds import preset_limits
+    from simulator.topology.spec import parse_topology
+
+    limits = preset_limits(parse_topology("dgx-a100"), "allreduce", 8)
+    assert limits.max_bandwidth_Bps == pytest.approx(300e9, rel=0.02)
+    assert limits.protocols == ("LL", "LL128", "Simple") and list(limits.cuts) == sorted(limits.cuts)
 
 
 def test_a_regime_without_training_sizes_gets_the_ceiling():

@@ -31,12 +31,12 @@ def test_step_latency_on_every_route():
 
 
 def test_one_node_simple_time_by_hand():
-    # p5, 8 ranks, Simple forced, 64 MiB: 14 ring steps, each 3.4 us + n/p over the GPU's 450 GB/s switch link
-    # (the channels share it), plus the 8.4 us base latency
+    # dgx-a100 (Ampere: no NVLS), 8 ranks, Simple forced, 64 MiB: 14 ring steps, each 3.4 us + n/p over the GPU's
+    # 300 GB/s switch link (the channels share it), plus the 8.4 us base latency
     n = 64 << 20
-    row = predict(parse_topology("p5"), "allreduce", [n], proto="Simple")[0]
+    row = predict(parse_topology("dgx-a100"), "allreduce", [n], proto="Simple")[0]
     assert (row.proto, row.algorithm) == ("Simple", "nccl_ring")
-    want = 8.4e-6 + 14 * (3.4e-6 + n / 8 / 450e9)
+    want = 8.4e-6 + 14 * (3.4e-6 + n / 8 / 300e9)
     assert row.time_s == pytest.approx(want, rel=1e-6)
 
 

@@ -1,0 +1,121 @@
+"""NVLS (NVLink SHARP) allreduce on one NVSwitch node: the switch is a participant that reduces and multicasts.
+
+NCCL's NVLS allreduce (Hopper and later; NVIDIA/nccl src/device/all_reduce.h, its NCCL_ALGO_NVLS kernel) is a
+reduce-scatter done by the switch (each GPU d issues multimem.ld_reduce on its shard: the switch
+reads shard d from every GPU, reduces it and returns the sum to d) followed by an allgather done
+by the switch (GPU d issues multimem.st of its reduced shard: the switch replicates it to every
+GPU). Per GPU link that is n + n/p bytes up and n/p + n (p-1)/p bytes down, against 2 n (p-1)/p
+each way for a ring: the switch's arithmetic and replication are what saves the traffic.
+
+Here the switch is a *helper* rank p of the schedule (`Schedule.helpers = 1`): it has only a
+scratch buffer, holds one slot per GPU for each shard piece (the reads of ld_reduce), reduces the
+slots locally (instant: the switch's ALU is not modelled), sends the sum to the owner, receives
+the owner's store and copies it to every other GPU. The numpy check proves the data movement; the
+engine times it on `switch_view(topology)`, which makes the NVSwitch node a device so the helper's
+transfers cross the real GPU <-> switch links. The registry's generic paths (verify's torch
+programs, MSCCL export, the `ideal:P` checks) address GPU ranks only, so this schedule is not a
+registered algorithm: `collsim predict` uses it where NCCL would pick NVLS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from .collective import Collective
+from .errors import CollsimError
+from .schedule import Piece, Schedule, ScheduleBuilder
+from .topology.model import Topology
+
+MAX_CHUNKS = 64
+
+
+def nvls_allreduce(coll: Collective, chunks: int = 1, window: int = 2) -> Schedule:
+    """The NVLS allreduce of `coll` with the switch as helper rank p; each shard cut into `chunks` pipelined pieces.
+
+    NCCL's kernel loads-reduces a piece, then stores it, then moves on: piece c's loads wait for the
+    owner's store of piece c - window, so the stores and multicasts of one piece overlap the loads
+    of the next (at most `window` pieces of a shard in flight).
+    """
+    if coll.op != "allreduce":
+        raise CollsimError(f"op: NVLS is modelled for allreduce; not {coll.op}")
+    if isinstance(chunks, bool) or not isinstance(chunks, int) or not 1 <= chunks <= MAX_CHUNKS:
+        raise CollsimError(f"chunks: {chunks!r}; expected an integer in 1..{MAX_CHUNKS}")
+    p, count = coll.ranks, coll.count
+    b = ScheduleBuilder(coll, "nvls", {"chunks": chunks})
+    sw = p
+    if p > 1 and count > 0:
+        b.use_scratch((p + 1) * count)  # slot r: GPU r's contribution; slot p: the owner's store (multicast)
+        offsets = coll.block_offsets
+        stored: dict[tuple[int, int], int] = {}  # (shard, piece) -> the owner's store of that piece
+        after: dict[int, int] = {}  # load transfer -> the owner's store it waits for (`window` pieces of a shard in flight)
+        for c in range(chunks):
+            for d in range(p):
+                lo, hi = int(offsets[d]), int(offsets[d + 1])
+                size = hi - lo
+                start, stop = lo + size * c // chunks, lo + size * (c + 1) // chunks
+                n = stop - start
+                if n == 0:
+                    continue
+                for r in range(p):  # the switch reads shard d's piece from every GPU (ld_reduce's loads)
+                    tid = b.send(r, sw, Piece("out", start, "scratch", r * count + start, n), step=0)
+                    if (d, c - window) in stored:
+                        after[tid] = stored[(d, c - window)]
+                for r in range(1, p):  # ... and reduces them
+                    b.send(sw, sw, Piece("scratch", r * count + start, "scratch", start, n), reduce=True, step=1)
+                b.send(sw, d, Piece("scratch", start, "out", start, n), step=2)  # the sum to its owner
+                stored[(d, c)] = b.send(d, sw, Piece("out", start, "scratch", p * count + start, n), step=3)  # owner's multimem.st
+                for r in range(p):
+                    if r != d:  # the switch replicates the store to every other GPU
+                        b.send(sw, r, Piece("scratch", p * count + start, "out", start, n), step=4)
+    schedule = b.build()
+    schedule.transfers = [replace(t, deps=tuple(sorted({*t.deps, after[t.id]}))) if t.id in after else t
+                          for t in schedule.transfers]
+    schedule.helpers = 1
+    return schedule
+
+
+def nvls_time(p: int, n, alpha: float, bandwidth: float):
+    """Closed form, chunks = 1, unlimited ports, every GPU on its own full-duplex link (alpha, bandwidth) to the switch.
+
+    Upload: p pieces of n/p share the uplink (alpha + n/B); the sum back (alpha + n/(pB)); the owner's
+    store (alpha + n/(pB)); the p-1 other shards share each downlink (alpha + (p-1) n/(pB)):
+    4 alpha + (2 + 1/p) n / B. Exact when p divides n's elements; 0 for p = 1.
+    """
+    n = np.asarray(n, dtype=np.float64)
+    if p == 1:
+        return np.zeros_like(n)
+    return 4 * alpha + (2 + 1 / p) * n / bandwidth
+
+
+def switch_view(topology: Topology, ranks: int, efficiency: float = 1.0) -> Topology:
+    """A copy of a one-switch topology whose switch node is device `ranks` (rank p of an NVLS schedule).
+
+    `efficiency` scales the bandwidth of the links into and out of the switch (NCCL's nvlsEfficiency,
+    simulator/nccl_model.py NVLS_EFFICIENCY: what NVLS reaches of the NVLink bandwidth).
+    """
+    topology.check_ranks(ranks)
+    switches = [i for i, kind in enumerate(topology.node_kinds) if kind == "switch"]
+    gpus = {topology.devices[topology.placement[r]] for r in range(ranks)}
+    attached = [s for s in switches if all(any(topology.link_src[k] == g and topology.link_dst[k] == s
+                                               for k in range(topology.num_links)) for g in gpus)]
+    if not attached:
+        raise CollsimError(f"topology: {topology.name} has no switch every GPU links to; NVLS needs one NVSwitch")
+    if not 0 < efficiency <= 1:
+        raise CollsimError(f"nvls-efficiency: {efficiency!r} is not a fraction; expected a number in (0, 1]")
+    clone = topology._copy()
+    touches = (clone.link_src == attached[0]) | (clone.link_dst == attached[0])
+    clone.bandwidth[touches] *= efficiency
+    clone.devices = list(topology.devices) + [attached[0]]
+    clone.placement = list(topology.placement[:ranks]) + [len(topology.devices)]
+    clone._dist_to = {}
+    clone._router = None  # the preset's router knows GPUs only; one hop GPU <-> switch is the shortest path
+    return clone
+
+
+def timing_view(schedule: Schedule) -> Schedule:
+    """The same transfers seen as a collective of p + helpers ranks, which is what the engine counts ranks by."""
+    coll = schedule.collective
+    wide = Collective(coll.op, schedule.participants, coll.nbytes, coll.dtype)
+    return Schedule(wide, schedule.algorithm, schedule.transfers, schedule.params, schedule.scratch_count)

@@ -1,0 +1,123 @@
+"""NVLS allreduce (simulator/nvls.py): the NVSwitch as a helper rank that reduces and multicasts.
+
+Proven on numpy buffers like every registered algorithm; its closed form equals the engine on a star of
+equal links; `collsim predict` runs it where NCCL would (Hopper and later, one node, large sizes) and not on A100.
+"""
+
+import pytest
+
+from simulator.collective import Collective
+from simulator.engine import EngineOptions, simulate
+from simulator.errors import CollsimError
+from simulator.nccl_model import NVLS_EFFICIENCY
+from simulator.nvls import nvls_allreduce, nvls_time, switch_view, timing_view
+from simulator.predict import predict
+from simulator.semantics import check
+from simulator.topology.spec import parse_topology
+
+RANKS = list(range(1, 34)) + [64]
+
+
+@pytest.mark.parametrize("p", RANKS)
+def test_numpy_check_every_rank_count_and_odd_sizes(p):
+    sizes = (0, 1, 97, 3 * p + 1) if p <= 33 else (0, 5 * p + 3)
+    for nbytes in sizes:
+        for chunks in (1, 3):
+            result = check(nvls_allreduce(Collective("allreduce", p, nbytes, "int8"), chunks=chunks), seed=p + nbytes)
+            assert result.ok, result.message
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float16", "bfloat16", "float64"])
+@pytest.mark.parametrize("redop", ["sum", "prod", "max", "min"])
+def test_dtypes_and_reductions(dtype, redop):
+    for p in (2, 5, 8):
+        coll = Collective("allreduce", p, 8 * 8 * 37, dtype, redop=redop)
+        result = check(nvls_allreduce(coll, chunks=4, window=2), seed=p)
+        assert result.ok, result.message
+
+
+def test_the_switch_carries_the_reduction():
+    # per GPU: up n (loads) + n/p (store), down n/p (sum) + (p-1) n/p (multicast); the switch (rank p) does the rest
+    p, n = 8, 8 * 1024
+    sched = nvls_allreduce(Collective("allreduce", p, n, "int8"))
+    assert sched.helpers == 1 and sched.participants == p + 1
+    up = sum(sched.nbytes(t) for t in sched.transfers if t.src == 0 and t.dst == p)
+    down = sum(sched.nbytes(t) for t in sched.transfers if t.src == p and t.dst == 0)
+    assert (up, down) == (n + n // p, n // p + (p - 1) * n // p)
+    assert not any(t.src < p and t.dst < p for t in sched.transfers)  # GPUs never talk to each other directly
+
+
+@pytest.mark.parametrize("p", [2, 3, 5, 7, 8])
+def test_closed_form_equals_engine_on_a_star(p):
+    # every GPU on its own full-duplex 1.5 us / 100 GB/s link to one switch (the box preset's shape), chunks = 1;
+    # by hand for p = 8, n = 8 MiB: 4 x 1.5 us + (2 + 1/8) x 8 MiB / 100 GB/s
+    topo = parse_topology("dgx-h100").with_links(latency=1.5e-6, bandwidth=100e9)
+    n = 8 * p * 131072
+    sched = nvls_allreduce(Collective("allreduce", p, n, "int8"))
+    engine = simulate(timing_view(sched), switch_view(topo, p), EngineOptions(ports=0)).time
+    assert engine == pytest.approx(float(nvls_time(p, n, 1.5e-6, 100e9)), rel=1e-9)
+    if p == 8:
+        assert engine == pytest.approx(6e-6 + 2.125 * n / 100e9, rel=1e-9)
+
+
+def test_pipelining_overlaps_loads_with_stores():
+    # chunked, the next piece's loads overlap this piece's store and multicast: faster than store-and-forward,
+    # never faster than the uplink alone carrying (1 + 1/p) n
+    topo = parse_topology("dgx-h100")
+    p, n = 8, 256 << 20
+    one = simulate(timing_view(nvls_allreduce(Collective("allreduce", p, n, "int8"))), switch_view(topo, p),
+                   EngineOptions(ports=0)).time
+    many = simulate(timing_view(nvls_allreduce(Collective("allreduce", p, n, "int8"), chunks=32, window=1)),
+                    switch_view(topo, p), EngineOptions(ports=0)).time
+    assert (1 + 1 / p) * n / 450e9 < many < 0.75 * one
+
+
+def test_efficiency_scales_the_switch_links_only():
+    view = switch_view(parse_topology("p5"), 8, 0.85)
+    assert view.path_cost(0, 8)[1] == pytest.approx(0.85 * 450e9)  # GPU 0 -> the switch (device 8)
+    assert NVLS_EFFICIENCY["hopper"] == 0.85 and NVLS_EFFICIENCY["blackwell"] == 0.74 and NVLS_EFFICIENCY["ampere"] == 0
+
+
+def test_bad_input():
+    with pytest.raises(CollsimError, match="chunks"):
+        nvls_allreduce(Collective("allreduce", 4, 64, "int8"), chunks=0)
+    with pytest.raises(CollsimError, match="allreduce"):
+        nvls_allreduce(Collective("allgather", 4, 64, "int8"))
+    with pytest.raises(CollsimError, match="switch"):
+        switch_view(parse_topology("ring:4"), 4)
+
+
+@pytest.mark.parametrize("preset", ["p5", "hgx-b200"])
+def test_predict_picks_nvls_on_hopper_and_blackwell_at_large_sizes(preset):
+    small, large = predict(parse_topology(preset), "allreduce", [64 << 10, 1 << 30])
+    assert (large.nccl_algo, large.algorithm, large.proto) == ("nvls", "nvls", "Simple")
+    assert small.algorithm == "nccl_ring"
+
+
+def test_predict_never_picks_nvls_on_a100():
+    rows = predict(parse_topology("dgx-a100"), "allreduce", [64 << 10, 16 << 20, 1 << 30])
+    assert all(r.nccl_algo != "nvls" and r.algorithm == "nccl_ring" for r in rows)
+
+
+def test_cli_tuner_csv_names_nvls(tmp_path):
+    # NCCL's example tuner file (ext-tuner/example) names the algorithm "nvls"
+    from app.cli import main
+
+    out = tmp_path / "tuner.csv"
+    assert main(["predict", "--preset", "p5", "--size", "64KiB,1GiB", "--csv", str(out)]) == 0
+    rows = [line.split(",") for line in out.read_text().splitlines() if not line.startswith("#")]
+    assert [r[3:5] for r in rows] == [["ring", "ll"], ["nvls", "simple"]]
+
+
+def test_a_calibration_leaves_nvls_bandwidth_alone_and_adds_its_step_latency_once():
+    # NVLS runs on the preset's links at NCCL's nvlsEfficiency; a calibrated ring efficiency does not reach it,
+    # a calibrated intra-node step latency is added once (NCCL charges NVLS one latency per call)
+    from simulator.calibration import Calibration, apply
+    from simulator.topology.presets import build_preset
+
+    size = 1 << 30
+    plain = predict(build_preset("p5"), "allreduce", [size])[0]
+    cal = Calibration("p5", 1, "efa100", intra_efficiency=(0.5, 0.5, 0.5), intra_step_s=7e-6)
+    calibrated = predict(apply(build_preset("p5"), cal), "allreduce", [size])[0]
+    assert calibrated.algorithm == plain.algorithm == "nvls"
+    assert calibrated.time_s - plain.time_s == pytest.approx(7e-6, rel=1e-6)
