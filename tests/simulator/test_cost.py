@@ -10,7 +10,7 @@ from ideal_time import ideal_time
 
 from simulator.algorithms import all_specs, build_schedule
 from simulator.collective import Collective
-from simulator.cost import CLOSED_FORMS, LinkModel, is_exact, lower_bound, predict
+from simulator.cost import CLOSED_FORMS, LinkModel, has_closed_form, is_exact, lower_bound, predict
 
 MODELS = [LinkModel(2e-6, 1 / 25e9, 0.0), LinkModel(5e-6, 1 / 100e9, 1 / 200e9), LinkModel(1e-3, 1e-9, 3e-9)]
 SIZES = [1024.0, 3 * 2**20, 2.0**30]
@@ -123,7 +123,10 @@ def test_never_below_the_lower_bound(spec, p, n, alpha, bandwidth, gamma, k, dat
     m = LinkModel(alpha, 1 / bandwidth, gamma)
     t = predict(spec.op, spec.name, p, [n], m, **params)[0]
     bound = lower_bound(spec.op, p, [n], m)[0]
-    assert t >= bound * (1 - 1e-12), f"{spec.op}/{spec.name} p={p} n={n} {params}: {t} < bound {bound}"
+    # an algorithm without a closed form is timed by the engine, whose integer clock is exact to 1e-9 relative
+    # (simulator/engine/clock.py); closed forms are float arithmetic
+    rel = 1e-12 if has_closed_form(spec.op, spec.name) else 1e-9
+    assert t >= bound * (1 - rel), f"{spec.op}/{spec.name} p={p} n={n} {params}: {t} < bound {bound}"
 
 
 def _sched(op, name, p, n, **params):
