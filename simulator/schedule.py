@@ -180,7 +180,8 @@ class ArraySchedule(Schedule):
     """A schedule made as columns, for algorithms that build thousands of ranks' transfers at once.
 
     `columns` holds per transfer src, dst, reduce, step and the dependencies as CSR (dep_ptr, dep_idx, each row
-    sorted), and per piece (CSR piece_ptr) src_buf / dst_buf (indices into BUFFERS), src_off, dst_off, count.
+    sorted), optionally `join` (join nodes: simulator/algorithms/columns.py), and per piece (CSR piece_ptr)
+    src_buf / dst_buf (indices into BUFFERS), src_off, dst_off, count.
     The engine and the statistics read `arrays`; Transfer objects are made only when something reads `transfers`.
     """
 
@@ -217,8 +218,11 @@ class ArraySchedule(Schedule):
         else:
             counts = np.zeros(n, dtype=np.int64)
             np.add.at(counts, np.repeat(np.arange(n), np.diff(c["piece_ptr"])), c["count"])
-        return {"src": c["src"], "dst": c["dst"], "bytes": counts * self.collective.elem_size, "reduce": c["reduce"],
-                "step": c["step"], "dep_ptr": c["dep_ptr"], "dep_idx": c["dep_idx"]}
+        out = {"src": c["src"], "dst": c["dst"], "bytes": counts * self.collective.elem_size, "reduce": c["reduce"],
+               "step": c["step"], "dep_ptr": c["dep_ptr"], "dep_idx": c["dep_idx"]}
+        if "join" in c:  # join nodes (simulator/algorithms/columns.py): zero-count local copies the engine passes through
+            out["join"] = c["join"]
+        return out
 
     @property
     def num_steps(self) -> int:

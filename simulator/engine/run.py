@@ -87,6 +87,8 @@ class _Run:
         self.is_reduce = arrays["reduce"]
         dep_ptr, dep_idx = arrays["dep_ptr"], arrays["dep_idx"]
         self.indeg = np.diff(dep_ptr)
+        join = arrays.get("join")
+        self.join = join if join is not None and join.any() else None  # join nodes: end the instant they are released
         order = np.argsort(dep_idx, kind="stable")
         self.succ_idx = np.repeat(np.arange(n, dtype=np.int64), np.diff(dep_ptr))[order]
         self.succ_ptr = np.concatenate(([0], np.cumsum(np.bincount(dep_idx, minlength=n)))).astype(np.int64)
@@ -126,6 +128,8 @@ class _Run:
         for r, delay in late.items():
             self.agenda.post(self.clock.ticks(delay), OPEN, [r])
         first = np.flatnonzero(self.indeg == 0)
+        if self.join is not None:
+            first = self._through_joins(first, 0)
         if first.size:
             self.ready.append(first)
         self.pending = True
@@ -353,6 +357,8 @@ class _Run:
             else:
                 np.subtract.at(indeg, succ, 1)
             free = succ[indeg[succ] == 0]
+            if free.size and self.join is not None:
+                free = self._through_joins(distinct(free), now)
             if free.size:
                 self.ready.append(distinct(free))
                 self.pending = True
@@ -367,9 +373,33 @@ class _Run:
                 if not left:
                     free.append(x)
         if free:
+            if self.join is not None:
+                free = self._through_joins(np.array(free, dtype=np.int64), now).tolist()
             free.sort()
             self.ready.append(free)
             self.pending = True
+
+    def _through_joins(self, free: np.ndarray, now: int) -> np.ndarray:
+        """Released transfers with the join nodes among them passed through: a join starts and ends now (no port, no
+        time) and releases its dependents at once, in the same decision as the transfers released with it."""
+        out = []
+        while free.size:
+            is_join = self.join[free]
+            if not is_join.any():
+                out.append(free)
+                break
+            out.append(free[~is_join])
+            joins = free[is_join]
+            self.ports.started[joins] = True
+            self.record.start[joins] = now
+            self.record.arrive[joins] = now
+            self.record.end[joins] = now
+            succ, _ = gather(self.succ_ptr, self.succ_idx, joins)
+            if not succ.size:
+                break
+            np.subtract.at(self.indeg, succ, 1)
+            free = distinct(succ[self.indeg[succ] == 0])
+        return np.concatenate(out) if len(out) > 1 else (out[0] if out else _EMPTY)
 
 
 def _pairs(keys: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
