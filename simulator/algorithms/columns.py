@@ -67,10 +67,14 @@ class Columns:
         parts = self._parts
         n = self.size
         cat = (lambda k: np.concatenate([q[k] for q in parts])) if parts else (lambda k: np.zeros(0, np.int64))
-        width = max((q["deps"].shape[1] for q in parts), default=0)
-        rows = (np.concatenate([np.pad(q["deps"], ((0, 0), (0, width - q["deps"].shape[1])), constant_values=NONE)
-                                for q in parts]) if parts else np.zeros((0, 0), np.int64))
-        dep_ptr, dep_idx = csr_rows(rows) if n else (np.zeros(1, np.int64), np.zeros(0, np.int64))
+        ptrs, idxs, base = [np.zeros(1, np.int64)], [], 0
+        for q in parts:  # each block's table to CSR on its own (a few wide rows must not widen every row)
+            ptr, idx = csr_rows(q["deps"])
+            ptrs.append(ptr[1:] + base)
+            idxs.append(idx)
+            base += idx.size
+        dep_ptr = np.concatenate(ptrs)
+        dep_idx = np.concatenate(idxs) if idxs else np.zeros(0, np.int64)
         off, buf = cat("off"), cat("buf")
         columns = {"src": cat("src"), "dst": cat("dst"), "reduce": cat("reduce").astype(bool), "step": cat("step"),
                    "dep_ptr": dep_ptr, "dep_idx": dep_idx, "piece_ptr": np.arange(n + 1, dtype=np.int64),
