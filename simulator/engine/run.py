@@ -143,11 +143,16 @@ class _Run:
         net = np.flatnonzero(~self.local)
         uniq, inverse = _pairs(src[net] * p + dst[net], p * p)
         self.pair_routes = [topology.route(int(k) // p, int(k) % p) for k in uniq.tolist()]
-        self.pair_latency = (np.array([topology.path_cost(int(k) // p, int(k) % p)[0] for k in uniq.tolist()])
-                             if uniq.size else np.zeros(0))
         lengths = np.array([len(r) for r in self.pair_routes], dtype=np.int64)
         flat = np.fromiter((link for r in self.pair_routes for link in r), np.int64, int(lengths.sum()))
         starts = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        latency = getattr(topology, "latency", None)
+        if (uniq.size and not topology.ideal and isinstance(latency, np.ndarray) and 0 < lengths.min()
+                and lengths.max() < 8):  # topology.path_cost's sums (in the same order), in one call
+            self.pair_latency = np.add.reduceat(latency.astype(np.float64)[flat], starts[:-1])
+        else:
+            self.pair_latency = (np.array([topology.path_cost(int(k) // p, int(k) % p)[0] for k in uniq.tolist()])
+                                 if uniq.size else np.zeros(0))
         self.pair_of = np.zeros(n, dtype=np.int64)
         self.pair_of[net] = inverse
         per = np.zeros(n, dtype=np.int64)
