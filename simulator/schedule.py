@@ -175,6 +175,30 @@ class Schedule:
         _validate(self)
         return self
 
+    def without_joins(self) -> Schedule:
+        """The same schedule with its join nodes (simulator/algorithms/columns.py) taken out: ids renumbered, and a
+        dependency on a join replaced by the join's own dependencies (for consumers that know nothing of joins, such as
+        the MSCCL export). Itself when it has none."""
+        join = self.arrays.get("join")
+        if join is None or not join.any():
+            return self
+        ts = self.transfers
+        new_id = (np.cumsum(~join) - 1).tolist()
+        is_join = join.tolist()
+        flat: dict[int, tuple[int, ...]] = {}
+
+        def through(d: int) -> tuple[int, ...]:
+            if not is_join[d]:
+                return (new_id[d],)
+            if d not in flat:
+                flat[d] = tuple(x for e in ts[d].deps for x in through(e))
+            return flat[d]
+
+        kept = [new_transfer(new_id[t.id], t.src, t.dst, t.pieces, t.reduce,
+                             tuple(sorted({x for d in t.deps for x in through(d)})), t.step)
+                for t in ts if not is_join[t.id]]
+        return Schedule(self.collective, self.algorithm, kept, dict(self.params), self.scratch_count)
+
 
 class ArraySchedule(Schedule):
     """A schedule made as columns, for algorithms that build thousands of ranks' transfers at once.

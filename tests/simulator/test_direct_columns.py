@@ -61,6 +61,8 @@ def test_array_form_is_the_inferred_form_and_correct(op):
             got, _ = _without_joins(fast)
             want = [(t.id, t.src, t.dst, t.pieces, t.reduce, t.step, t.deps) for t in slow.transfers]
             assert got == want, (op, p, count)
+            plain = fast.without_joins()
+            assert [(t.id, t.src, t.dst, t.pieces, t.reduce, t.step, t.deps) for t in plain.transfers] == want
 
 
 def test_allreduce_has_one_join_per_rank_and_quadratic_edges():
