@@ -147,8 +147,10 @@ class Ports:
                     wait.append(t)
                 else:
                     back.append((heaps[r][kind], t))
-            if kind != _READY and self._readable(r, kind):
-                push(merge, (pop(heaps[r][kind]), kind, r))
+            if kind != _READY:
+                q = heaps[r][kind]
+                if q and (kind == _LOCAL or (free_send if kind == _SEND else free_recv)[r] > 0):
+                    push(merge, (pop(q), kind, r))
         for q, t in back:
             push(q, t)
         if wait:
@@ -157,18 +159,19 @@ class Ports:
             self._listed[r] = any(heaps[r])
         return go
 
-    def _readable(self, r: int, kind: int) -> bool:
-        """Rank r's queue of this kind has entries, and a free port of that kind (a local one: only the rank open)."""
-        return bool(self._heaps[r][kind]) and (kind == _LOCAL or (self.free_send if kind == _SEND else self.free_recv)[r] > 0)
-
     def _heads(self, dirty: set[int]) -> list[tuple[int, int, int]]:
         """The first entry of every readable queue of the open dirty ranks, taken off its queue."""
         heads = []
+        pop, heaps, is_open, free_send, free_recv = heapq.heappop, self._heaps, self.is_open, self.free_send, self.free_recv
         for r in dirty:
-            if self.is_open[r]:
-                for kind in (_SEND, _RECV, _LOCAL):
-                    if self._readable(r, kind):
-                        heads.append((heapq.heappop(self._heaps[r][kind]), kind, r))
+            if is_open[r]:
+                sends, recvs, local = heaps[r]
+                if sends and free_send[r] > 0:
+                    heads.append((pop(sends), _SEND, r))
+                if recvs and free_recv[r] > 0:
+                    heads.append((pop(recvs), _RECV, r))
+                if local:
+                    heads.append((pop(local), _LOCAL, r))
         return heads
 
     def _match_small(self, cands: list[int]) -> tuple[list[int], list[int]]:
