@@ -183,12 +183,37 @@ class Schedule:
         _validate(self)
         return self
 
+    def without_joins(self) -> Schedule:
+        """The same schedule with its join nodes (simulator/algorithms/columns.py) taken out: ids renumbered, and a
+        dependency on a join replaced by the join's own dependencies (for consumers that know nothing of joins, such as
+        the MSCCL export). Itself when it has none."""
+        join = self.arrays.get("join")
+        if join is None or not join.any():
+            return self
+        ts = self.transfers
+        new_id = (np.cumsum(~join) - 1).tolist()
+        is_join = join.tolist()
+        flat: dict[int, tuple[int, ...]] = {}
+
+        def through(d: int) -> tuple[int, ...]:
+            if not is_join[d]:
+                return (new_id[d],)
+            if d not in flat:
+                flat[d] = tuple(x for e in ts[d].deps for x in through(e))
+            return flat[d]
+
+        kept = [new_transfer(new_id[t.id], t.src, t.dst, t.pieces, t.reduce,
+                             tuple(sorted({x for d in t.deps for x in through(d)})), t.step)
+                for t in ts if not is_join[t.id]]
+        return Schedule(self.collective, self.algorithm, kept, dict(self.params), self.scratch_count)
+
 
 class ArraySchedule(Schedule):
     """A schedule made as columns, for algorithms that build thousands of ranks' transfers at once.
 
     `columns` holds per transfer src, dst, reduce, step and the dependencies as CSR (dep_ptr, dep_idx, each row
-    sorted), and per piece (CSR piece_ptr) src_buf / dst_buf (indices into BUFFERS), src_off, dst_off, count.
+    sorted), optionally `join` (join nodes: simulator/algorithms/columns.py), and per piece (CSR piece_ptr)
+    src_buf / dst_buf (indices into BUFFERS), src_off, dst_off, count.
     The engine and the statistics read `arrays`; Transfer objects are made only when something reads `transfers`.
     """
 
@@ -225,8 +250,11 @@ class ArraySchedule(Schedule):
         else:
             counts = np.zeros(n, dtype=np.int64)
             np.add.at(counts, np.repeat(np.arange(n), np.diff(c["piece_ptr"])), c["count"])
-        return {"src": c["src"], "dst": c["dst"], "bytes": counts * self.collective.elem_size, "reduce": c["reduce"],
-                "step": c["step"], "dep_ptr": c["dep_ptr"], "dep_idx": c["dep_idx"]}
+        out = {"src": c["src"], "dst": c["dst"], "bytes": counts * self.collective.elem_size, "reduce": c["reduce"],
+               "step": c["step"], "dep_ptr": c["dep_ptr"], "dep_idx": c["dep_idx"]}
+        if "join" in c:  # join nodes (simulator/algorithms/columns.py): zero-count local copies the engine passes through
+            out["join"] = c["join"]
+        return out
 
     @property
     def num_steps(self) -> int:

@@ -4,7 +4,8 @@ Single-port full-duplex ranks on an ideal machine: a message of m bytes holds th
 port and the receiver's receive port for alpha + m beta; a reducing transfer then holds the
 receiver's reducer for gamma m and ends when that reduction ends; local transfers use no port
 (a local reduction still costs gamma m). A transfer starts once its deps have ended and both
-ports are free; ready transfers are considered in transfer-id order.
+ports are free; ready transfers are considered in transfer-id order. A join node (schedule.arrays["join"]) moves nothing: it ends
+the instant its last dependency ends, and its dependents are ready at that instant like any others.
 """
 
 from __future__ import annotations
@@ -31,9 +32,12 @@ def ideal_time(schedule: Schedule, alpha: float, beta: float, gamma: float = 0.0
     send_free: dict[int, float] = {}
     recv_free: dict[int, float] = {}
     reducer_free: dict[int, float] = {}
-    ready = [t.id for t in ts if not t.deps]
-    heapq.heapify(ready)
+    join = schedule.arrays.get("join")
+    joins = set() if join is None else set(join.nonzero()[0].tolist())
     events: list[tuple[float, int, int]] = []  # (time, kind 0=arrived 1=ended, id)
+    ready = [t.id for t in ts if not t.deps and t.id not in joins]
+    events += [(zero, 1, t.id) for t in ts if not t.deps and t.id in joins]
+    heapq.heapify(ready)
     now, end, done = zero, zero, 0
 
     def finish(i: int, at: float) -> None:
@@ -72,6 +76,10 @@ def ideal_time(schedule: Schedule, alpha: float, beta: float, gamma: float = 0.0
                 end = max(end, now)
                 for c in children[i]:
                     waiting[c] -= 1
-                    if not waiting[c]:
+                    if waiting[c]:
+                        continue
+                    if c in joins:
+                        heapq.heappush(events, (now, 1, c))
+                    else:
                         heapq.heappush(ready, c)
     return end

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..collective import Collective
 from ..schedule import Piece, Schedule, ScheduleBuilder, region
+from .columns import NONE, Columns
 from .forms import LinkModel
 from .phases import alltoall_offsets, block_segs, relative_group
 from .registry import register
@@ -38,7 +39,7 @@ def _allreduce_cost(p, n, m: LinkModel):
 
 
 def _direct_reduce_scatter(b: ScheduleBuilder, p: int, blocks, step: int = 0) -> int:
-    """Every rank reduces its copy of block d straight into rank d."""
+    """Every rank reduces its copy of block d straight into rank d (dependencies inferred: for composites)."""
     for s in range(1, p):
         for r in range(p):
             d = (r + s) % p
@@ -47,37 +48,59 @@ def _direct_reduce_scatter(b: ScheduleBuilder, p: int, blocks, step: int = 0) ->
 
 
 def _direct_allgather(b: ScheduleBuilder, p: int, blocks, step: int = 0) -> int:
-    """Every rank copies its block straight to every other rank."""
+    """Every rank copies its block straight to every other rank (dependencies inferred: for composites)."""
     for s in range(1, p):
         for r in range(p):
             b.copy(r, (r + s) % p, "out", *blocks[r], step=step + s - 1)
     return step + max(p - 1, 0)
 
 
+def direct_columns(coll: Collective, reduce_scatter: bool, allgather: bool) -> Schedule:
+    """The direct schedule as arrays with written dependencies: the same transfers, in the same order, as
+    _direct_reduce_scatter then _direct_allgather through the inferring builder, plus one join per rank between them.
+
+    Row s-1, column r is step s's message from r to d = (r + s) mod p. Reductions wait for nothing (each writes its
+    own rank's block, which nobody reads during the reduce-scatter). Rank r's allgather copies read block r, which
+    the p-1 reductions into r write, and overwrite block r on d, which the reduction d -> r read: so they wait for
+    exactly the reductions into r, through one join per rank (p(p-1) edges in, p(p-1) out, not p(p-1)^2). Copies
+    of an empty block wait for nothing (nothing is read or written)."""
+    p = coll.ranks
+    off = np.asarray(coll.block_offsets[:-1], dtype=np.int64)
+    count = np.diff(np.asarray(coll.block_offsets, dtype=np.int64))
+    c = Columns()
+    s = np.arange(1, p)[:, None]
+    r = np.arange(p)[None, :]
+    d = (r + s) % p
+    step = 0
+    if reduce_scatter:
+        reductions = c.send(r, d, off[d], count[d], reduce=True, step=s - 1)  # (p-1, p)
+        step = p - 1
+    if allgather:
+        deps = None
+        if reduce_scatter and p > 1:
+            into = reductions[s - 1, (r - s) % p]  # into[s-1, r]: the reduction from r-s into r
+            joins = c.join(np.arange(p), into.T, step=step)
+            deps = np.where(count[r] > 0, joins[r], NONE) + np.zeros_like(d)
+        c.send(r, d, off[r], count[r], step=step + s - 1, deps=deps)
+    return c.schedule(coll, "direct")
+
+
 @register("allreduce", "direct", "all-pairs reduce-scatter then all-pairs allgather: 2(p-1) steps of n/p",
           cost=_allreduce_cost)
 def allreduce_direct(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "direct")
-    blocks = block_segs(coll.block_offsets)
-    step = _direct_reduce_scatter(b, coll.ranks, blocks)
-    _direct_allgather(b, coll.ranks, blocks, step)
-    return b.build()
+    return direct_columns(coll, reduce_scatter=True, allgather=True)
 
 
 @register("allgather", "direct", "every rank sends its block to every other rank: p-1 steps of n/p",
           cost=_one_port_cost)
 def allgather_direct(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "direct")
-    _direct_allgather(b, coll.ranks, block_segs(coll.block_offsets))
-    return b.build()
+    return direct_columns(coll, reduce_scatter=False, allgather=True)
 
 
 @register("reduce_scatter", "direct", "every rank reduces block d straight into rank d: p-1 steps of n/p",
           cost=_reduce_scatter_cost)
 def reduce_scatter_direct(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "direct")
-    _direct_reduce_scatter(b, coll.ranks, block_segs(coll.block_offsets))
-    return b.build()
+    return direct_columns(coll, reduce_scatter=True, allgather=False)
 
 
 @register("alltoall", "direct", "pairwise exchange: in step s rank r sends to r+s and receives from r-s; p-1 steps",

@@ -3,16 +3,23 @@
 A transfer needs its ranks open (stragglers start late) and, unless local, a free send port on its sender and a free
 receive port on its receiver. Ready transfers take free ports in transfer-id order (greedily: the lowest id first);
 those that cannot start wait and are looked at again when a port of one of their ranks frees or a rank opens.
+
+Waiting transfers sit in per-rank queues ordered by id: one of sends, one of receives (and one of local transfers,
+which wait only for their rank to open). When ports free, the queues of those ranks are merged in id order and each
+is read only while its rank still has a free port of that kind: an entry after that could only fail, so with one
+port a freed rank costs a look at one or two entries, not at everything waiting on it.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 
 import numpy as np
 
 from .csr import distinct, occurrence
 
+_SEND, _RECV, _LOCAL, _READY = 0, 1, 2, 3  # a rank's waiting queues (heaps of ids), and newly ready transfers
 _SMALL = 24  # below this many candidates the matching is a plain loop (numpy's fixed cost would dominate)
 
 
@@ -30,9 +37,10 @@ class Ports:
         for r in closed:
             self.is_open[r] = False
         self.started = np.zeros(len(src), dtype=bool)
-        self._waiting = np.zeros(len(src), dtype=bool)   # on its ranks' wait lists (until it starts)
-        self._lists: list[list[int]] = [[] for _ in range(ranks)]
-        self._listed = np.zeros(ranks, dtype=bool)       # rank has a non-empty wait list
+        self._waiting = np.zeros(len(src), dtype=bool)   # on its ranks' queues (until it starts)
+        # per rank, heaps of waiting ids: [sends, receives, local]; entries that started are dropped when met
+        self._heaps: list[tuple[list[int], list[int], list[int]]] = [([], [], []) for _ in range(ranks)]
+        self._listed = np.zeros(ranks, dtype=bool)       # rank has a non-empty queue
         self.dirty: set[int] = set()                     # ranks with waiting transfers whose ports freed or that opened
 
     def release(self, ids: np.ndarray) -> None:
@@ -60,64 +68,111 @@ class Ports:
         self.is_open[ranks] = True
         self.dirty.update(int(r) for r in ranks if self._listed[r])
 
-    def _again(self) -> list[int]:
-        """The waiting transfers of the dirty ranks (those not started since), their lists pruned."""
-        again: list[int] = []
-        started, lists = self.started, self._lists
-        for r in self.dirty:
-            keep = [t for t in lists[r] if not started[t]]
-            lists[r] = keep
-            if not keep:
-                self._listed[r] = False
-            again.extend(keep)
-        self.dirty.clear()
-        return again
-
     def _wait(self, ids: list[int]) -> None:
-        src, dst, waiting, lists, listed = self._s_src, self._s_dst, self._waiting, self._lists, self._listed
+        src, dst, waiting, queues, listed = self._s_src, self._s_dst, self._waiting, self._heaps, self._listed
+        push = heapq.heappush
         for t in ids:
             if not waiting[t]:
                 waiting[t] = True
                 s, d = int(src[t]), int(dst[t])
-                lists[s].append(t)
-                listed[s] = True
                 if d != s:
-                    lists[d].append(t)
-                    listed[d] = True
+                    push(queues[s][_SEND], t)
+                    push(queues[d][_RECV], t)
+                    listed[s] = listed[d] = True
+                else:
+                    push(queues[s][_LOCAL], t)
+                    listed[s] = True
 
     def match(self, ready: np.ndarray) -> np.ndarray:
         """The transfers that start now, in id order, with their ports taken: of `ready` (newly ready) and of those
         waiting on ranks whose ports freed or that opened. The others wait."""
-        cands = ready
         if self.dirty:
-            again = self._again()
-            if again:
-                cands = np.concatenate((ready, np.array(again, dtype=np.int64)))
-        if cands.size > 1:
-            cands = distinct(cands)
-        if cands.size < _SMALL:
-            go, wait = self._match_small(cands.tolist())
+            hopeless: list[int] = []
+            if ready.size > _SMALL:  # those whose ports are taken already cannot start: they only join the queues
+                s, d = self.src[ready], self.dst[ready]
+                ok = self.is_open[s] & self.is_open[d] & ((s == d) | ((self.free_send[s] > 0) & (self.free_recv[d] > 0)))
+                hopeless = ready[~ok].tolist()
+                ready = ready[ok]
+            go = self._match_merge(ready.tolist())
+            if hopeless:
+                self._wait(hopeless)
+            return np.array(go, dtype=np.int64)
+        if ready.size > 1:
+            ready = distinct(ready)
+        if ready.size < _SMALL:
+            go, wait = self._match_small(ready.tolist())
             go = np.array(go, dtype=np.int64)
         else:
-            go, wait = self._match_many(cands)
+            go, wait = self._match_many(ready)
             wait = wait.tolist()
         if wait:
             self._wait(wait)
         return go
 
-    def match_few(self, ready: list[int]) -> list[int] | None:
-        """match() for a handful of newly ready transfers (sorted), one at a time, when the waiting transfers that
-        need another look are few too; None otherwise (then call match)."""
+    def match_few(self, ready: list[int]) -> list[int]:
+        """match() for a handful of newly ready transfers (sorted), one at a time."""
         if self.dirty:
-            again = self._again()
-            if again:
-                ready = sorted(set(ready).union(again))
-                if len(ready) > _SMALL:
-                    return self.match(np.array(ready, dtype=np.int64)).tolist()
+            return self._match_merge(ready)
         go, wait = self._match_small(ready)
         if wait:
             self._wait(wait)
         return go
+
+    def _match_merge(self, ready: list[int]) -> list[int]:
+        """The greedy id-order matching over `ready` (newly ready) and the queues of the dirty ranks, merged in id order.
+
+        A rank's send (receive) queue is read only while the rank is open and has a free send (receive) port: any later
+        entry would fail on that port, as ports only get taken during a matching. Entries met that cannot start stay
+        in their queues; newly ready ones that cannot start join the queues."""
+        src, dst, is_open, started = self._s_src, self._s_dst, self.is_open, self.started
+        free_send, free_recv, heaps = self.free_send, self.free_recv, self._heaps
+        pop, push = heapq.heappop, heapq.heappush
+        dirty, self.dirty = self.dirty, set()
+        merge = self._heads(dirty) + [(t, _READY, 0) for t in ready]  # (id, kind, rank)
+        heapq.heapify(merge)
+        go: list[int] = []
+        wait: list[int] = []
+        back: list[tuple[list[int], int]] = []
+        while merge:
+            t, kind, r = pop(merge)
+            if not started[t]:
+                s, d = src[t], dst[t]
+                if is_open[s] and is_open[d] and (s == d or (free_send[s] > 0 and free_recv[d] > 0)):
+                    started[t] = True
+                    if s != d:
+                        free_send[s] -= 1
+                        free_recv[d] -= 1
+                    go.append(t)
+                elif kind == _READY:
+                    wait.append(t)
+                else:
+                    back.append((heaps[r][kind], t))
+            if kind != _READY:
+                q = heaps[r][kind]
+                if q and (kind == _LOCAL or (free_send if kind == _SEND else free_recv)[r] > 0):
+                    push(merge, (pop(q), kind, r))
+        for q, t in back:
+            push(q, t)
+        if wait:
+            self._wait(wait)
+        for r in dirty:
+            self._listed[r] = any(heaps[r])
+        return go
+
+    def _heads(self, dirty: set[int]) -> list[tuple[int, int, int]]:
+        """The first entry of every readable queue of the open dirty ranks, taken off its queue."""
+        heads = []
+        pop, heaps, is_open, free_send, free_recv = heapq.heappop, self._heaps, self.is_open, self.free_send, self.free_recv
+        for r in dirty:
+            if is_open[r]:
+                sends, recvs, local = heaps[r]
+                if sends and free_send[r] > 0:
+                    heads.append((pop(sends), _SEND, r))
+                if recvs and free_recv[r] > 0:
+                    heads.append((pop(recvs), _RECV, r))
+                if local:
+                    heads.append((pop(local), _LOCAL, r))
+        return heads
 
     def _match_small(self, cands: list[int]) -> tuple[list[int], list[int]]:
         src, dst, is_open = self._s_src, self._s_dst, self.is_open

@@ -87,6 +87,8 @@ class _Run:
         self.is_reduce = arrays["reduce"]
         dep_ptr, dep_idx = arrays["dep_ptr"], arrays["dep_idx"]
         self.indeg = np.diff(dep_ptr)
+        join = arrays.get("join")
+        self.join = join if join is not None and join.any() else None  # join nodes: end the instant they are released
         order = np.argsort(dep_idx, kind="stable")
         self.succ_idx = np.repeat(np.arange(n, dtype=np.int64), np.diff(dep_ptr))[order]
         self.succ_ptr = np.concatenate(([0], np.cumsum(np.bincount(dep_idx, minlength=n)))).astype(np.int64)
@@ -126,6 +128,8 @@ class _Run:
         for r, delay in late.items():
             self.agenda.post(self.clock.ticks(delay), OPEN, [r])
         first = np.flatnonzero(self.indeg == 0)
+        if self.join is not None:
+            first = self._through_joins(first, 0)
         if first.size:
             self.ready.append(first)
         self.pending = True
@@ -139,11 +143,16 @@ class _Run:
         net = np.flatnonzero(~self.local)
         uniq, inverse = _pairs(src[net] * p + dst[net], p * p)
         self.pair_routes = [topology.route(int(k) // p, int(k) % p) for k in uniq.tolist()]
-        self.pair_latency = (np.array([topology.path_cost(int(k) // p, int(k) % p)[0] for k in uniq.tolist()])
-                             if uniq.size else np.zeros(0))
         lengths = np.array([len(r) for r in self.pair_routes], dtype=np.int64)
         flat = np.fromiter((link for r in self.pair_routes for link in r), np.int64, int(lengths.sum()))
         starts = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        latency = getattr(topology, "latency", None)
+        if (uniq.size and not topology.ideal and isinstance(latency, np.ndarray) and 0 < lengths.min()
+                and lengths.max() < 8):  # topology.path_cost's sums (in the same order), in one call
+            self.pair_latency = np.add.reduceat(latency.astype(np.float64)[flat], starts[:-1])
+        else:
+            self.pair_latency = (np.array([topology.path_cost(int(k) // p, int(k) % p)[0] for k in uniq.tolist()])
+                                 if uniq.size else np.zeros(0))
         self.pair_of = np.zeros(n, dtype=np.int64)
         self.pair_of[net] = inverse
         per = np.zeros(n, dtype=np.int64)
@@ -353,6 +362,8 @@ class _Run:
             else:
                 np.subtract.at(indeg, succ, 1)
             free = succ[indeg[succ] == 0]
+            if free.size and self.join is not None:
+                free = self._through_joins(distinct(free), now)
             if free.size:
                 self.ready.append(distinct(free))
                 self.pending = True
@@ -367,9 +378,33 @@ class _Run:
                 if not left:
                     free.append(x)
         if free:
+            if self.join is not None:
+                free = self._through_joins(np.array(free, dtype=np.int64), now).tolist()
             free.sort()
             self.ready.append(free)
             self.pending = True
+
+    def _through_joins(self, free: np.ndarray, now: int) -> np.ndarray:
+        """Released transfers with the join nodes among them passed through: a join starts and ends now (no port, no
+        time) and releases its dependents at once, in the same decision as the transfers released with it."""
+        out = []
+        while free.size:
+            is_join = self.join[free]
+            if not is_join.any():
+                out.append(free)
+                break
+            out.append(free[~is_join])
+            joins = free[is_join]
+            self.ports.started[joins] = True
+            self.record.start[joins] = now
+            self.record.arrive[joins] = now
+            self.record.end[joins] = now
+            succ, _ = gather(self.succ_ptr, self.succ_idx, joins)
+            if not succ.size:
+                break
+            np.subtract.at(self.indeg, succ, 1)
+            free = distinct(succ[self.indeg[succ] == 0])
+        return np.concatenate(out) if len(out) > 1 else (out[0] if out else _EMPTY)
 
 
 def _pairs(keys: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:

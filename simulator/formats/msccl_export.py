@@ -222,7 +222,9 @@ class _Writer:
 
 
 def export_msccl(schedule: Schedule, placement: str = "auto", proto: str = "Simple", name: str | None = None) -> MscclExport:
-    """MSCCL XML for a schedule; placement 'in-place', 'out-of-place' or 'auto' (in-place unless 'in' is used)."""
+    """MSCCL XML for a schedule; placement 'in-place', 'out-of-place' or 'auto' (in-place unless 'in' is used).
+    Join nodes are not MSCCL steps: they are taken out, their dependencies passed on (Schedule.without_joins)."""
+    schedule = schedule.without_joins()
     coll = schedule.collective
     if coll.count == 0:
         raise CollsimError("size: 0 bytes cannot be cut into MSCCL chunks; expected a size of at least one element per rank")

@@ -1,0 +1,83 @@
+"""A small API for building schedules as arrays: transfers added a block at a time, dependencies written out.
+
+`Columns.send` adds one transfer per element of its (broadcast) array arguments and returns their ids, so a
+builder says "in step s rank r reduces block (r+s) mod p into rank r+s" with numpy expressions instead of a loop of
+objects. `Columns.join` adds join nodes: a join waits for many transfers and others wait for the join, so "each of m
+transfers waits for the same k transfers" costs m + k edges instead of m x k. A join moves nothing and takes no time
+(a zero-count local copy marked in the `join` column; the engine ends it the instant its last dependency ends).
+`schedule` returns the ArraySchedule (Transfer objects only when something iterates them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..collective import Collective
+from ..schedule import BUFFERS, ArraySchedule, csr_rows
+
+NONE = -1  # "no dependency" in a dependency table
+
+
+class Columns:
+    """Transfers added in blocks of arrays, numbered in the order they are added."""
+
+    def __init__(self) -> None:
+        self._parts: list[dict[str, np.ndarray]] = []
+        self.size = 0
+
+    def send(self, src, dst, off, count, *, reduce: bool = False, step=0, deps=None, buf: str = "out") -> np.ndarray:
+        """One transfer per element of the broadcast arrays: `count` elements at `off` of `buf` from src to dst (reduced
+        there if `reduce`), in display step `step`, waiting for the ids in the rows of `deps` (an (n, k) table, NONE for
+        none; or one id per transfer). Returns the new ids, shaped like the broadcast arguments."""
+        src, dst, off, count, step = np.broadcast_arrays(*(np.asarray(a, dtype=np.int64) for a in (src, dst, off, count,
+                                                                                                   step)))
+        shape = src.shape
+        n = src.size
+        if deps is None:
+            table = np.full((n, 0), NONE, dtype=np.int64)
+        else:
+            table = np.asarray(deps, dtype=np.int64)
+            table = table.reshape(n, -1) if table.size else np.full((n, 0), NONE, dtype=np.int64)
+        code = BUFFERS.index(buf)
+        part = {"src": src.ravel(), "dst": dst.ravel(), "off": off.ravel(), "count": count.ravel(),
+                "reduce": np.full(n, reduce), "step": step.ravel(), "deps": table,
+                "buf": np.full(n, code, dtype=np.int64), "join": np.zeros(n, dtype=bool)}
+        return self._add(part, shape)
+
+    def join(self, rank, deps, step=0) -> np.ndarray:
+        """One join node per row of `deps` ((m, k) ids, NONE for none), at `rank` (broadcast): it ends when they all
+        have. Returns the joins' ids."""
+        table = np.asarray(deps, dtype=np.int64)
+        m = table.shape[0]
+        rank = np.broadcast_to(np.asarray(rank, dtype=np.int64), (m,))
+        part = {"src": rank.copy(), "dst": rank.copy(), "off": np.zeros(m, np.int64), "count": np.zeros(m, np.int64),
+                "reduce": np.zeros(m, dtype=bool), "step": np.broadcast_to(np.asarray(step, np.int64), (m,)).copy(),
+                "deps": table.reshape(m, -1), "buf": np.full(m, BUFFERS.index("out"), dtype=np.int64),
+                "join": np.ones(m, dtype=bool)}
+        return self._add(part, (m,))
+
+    def _add(self, part: dict[str, np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
+        ids = np.arange(self.size, self.size + part["src"].size, dtype=np.int64)
+        self._parts.append(part)
+        self.size += ids.size
+        return ids.reshape(shape)
+
+    def schedule(self, coll: Collective, algorithm: str, params: dict | None = None) -> ArraySchedule:
+        """The ArraySchedule of everything added (one piece per transfer, read and written at the same place)."""
+        parts = self._parts
+        n = self.size
+        cat = (lambda k: np.concatenate([q[k] for q in parts])) if parts else (lambda k: np.zeros(0, np.int64))
+        ptrs, idxs, base = [np.zeros(1, np.int64)], [], 0
+        for q in parts:  # each block's table to CSR on its own (a few wide rows must not widen every row)
+            ptr, idx = csr_rows(q["deps"])
+            ptrs.append(ptr[1:] + base)
+            idxs.append(idx)
+            base += idx.size
+        dep_ptr = np.concatenate(ptrs)
+        dep_idx = np.concatenate(idxs) if idxs else np.zeros(0, np.int64)
+        off, buf = cat("off"), cat("buf")
+        columns = {"src": cat("src"), "dst": cat("dst"), "reduce": cat("reduce").astype(bool), "step": cat("step"),
+                   "dep_ptr": dep_ptr, "dep_idx": dep_idx, "piece_ptr": np.arange(n + 1, dtype=np.int64),
+                   "src_buf": buf, "dst_buf": buf, "src_off": off, "dst_off": off, "count": cat("count"),
+                   "join": cat("join").astype(bool)}
+        return ArraySchedule(coll, algorithm, columns, params)
