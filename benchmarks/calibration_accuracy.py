@@ -38,11 +38,11 @@ from simulator.predict import predict
 from simulator.topology.presets import build_preset
 from simulator.topology.spec import parse_topology
 
+from .docs_block import replace_block
 from .preset_accuracy import CASES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "accuracy.md"
-BEGIN, END = "<!-- calibration_accuracy:begin -->", "<!-- calibration_accuracy:end -->"
 TRAIN_MAX, TEST_MIN, NODE_MIN = 16 << 20, 64 << 20, 1 << 20
 TRANSFERS = (("04_", "03_", "p5:nodes=2"), ("07_", "05_", "gb200-nvl4:nodes=2"), ("07_", "08_", "hgx-b200"))
 
@@ -115,12 +115,6 @@ def markdown(sizes: list[dict], nodes: list[dict], load: str) -> str:
     return "\n".join(lines)
 
 
-def write_docs(text: str) -> None:
-    """Replace the tables between the markers in docs/accuracy.md."""
-    doc = DOC.read_text(encoding="utf-8")
-    start, end = doc.index(BEGIN) + len(BEGIN), doc.index(END)
-    atomic_write(DOC, doc[:start] + "\n" + text + "\n" + doc[end:])
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -153,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         atomic_write(args.json, json.dumps({"load_average": load, "sizes": sizes, "nodes": nodes}, indent=1))
     if args.write_docs:
-        write_docs(markdown(sizes, nodes, load))
+        replace_block(DOC, "calibration_accuracy", markdown(sizes, nodes, load))
     return 0
 
 

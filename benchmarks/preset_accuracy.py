@@ -38,9 +38,10 @@ from simulator.fileio import atomic_write
 from simulator.formats.nccl_tests import read_log
 from simulator.topology.spec import parse_topology
 
+from .docs_block import replace_block
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "accuracy.md"
-BEGIN, END = "<!-- preset_accuracy:begin -->", "<!-- preset_accuracy:end -->"
 MIN_BYTES = 1 << 20
 
 
@@ -189,12 +190,6 @@ def markdown(results: list[dict], load: str) -> str:
     return "\n".join(lines)
 
 
-def write_docs(text: str) -> None:
-    """Replace the table between the markers in docs/accuracy.md."""
-    doc = DOC.read_text(encoding="utf-8")
-    start, end = doc.index(BEGIN) + len(BEGIN), doc.index(END)
-    atomic_write(DOC, doc[:start] + "\n" + text + "\n" + doc[end:])
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -228,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         atomic_write(args.json, json.dumps({"load_average": load, "results": results}, indent=1))
     if args.write_docs:
-        write_docs(markdown(results, load))
+        replace_block(DOC, "preset_accuracy", markdown(results, load))
     return 0
 
 
