@@ -104,7 +104,7 @@ def hierarchical_columns(coll: Collective, g: int) -> Schedule:
         _pick(rs2, a, s, i + 1), r1[a, (i + 1) % n_groups], np.where(s == 0, r1[a, i], NONE)])
     step += n_groups - 1
     own = r1.T
-    if ag2 is not None:  # join (k, j): what wrote rank k*g + j's segment in the cross phase
+    if ag2 is not None and g > 1:  # join (k, j): what wrote rank k*g + j's segment in the cross phase
         k, jj, s = np.ix_(np.arange(n_groups), j, np.arange(n_groups - 1))
         mine = sub_cnt.T[..., None] > 0
         writes = [r1.T[..., None], rs2[jj, -1, (k - 1) % n_groups]]
