@@ -101,13 +101,16 @@ def test_engine_agrees_with_the_previous_engine(case):
     if shuffle:
         topo = shuffled(topo, p)
     options = EngineOptions(gamma=gamma, ports=ports, contention=contention)
-    ref = engine_ref.simulate(sched, topo, options)
+    plain = sched.without_joins()  # the previous engine knows nothing of joins (it would send them as messages)
+    join = sched.arrays.get("join")
+    keep = slice(None) if join is None else ~join
+    ref = engine_ref.simulate(plain, topo, options)
     new = simulate(sched, topo, options)
     assert new.time == pytest.approx(ref.time, rel=1e-9, abs=1e-15)
-    ref_nudged = engine_ref.simulate(sched, nudged(topo), options)
+    ref_nudged = engine_ref.simulate(plain, nudged(topo), options)
     if all(_close(getattr(ref, k), getattr(ref_nudged, k)) for k in ("start", "arrive", "end")):
         for k in ("start", "arrive", "end"):
-            assert _close(getattr(new, k), getattr(ref, k)), f"{k} differs from the previous engine"
+            assert _close(getattr(new, k)[keep], getattr(ref, k)), f"{k} differs from the previous engine"
 
 
 def _as_dict(table) -> dict:
