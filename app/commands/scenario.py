@@ -13,6 +13,20 @@ from simulator.units import format_size, format_time, parse_size
 from ..output import emit_json, table
 
 
+def add_step_layout(p: argparse.ArgumentParser) -> None:
+    """The training step's parallel layout and batch options, shared by `scenario` and `whatif`."""
+    p.add_argument("--tp", type=int, help="tensor-parallel degree (inside a node)")
+    p.add_argument("--pp", type=int, help="pipeline stages")
+    p.add_argument("--ep", type=int, help="expert-parallel degree (MoE models)")
+    p.add_argument("--fsdp", action="store_true", help="shard data parallelism (FSDP / ZeRO-3) instead of DDP")
+    p.add_argument("--sp", action="store_true", help="sequence parallelism with TP (all-gather / reduce-scatter)")
+    p.add_argument("--mfu", type=float, default=0.4, help="achieved fraction of the GPU's peak (default 0.4)")
+    p.add_argument("--micro-batch", type=int, default=1, help="sequences per micro-batch per data-parallel rank (default 1)")
+    p.add_argument("--microbatches", type=int, help="micro-batches per step (default 2 x pp with pipelines, else 1)")
+    p.add_argument("--seq-len", type=int, help="tokens per sequence (default the model's)")
+    p.add_argument("--bucket", default=format_size(DDP_BUCKET), help="DDP gradient bucket size (default 25MiB, torch's bucket_cap_mb=25)")
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "scenario", help="generate a training step as a program of collectives (DDP, FSDP, TP, PP, EP, hybrid)",
@@ -29,16 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu", default="h100", help=f"GPU preset: {', '.join(GPUS)} (default h100)")
     p.add_argument("--gpus", type=int, required=True, help="GPUs in the job (ranks)")
     p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")
-    p.add_argument("--tp", type=int, help="tensor-parallel degree (inside a node)")
-    p.add_argument("--pp", type=int, help="pipeline stages")
-    p.add_argument("--ep", type=int, help="expert-parallel degree (MoE models)")
-    p.add_argument("--fsdp", action="store_true", help="shard data parallelism (FSDP / ZeRO-3) instead of DDP")
-    p.add_argument("--sp", action="store_true", help="sequence parallelism with TP (all-gather / reduce-scatter)")
-    p.add_argument("--mfu", type=float, default=0.4, help="achieved fraction of the GPU's peak (default 0.4)")
-    p.add_argument("--micro-batch", type=int, default=1, help="sequences per micro-batch per data-parallel rank (default 1)")
-    p.add_argument("--microbatches", type=int, help="micro-batches per step (default 2 x pp with pipelines, else 1)")
-    p.add_argument("--seq-len", type=int, help="tokens per sequence (default the model's)")
-    p.add_argument("--bucket", default=format_size(DDP_BUCKET), help="DDP gradient bucket size (default 25MiB, torch's bucket_cap_mb=25)")
+    add_step_layout(p)
     p.add_argument("--out", metavar="PATH", help="write the program as YAML, or JSON for a .json path (faster to read back when large)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)

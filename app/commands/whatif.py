@@ -12,12 +12,13 @@ from simulator.fileio import atomic_write
 from simulator.parallel import check_jobs, run_cases
 from simulator.program.presets import GPUS, MODELS
 from simulator.program.run import MODES
-from simulator.program.scenarios import DDP_BUCKET, SCENARIOS
+from simulator.program.scenarios import SCENARIOS
 from simulator.program.whatif import StepCase, cost_per_million, evaluate, sensitivity_cases
-from simulator.units import format_size, format_time, parse_size
+from simulator.units import format_time, parse_size
 
 from ..output import emit_json, table
 from .run_program import parse_algos
+from .scenario import add_step_layout
 
 
 def add_step_args(p: argparse.ArgumentParser) -> None:
@@ -25,16 +26,7 @@ def add_step_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", metavar="SCENARIO", help=", ".join(SCENARIOS))
     p.add_argument("--model", default="llama2-7b", help=f"model preset: {', '.join(MODELS)} (default llama2-7b)")
     p.add_argument("--gpu", help=f"GPU preset: {', '.join(GPUS)} (default: the machine preset's)")
-    p.add_argument("--tp", type=int, help="tensor-parallel degree (inside a node)")
-    p.add_argument("--pp", type=int, help="pipeline stages")
-    p.add_argument("--ep", type=int, help="expert-parallel degree (MoE models)")
-    p.add_argument("--fsdp", action="store_true", help="shard data parallelism (FSDP / ZeRO-3) instead of DDP")
-    p.add_argument("--sp", action="store_true", help="sequence parallelism with TP")
-    p.add_argument("--mfu", type=float, default=0.4, help="achieved fraction of the GPU's peak (default 0.4)")
-    p.add_argument("--micro-batch", type=int, default=1, help="sequences per micro-batch per data-parallel rank (default 1)")
-    p.add_argument("--microbatches", type=int, help="micro-batches per step (default 2 x pp with pipelines, else 1)")
-    p.add_argument("--seq-len", type=int, help="tokens per sequence (default the model's)")
-    p.add_argument("--bucket", default=format_size(DDP_BUCKET), help="DDP gradient bucket size (default 25MiB)")
+    add_step_layout(p)
     p.add_argument("--algo", action="append", default=[], metavar="OP=NAME",
                    help="algorithm for every call of an op, e.g. allreduce=hierarchical (default ring; repeatable)")
     p.add_argument("--mode", default="auto", choices=MODES,
