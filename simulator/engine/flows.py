@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .csr import gather
 from .maxmin import progressive_filling
+from .routes import Routes
 
 # post(when, ids, versions): the flows `ids` will be through at ticks `when` unless their version changes first
 Post = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
@@ -24,17 +24,14 @@ _REMAINING, _RATE, _LAST, _VERSION = range(4)
 
 
 class Flows:
-    """The flows moving bytes now. Flow ids are transfer ids; route_ptr/route_links give each one's links (CSR)."""
+    """The flows moving bytes now. Flow ids are transfer ids; `routes` gives each one's links."""
 
-    def __init__(self, route_ptr: np.ndarray, route_links: np.ndarray, capacity: np.ndarray, bottleneck: np.ndarray,
-                 wire: np.ndarray, ticks_per_s: float, post: Post, post_one: Callable[[int, int, int], None],
-                 pair_of: np.ndarray | None = None, pair_routes: list[tuple[int, ...]] | None = None):
-        """capacity: B/s of every link; bottleneck: of every flow's route; wire: bytes each flow moves;
-        pair_routes[pair_of[f]] (optional) is flow f's route as a tuple, the same as its CSR row."""
-        n = route_ptr.size - 1
-        self.ptr, self.links_of = route_ptr, route_links
-        self._pair_of = pair_of.tolist() if pair_of is not None and n <= 1 << 16 else pair_of
-        self._pair_routes = pair_routes
+    def __init__(self, routes: Routes, capacity: np.ndarray, bottleneck: np.ndarray, wire: np.ndarray,
+                 ticks_per_s: float, post: Post, post_one: Callable[[int, int, int], None]):
+        """capacity: B/s of every link; bottleneck: of every flow's route; wire: bytes each flow moves."""
+        n = len(routes)
+        self.routes = routes
+        self.route = routes.of  # the links of flow f
         self.capacity = capacity
         self.wire = wire
         self.bottleneck = bottleneck
@@ -49,12 +46,6 @@ class Flows:
         self.finished = np.zeros(n, dtype=bool)
         self.state: dict[int, list] = {}                          # explicit state of flows max-min has touched
         self._seeds: set[int] = set()
-
-    def route(self, f: int):
-        """The links of flow f."""
-        if self._pair_routes is not None:
-            return self._pair_routes[self._pair_of[f]]
-        return self.links_of[self.ptr[f]:self.ptr[f + 1]].tolist()
 
     def is_due(self, f: int, version: int) -> bool:
         """True if flow f's completion for `version` is the valid one (version 1 for a flow that was always alone)."""
@@ -76,7 +67,7 @@ class Flows:
             self.begin_few(ids.tolist(), now)
             return
         self.began[ids] = now
-        links, pos = gather(self.ptr, self.links_of, ids)
+        links, pos = self.routes.rows(ids)
         count = self.count
         np.add.at(count, links, 1)
         crowded = count[links] > 1
@@ -147,7 +138,7 @@ class Flows:
         self.finished[ids] = True
         for f in ids.tolist() if self.state else ():
             self.state.pop(f, None)
-        links, pos = gather(self.ptr, self.links_of, ids)
+        links, pos = self.routes.rows(ids)
         np.subtract.at(self.count, links, 1)
         if self.shared:
             was_shared = np.fromiter((link in self.shared for link in links.tolist()), bool, links.size)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable
+from itertools import chain
 
 import numpy as np
 
@@ -21,6 +22,8 @@ from .csr import distinct, occurrence
 
 _SEND, _RECV, _LOCAL, _READY = 0, 1, 2, 3  # a rank's waiting queues (heaps of ids), and newly ready transfers
 _SMALL = 24  # below this many candidates the matching is a plain loop (numpy's fixed cost would dominate)
+_MANY_DIRTY = 32  # above this many ranks with freed ports, their queues are matched as arrays ...
+_SHORT = 4  # ... if they hold at most this many readable entries per rank
 
 
 class Ports:
@@ -39,7 +42,7 @@ class Ports:
         self.started = np.zeros(len(src), dtype=bool)
         self._waiting = np.zeros(len(src), dtype=bool)   # on its ranks' queues (until it starts)
         # per rank, heaps of waiting ids: [sends, receives, local]; entries that started are dropped when met
-        self._heaps: list[tuple[list[int], list[int], list[int]]] = [([], [], []) for _ in range(ranks)]
+        self._heaps: list[list[list[int]]] = [[[], [], []] for _ in range(ranks)]
         self._listed = np.zeros(ranks, dtype=bool)       # rank has a non-empty queue
         self.dirty: set[int] = set()                     # ranks with waiting transfers whose ports freed or that opened
 
@@ -93,7 +96,7 @@ class Ports:
                 ok = self.is_open[s] & self.is_open[d] & ((s == d) | ((self.free_send[s] > 0) & (self.free_recv[d] > 0)))
                 hopeless = ready[~ok].tolist()
                 ready = ready[ok]
-            go = self._match_merge(ready.tolist())
+            go = self._match_dirty(ready)
             if hopeless:
                 self._wait(hopeless)
             return np.array(go, dtype=np.int64)
@@ -112,7 +115,7 @@ class Ports:
     def match_few(self, ready: list[int]) -> list[int]:
         """match() for a handful of newly ready transfers (sorted), one at a time."""
         if self.dirty:
-            return self._match_merge(ready)
+            return self._match_dirty(np.array(ready, dtype=np.int64))
         go, wait = self._match_small(ready)
         if wait:
             self._wait(wait)
@@ -158,6 +161,70 @@ class Ports:
         for r in dirty:
             self._listed[r] = any(heaps[r])
         return go
+
+    def _match_dirty(self, ready: np.ndarray) -> list[int]:
+        """The matching with dirty ranks: on arrays (_match_drained) when many ranks freed ports and their readable
+        queues are short (each rank waits on a few transfers, as in ring phases), else by merging the queues."""
+        if len(self.dirty) > _MANY_DIRTY:
+            readable = self._readable(self.dirty)
+            if sum(len(q) for _, _, q in readable) <= _SHORT * len(self.dirty):
+                return self._match_drained(ready, readable)
+        return self._match_merge(ready.tolist())
+
+    def _match_drained(self, ready: np.ndarray, readable: list[tuple[int, int, list[int]]]) -> list[int]:
+        """_match_merge on arrays: the `readable` queues of the dirty ranks are emptied into one candidate set with
+        `ready`, matched greedily in id order (_match_many), and refilled with what did not start.
+
+        The same matching as the merge: it reads whole queues where the merge stops at a rank's last free port, but
+        every entry after that would fail on that port."""
+        dirty, self.dirty = self.dirty, set()
+        heaps = self._heaps
+        for r, kind, _ in readable:
+            heaps[r][kind] = []
+        sizes = np.fromiter((len(q) for _, _, q in readable), np.int64, len(readable))
+        entries = np.fromiter(chain.from_iterable(q for _, _, q in readable), np.int64, int(sizes.sum()))
+        cands = distinct(np.concatenate((entries, ready)) if ready.size else entries)
+        go, _ = self._match_many(cands[~self.started[cands]])
+        if entries.size:
+            self._refill(readable, sizes, entries)
+        if ready.size:
+            wait = ready[~self.started[ready]]
+            if wait.size:
+                self._wait(wait.tolist())
+        for r in dirty:
+            self._listed[r] = any(heaps[r])
+        return go.tolist()
+
+    def _readable(self, dirty: set[int]) -> list[tuple[int, int, list[int]]]:
+        """(rank, kind, queue) of the non-empty queues of the open dirty ranks that _heads would read."""
+        heaps, is_open, free_send, free_recv = self._heaps, self.is_open, self.free_send, self.free_recv
+        out = []
+        for r in dirty:
+            if is_open[r]:
+                sends, recvs, local = heaps[r]
+                if sends and free_send[r] > 0:
+                    out.append((r, _SEND, sends))
+                if recvs and free_recv[r] > 0:
+                    out.append((r, _RECV, recvs))
+                if local:
+                    out.append((r, _LOCAL, local))
+        return out
+
+    def _refill(self, drained: list[tuple[int, int, list[int]]], sizes: np.ndarray, entries: np.ndarray) -> None:
+        """Put back into each drained queue (rank, kind, entries: sizes[i] of `entries`), in id order, its entries
+        that did not start."""
+        which = np.repeat(np.arange(sizes.size), sizes)
+        keep = ~self.started[entries]
+        if not keep.any():
+            return
+        which, left = which[keep], entries[keep]
+        order = np.lexsort((left, which))
+        which, left = which[order], left[order]
+        cuts = np.flatnonzero(np.diff(which)) + 1
+        heaps = self._heaps
+        for q, part in zip(which[np.concatenate(([0], cuts))].tolist(), np.split(left, cuts)):
+            r, kind, _ = drained[q]
+            heaps[r][kind] = part.tolist()  # sorted: a heap
 
     def _heads(self, dirty: set[int]) -> list[tuple[int, int, int]]:
         """The first entry of every readable queue of the open dirty ranks, taken off its queue."""

@@ -15,6 +15,7 @@ from simulator.engine.clock import TICKS_PER_S
 from simulator.engine.flows import Flows
 from simulator.engine.loop import ARRIVE, Agenda
 from simulator.engine.ports import Ports
+from simulator.engine.routes import Routes
 from simulator.errors import CollsimError
 from simulator.topology import ideal, switch
 
@@ -67,10 +68,8 @@ def test_maxmin_is_feasible_and_every_flow_has_a_bottleneck(seed):
 
 
 def _flows(links: list[tuple[int, ...]], capacity: list[float], wire: list[float], due: list):
-    ptr = np.concatenate(([0], np.cumsum([len(r) for r in links]))).astype(np.int64)
-    flat = np.array([k for r in links for k in r], dtype=np.int64)
     bottleneck = np.array([min(capacity[k] for k in r) for r in links])
-    return Flows(ptr, flat, np.array(capacity), bottleneck, np.array(wire), float(TICKS_PER_S),
+    return Flows(Routes.from_rows(links), np.array(capacity), bottleneck, np.array(wire), float(TICKS_PER_S),
                  lambda when, ids, versions: due.extend(zip(when.tolist(), ids.tolist(), versions.tolist())),
                  lambda when, t, version: due.append((int(when), t, version)))
 
@@ -152,6 +151,59 @@ def test_the_batched_matching_equals_the_one_by_one_greedy(ports_per_rank):
                 send[s] -= 1
                 recv[d] -= 1
     assert _match(ports, list(range(n))[::-1]) == want
+
+
+def _greedy_rounds(src, dst, ranks, ports_per_rank, closed, rounds):
+    """The matching rule written out: each round, ports of the released transfers free up, then every waiting or newly
+    ready transfer is looked at in id order and starts if its ranks are open and have a free port."""
+    cap = ports_per_rank or len(src) + 1
+    send, recv, waiting, shut, out = [cap] * ranks, [cap] * ranks, set(), set(closed), []
+    for released, opened, ready in rounds:
+        for t in released:
+            send[src[t]] += 1
+            recv[dst[t]] += 1
+        shut -= set(opened)
+        go = []
+        for t in sorted(waiting | set(ready)):
+            s, d = src[t], dst[t]
+            if s not in shut and d not in shut and (s == d or (send[s] > 0 and recv[d] > 0)):
+                go.append(t)
+                waiting.discard(t)
+                if s != d:
+                    send[s] -= 1
+                    recv[d] -= 1
+            else:
+                waiting.add(t)
+        out.append(go)
+    return out
+
+
+@pytest.mark.parametrize("ports_per_rank,ranks,per_round", [(1, 80, 60), (2, 64, 90), (1, 40, 6), (0, 50, 40)])
+def test_matching_over_many_rounds_with_ports_freeing_equals_the_rule(ports_per_rank, ranks, per_round):
+    # many ranks freeing ports at once take the array path (queues emptied and refilled), few the merge of queues;
+    # both must match the rule, round after round, with transfers left waiting from earlier rounds
+    rng = random.Random(ranks * 10 + ports_per_rank)
+    n = per_round * 25
+    src = [rng.randrange(ranks) for _ in range(n)]
+    dst = [rng.randrange(ranks) if rng.random() < 0.9 else src[t] for t in range(n)]
+    ports = _ports(src, dst, ranks, ports_per_rank, closed=[3, 7])
+    running, rounds, got, ids = [], [], [], list(range(n))
+    rng.shuffle(ids)
+    for k in range(0, n + 40 * per_round, per_round):
+        released = [t for t in running if rng.random() < 0.7 and src[t] != dst[t]]
+        running = [t for t in running if t not in set(released)]
+        opened = [3] if k == 4 * per_round else [7] if k == 9 * per_round else []
+        ready = sorted(ids[k:k + per_round])
+        rounds.append((released, opened, ready))
+        if released:
+            ports.release(np.array(released, dtype=np.int64))
+        if opened:
+            ports.open(np.array(opened, dtype=np.int64))
+        go = _match(ports, ready)
+        got.append(go)
+        running += go
+    assert got == _greedy_rounds(src, dst, ranks, ports_per_rank, [3, 7], rounds)
+    assert sum(map(len, got)) == n
 
 
 # ---- event loop --------------------------------------------------------------------------------------------------
