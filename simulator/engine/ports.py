@@ -8,13 +8,18 @@ Waiting transfers sit in per-rank queues ordered by id: one of sends, one of rec
 which wait only for their rank to open). When ports free, the queues of those ranks are merged in id order and each
 is read only while its rank still has a free port of that kind: an entry after that could only fail, so with one
 port a freed rank costs a look at one or two entries, not at everything waiting on it.
+
+When many ranks free ports at once and few transfers wait per rank (ring phases on thousands of ranks), the per-rank
+queues cost a Python step per rank; then the waiting transfers are kept as one array instead (the pool), and every
+matching with freed ports looks at the whole pool with the newly ready, on arrays. Both give the same matching: a
+waiting transfer whose ranks freed no port since it last failed fails again. The engine switches between the two
+(with a margin, so it does not switch back and forth) by how many ranks freed ports against how many transfers wait.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable
-from itertools import chain
 
 import numpy as np
 
@@ -22,8 +27,8 @@ from .csr import distinct, occurrence
 
 _SEND, _RECV, _LOCAL, _READY = 0, 1, 2, 3  # a rank's waiting queues (heaps of ids), and newly ready transfers
 _SMALL = 24  # below this many candidates the matching is a plain loop (numpy's fixed cost would dominate)
-_MANY_DIRTY = 32  # above this many ranks with freed ports, their queues are matched as arrays ...
-_SHORT = 4  # ... if they hold at most this many readable entries per rank
+_MANY_DIRTY = 32  # with more ranks that freed ports than this and than a quarter of the waiting: the pool ...
+_POOL_RATIO = 16  # ... and back to queues when the pool holds more than this many per rank that freed ports
 
 
 class Ports:
@@ -45,6 +50,9 @@ class Ports:
         self._heaps: list[list[list[int]]] = [[[], [], []] for _ in range(ranks)]
         self._listed = np.zeros(ranks, dtype=bool)       # rank has a non-empty queue
         self.dirty: set[int] = set()                     # ranks with waiting transfers whose ports freed or that opened
+        self._count = 0                                  # transfers waiting in the queues (started ones excluded)
+        self._pool: np.ndarray | None = None             # the waiting transfers, when kept as one array (else queues)
+        self._fresh: list[int] = []                      # transfers that began to wait since the pool was last read
 
     def release(self, ids: np.ndarray) -> None:
         """Messages `ids` (network transfers) have arrived: their send and receive ports are free again."""
@@ -72,11 +80,23 @@ class Ports:
         self.dirty.update(int(r) for r in ranks if self._listed[r])
 
     def _wait(self, ids: list[int]) -> None:
+        """Transfers `ids` (ready, not started) wait: onto their ranks' queues, or into the pool."""
+        if self._pool is not None:
+            self._fresh.extend(ids)
+            if len(ids) > _SMALL:
+                arr = np.asarray(ids, dtype=np.int64)
+                self._listed[self.src[arr]] = True
+                self._listed[self.dst[arr]] = True
+            else:
+                for t in ids:
+                    self._listed[self._s_src[t]] = self._listed[self._s_dst[t]] = True
+            return
         src, dst, waiting, queues, listed = self._s_src, self._s_dst, self._waiting, self._heaps, self._listed
         push = heapq.heappush
         for t in ids:
             if not waiting[t]:
                 waiting[t] = True
+                self._count += 1
                 s, d = int(src[t]), int(dst[t])
                 if d != s:
                     push(queues[s][_SEND], t)
@@ -90,13 +110,15 @@ class Ports:
         """The transfers that start now, in id order, with their ports taken: of `ready` (newly ready) and of those
         waiting on ranks whose ports freed or that opened. The others wait."""
         if self.dirty:
+            if self._pool is not None or self._to_pool():
+                return self._match_pool(ready)
             hopeless: list[int] = []
             if ready.size > _SMALL:  # those whose ports are taken already cannot start: they only join the queues
                 s, d = self.src[ready], self.dst[ready]
                 ok = self.is_open[s] & self.is_open[d] & ((s == d) | ((self.free_send[s] > 0) & (self.free_recv[d] > 0)))
                 hopeless = ready[~ok].tolist()
                 ready = ready[ok]
-            go = self._match_dirty(ready)
+            go = self._match_merge(ready.tolist())
             if hopeless:
                 self._wait(hopeless)
             return np.array(go, dtype=np.int64)
@@ -115,7 +137,9 @@ class Ports:
     def match_few(self, ready: list[int]) -> list[int]:
         """match() for a handful of newly ready transfers (sorted), one at a time."""
         if self.dirty:
-            return self._match_dirty(np.array(ready, dtype=np.int64))
+            if self._pool is not None or self._to_pool():
+                return self._match_pool(np.array(ready, dtype=np.int64)).tolist()
+            return self._match_merge(ready)
         go, wait = self._match_small(ready)
         if wait:
             self._wait(wait)
@@ -146,6 +170,8 @@ class Ports:
                         free_send[s] -= 1
                         free_recv[d] -= 1
                     go.append(t)
+                    if kind != _READY:
+                        self._count -= 1
                 elif kind == _READY:
                     wait.append(t)
                 else:
@@ -162,69 +188,43 @@ class Ports:
             self._listed[r] = any(heaps[r])
         return go
 
-    def _match_dirty(self, ready: np.ndarray) -> list[int]:
-        """The matching with dirty ranks: on arrays (_match_drained) when many ranks freed ports and their readable
-        queues are short (each rank waits on a few transfers, as in ring phases), else by merging the queues."""
-        if len(self.dirty) > _MANY_DIRTY:
-            readable = self._readable(self.dirty)
-            if sum(len(q) for _, _, q in readable) <= _SHORT * len(self.dirty):
-                return self._match_drained(ready, readable)
-        return self._match_merge(ready.tolist())
+    def _to_pool(self) -> bool:
+        """Switch from queues to the pool if many ranks freed ports and few transfers wait per such rank."""
+        if len(self.dirty) <= _MANY_DIRTY or 4 * len(self.dirty) < self._count:
+            return False
+        self._pool = np.flatnonzero(self._waiting & ~self.started)
+        self._fresh = []
+        for r in np.flatnonzero(self._listed).tolist():
+            self._heaps[r] = [[], [], []]
+        self._waiting[:] = False
+        self._count = 0
+        return True
 
-    def _match_drained(self, ready: np.ndarray, readable: list[tuple[int, int, list[int]]]) -> list[int]:
-        """_match_merge on arrays: the `readable` queues of the dirty ranks are emptied into one candidate set with
-        `ready`, matched greedily in id order (_match_many), and refilled with what did not start.
+    def _to_queues(self, pool: np.ndarray) -> None:
+        """Switch from the pool back to queues (the ranks that freed ports stay dirty)."""
+        self._pool, self._fresh = None, []
+        self._listed[:] = False
+        self._wait(pool.tolist())
 
-        The same matching as the merge: it reads whole queues where the merge stops at a rank's last free port, but
-        every entry after that would fail on that port."""
-        dirty, self.dirty = self.dirty, set()
-        heaps = self._heaps
-        for r, kind, _ in readable:
-            heaps[r][kind] = []
-        sizes = np.fromiter((len(q) for _, _, q in readable), np.int64, len(readable))
-        entries = np.fromiter(chain.from_iterable(q for _, _, q in readable), np.int64, int(sizes.sum()))
-        cands = distinct(np.concatenate((entries, ready)) if ready.size else entries)
-        go, _ = self._match_many(cands[~self.started[cands]])
-        if entries.size:
-            self._refill(readable, sizes, entries)
-        if ready.size:
-            wait = ready[~self.started[ready]]
-            if wait.size:
-                self._wait(wait.tolist())
-        for r in dirty:
-            self._listed[r] = any(heaps[r])
-        return go.tolist()
-
-    def _readable(self, dirty: set[int]) -> list[tuple[int, int, list[int]]]:
-        """(rank, kind, queue) of the non-empty queues of the open dirty ranks that _heads would read."""
-        heaps, is_open, free_send, free_recv = self._heaps, self.is_open, self.free_send, self.free_recv
-        out = []
-        for r in dirty:
-            if is_open[r]:
-                sends, recvs, local = heaps[r]
-                if sends and free_send[r] > 0:
-                    out.append((r, _SEND, sends))
-                if recvs and free_recv[r] > 0:
-                    out.append((r, _RECV, recvs))
-                if local:
-                    out.append((r, _LOCAL, local))
-        return out
-
-    def _refill(self, drained: list[tuple[int, int, list[int]]], sizes: np.ndarray, entries: np.ndarray) -> None:
-        """Put back into each drained queue (rank, kind, entries: sizes[i] of `entries`), in id order, its entries
-        that did not start."""
-        which = np.repeat(np.arange(sizes.size), sizes)
-        keep = ~self.started[entries]
-        if not keep.any():
-            return
-        which, left = which[keep], entries[keep]
-        order = np.lexsort((left, which))
-        which, left = which[order], left[order]
-        cuts = np.flatnonzero(np.diff(which)) + 1
-        heaps = self._heaps
-        for q, part in zip(which[np.concatenate(([0], cuts))].tolist(), np.split(left, cuts)):
-            r, kind, _ = drained[q]
-            heaps[r][kind] = part.tolist()  # sorted: a heap
+    def _match_pool(self, ready: np.ndarray) -> np.ndarray:
+        """The matching with ports freed, in pool form: the whole pool and `ready`, greedily in id order."""
+        pool = self._pool if not self._fresh else np.concatenate((self._pool, np.array(self._fresh, dtype=np.int64)))
+        self._fresh = []
+        if pool.size > _POOL_RATIO * len(self.dirty) and pool.size > 16 * _MANY_DIRTY:
+            self._to_queues(pool)
+            return np.array(self._match_merge(distinct(ready).tolist()), dtype=np.int64)
+        self.dirty = set()
+        cands = distinct(np.concatenate((pool, ready)) if ready.size else pool)
+        if cands.size < _SMALL:
+            go, wait = self._match_small(cands.tolist())
+            go, wait = np.array(go, dtype=np.int64), np.array(wait, dtype=np.int64)
+        else:
+            go, wait = self._match_many(cands)
+        self._pool = wait
+        self._listed[:] = False
+        self._listed[self.src[wait]] = True
+        self._listed[self.dst[wait]] = True
+        return go
 
     def _heads(self, dirty: set[int]) -> list[tuple[int, int, int]]:
         """The first entry of every readable queue of the open dirty ranks, taken off its queue."""

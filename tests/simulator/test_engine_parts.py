@@ -178,10 +178,12 @@ def _greedy_rounds(src, dst, ranks, ports_per_rank, closed, rounds):
     return out
 
 
-@pytest.mark.parametrize("ports_per_rank,ranks,per_round", [(1, 80, 60), (2, 64, 90), (1, 40, 6), (0, 50, 40)])
-def test_matching_over_many_rounds_with_ports_freeing_equals_the_rule(ports_per_rank, ranks, per_round):
-    # many ranks freeing ports at once take the array path (queues emptied and refilled), few the merge of queues;
-    # both must match the rule, round after round, with transfers left waiting from earlier rounds
+@pytest.mark.parametrize("ports_per_rank,ranks,per_round,trickle", [
+    (1, 80, 60, None), (2, 64, 90, None), (1, 40, 6, None), (0, 50, 40, None), (1, 300, 200, 3)])
+def test_matching_over_many_rounds_with_ports_freeing_equals_the_rule(ports_per_rank, ranks, per_round, trickle):
+    # many ranks freeing ports at once switch the waiting transfers to one array (the pool), few back to per-rank
+    # queues (trickle: from that round on, at most two messages arrive per round); every form must match the rule,
+    # round after round, with transfers left waiting from earlier rounds
     rng = random.Random(ranks * 10 + ports_per_rank)
     n = per_round * 25
     src = [rng.randrange(ranks) for _ in range(n)]
@@ -189,8 +191,10 @@ def test_matching_over_many_rounds_with_ports_freeing_equals_the_rule(ports_per_
     ports = _ports(src, dst, ranks, ports_per_rank, closed=[3, 7])
     running, rounds, got, ids = [], [], [], list(range(n))
     rng.shuffle(ids)
-    for k in range(0, n + 40 * per_round, per_round):
+    for k in range(0, n + 80 * per_round, per_round):
         released = [t for t in running if rng.random() < 0.7 and src[t] != dst[t]]
+        if trickle is not None and trickle * per_round <= k < n:
+            released = released[:2]
         running = [t for t in running if t not in set(released)]
         opened = [3] if k == 4 * per_round else [7] if k == 9 * per_round else []
         ready = sorted(ids[k:k + per_round])
