@@ -33,6 +33,7 @@ class Flows:
         self.routes = routes
         self.route = routes.of  # the links of flow f
         self.capacity = capacity
+        self._capacity_list = capacity.tolist()  # read one link at a time by max-min
         self.wire = wire
         self.bottleneck = bottleneck
         self.per_s = ticks_per_s
@@ -186,6 +187,39 @@ class Flows:
             return users
         return (int(self.owner[link]),) if self.count[link] == 1 else ()
 
+    def _component(self, stack: list[int]) -> tuple[dict[int, list[int]], dict[int, object], dict[int, float]]:
+        """The flows connected to `stack` through crowded links, for max-min: flow -> its crowded links and one
+        virtual link -1 - f for the links it has to itself (their smallest capacity: only that one can bind); link ->
+        its flows; link -> capacity. The rates are those over the full routes: a link with one flow binds exactly
+        when the smallest such link of that flow does, at the same share."""
+        shared, cap = self.shared, self._capacity_list
+        links_of: dict[int, list[int]] = {}
+        users: dict[int, object] = {}
+        capacity: dict[int, float] = {}
+        while stack:
+            f = stack.pop()
+            if f in links_of:
+                continue
+            mine = links_of[f] = []
+            own = None
+            for link in self.route(f):
+                crowd = shared.get(link)
+                if crowd is None:
+                    c = cap[link]
+                    if own is None or c < own:
+                        own = c
+                    continue
+                mine.append(link)
+                if link not in users:
+                    users[link] = crowd
+                    capacity[link] = cap[link]
+                    stack.extend(crowd)
+            if own is not None:
+                mine.append(-1 - f)
+                users[-1 - f] = (f,)
+                capacity[-1 - f] = own
+        return links_of, users, capacity
+
     # ---- once per instant -------------------------------------------------------------------------------------
     def reshare(self, now: int) -> None:
         """Bring the bytes left up to `now` and give every flow connected to the links changed this instant its
@@ -194,24 +228,7 @@ class Flows:
             return
         seeds = self._seeds
         self._seeds = set()
-        shared = self.shared
-        users: dict[int, object] = {}   # every link of the component's flows -> its flows
-        stack = [f for link in seeds for f in self.users(link)]
-        comp_flows: dict[int, list[int]] = {}
-        while stack:  # only crowded links join flows: a link with one flow adds no one
-            f = stack.pop()
-            if f in comp_flows:
-                continue
-            route = comp_flows[f] = self.route(f)
-            for link in route:
-                if link in users:
-                    continue
-                crowd = shared.get(link)
-                if crowd is None:
-                    users[link] = (f,)
-                else:
-                    users[link] = crowd
-                    stack.extend(crowd)
+        comp_flows, users, capacity = self._component([f for link in seeds for f in self.users(link)])
         if not comp_flows:
             return
         per_s = self.per_s
@@ -221,7 +238,7 @@ class Flows:
             rem = st[_REMAINING] - st[_RATE] * ((now - st[_LAST]) / per_s)
             st[_REMAINING] = rem if rem > 0 else 0.0
             st[_LAST] = now
-        new_rates = progressive_filling(comp_flows, users, self.capacity)
+        new_rates = progressive_filling(comp_flows, users, capacity)
         post = self._post_one
         for f, r in new_rates.items():
             st = states[f]
