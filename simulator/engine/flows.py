@@ -238,7 +238,10 @@ class Flows:
             rem = st[_REMAINING] - st[_RATE] * ((now - st[_LAST]) / per_s)
             st[_REMAINING] = rem if rem > 0 else 0.0
             st[_LAST] = now
-        new_rates = progressive_filling(comp_flows, users, capacity)
+        if len(comp_flows) == 1:  # alone: its links are all its own, the virtual one holds their smallest capacity
+            new_rates = {f: capacity[-1 - f] for f in comp_flows}
+        else:
+            new_rates = progressive_filling(comp_flows, users, capacity)
         post = self._post_one
         for f, r in new_rates.items():
             st = states[f]

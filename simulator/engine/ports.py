@@ -29,6 +29,7 @@ _SEND, _RECV, _LOCAL, _READY = 0, 1, 2, 3  # a rank's waiting queues (heaps of i
 _SMALL = 24  # below this many candidates the matching is a plain loop (numpy's fixed cost would dominate)
 _MANY_DIRTY = 32  # with more ranks that freed ports than this and than a quarter of the waiting: the pool ...
 _POOL_RATIO = 16  # ... and back to queues when the pool holds more than this many per rank that freed ports
+_SHORT = 48  # queues to read holding up to this many entries are read whole, not merged
 
 
 class Ports:
@@ -118,7 +119,7 @@ class Ports:
                 ok = self.is_open[s] & self.is_open[d] & ((s == d) | ((self.free_send[s] > 0) & (self.free_recv[d] > 0)))
                 hopeless = ready[~ok].tolist()
                 ready = ready[ok]
-            go = self._match_merge(ready.tolist())
+            go = self._match_queues(ready.tolist())
             if hopeless:
                 self._wait(hopeless)
             return np.array(go, dtype=np.int64)
@@ -139,10 +140,46 @@ class Ports:
         if self.dirty:
             if self._pool is not None or self._to_pool():
                 return self._match_pool(np.array(ready, dtype=np.int64)).tolist()
-            return self._match_merge(ready)
+            return self._match_queues(ready)
         go, wait = self._match_small(ready)
         if wait:
             self._wait(wait)
+        return go
+
+    def _match_queues(self, ready: list[int]) -> list[int]:
+        """The matching over `ready` and the queues of the dirty ranks: read whole when they are short, else merged."""
+        readable, total = [], 0
+        heaps, is_open, free_send, free_recv = self._heaps, self.is_open, self.free_send, self.free_recv
+        for r in self.dirty:
+            if is_open[r]:
+                sends, recvs, local = heaps[r]
+                for q, ok in ((sends, free_send[r] > 0), (recvs, free_recv[r] > 0), (local, True)):
+                    if q and ok:
+                        readable.append(q)
+                        total += len(q)
+                        if total > _SHORT:
+                            return self._match_merge(ready)
+        return self._match_short(ready, readable)
+
+    def _match_short(self, ready: list[int], readable: list[list[int]]) -> list[int]:
+        """_match_merge when the queues to read hold a handful of entries: every entry of them and `ready`, sorted,
+        in one greedy pass; the queues keep (re-heaped) what did not start, the newly ready that did not start wait."""
+        started, waiting = self.started, self._waiting
+        cands = set(ready)
+        for q in readable:
+            cands.update(q)
+        go, _ = self._match_small(sorted(t for t in cands if not started[t]))
+        for q in readable:
+            q[:] = [t for t in q if not started[t]]
+            heapq.heapify(q)
+        self._count -= sum(1 for t in go if waiting[t])
+        wait = [t for t in ready if not started[t]]
+        if wait:
+            self._wait(wait)
+        dirty, self.dirty = self.dirty, set()
+        heaps = self._heaps
+        for r in dirty:
+            self._listed[r] = any(heaps[r])
         return go
 
     def _match_merge(self, ready: list[int]) -> list[int]:
@@ -210,9 +247,9 @@ class Ports:
         """The matching with ports freed, in pool form: the whole pool and `ready`, greedily in id order."""
         pool = self._pool if not self._fresh else np.concatenate((self._pool, np.array(self._fresh, dtype=np.int64)))
         self._fresh = []
-        if pool.size > _POOL_RATIO * len(self.dirty) and pool.size > 16 * _MANY_DIRTY:
+        if pool.size > _POOL_RATIO * len(self.dirty) and pool.size > 2 * _MANY_DIRTY:
             self._to_queues(pool)
-            return np.array(self._match_merge(distinct(ready).tolist()), dtype=np.int64)
+            return np.array(self._match_queues(distinct(ready).tolist()), dtype=np.int64)
         self.dirty = set()
         cands = distinct(np.concatenate((pool, ready)) if ready.size else pool)
         if cands.size < _SMALL:

@@ -61,6 +61,18 @@ def simulate(schedule: Schedule, topology: Topology, options: EngineOptions | No
     return trace
 
 
+def _few(due: list[list]) -> bool:
+    """True if the flows that begin, the completions and the arrivals due at an instant are at most _SMALL."""
+    size = 0
+    for c in due[BEGIN]:
+        size += len(c)
+    for c in due[ARRIVE]:
+        size += len(c)
+    for c in due[DONE]:
+        size += len(c[0])
+    return size <= _SMALL
+
+
 def _chunks(parts: list) -> np.ndarray:
     """One int64 array of the id chunks (arrays or lists) posted for an instant."""
     if len(parts) == 1:
@@ -183,8 +195,7 @@ class _Run:
 
     # ---- one instant -------------------------------------------------------------------------------------------
     def _instant(self, now: int, due: list[list]) -> None:
-        size = sum(len(c) for c in due[BEGIN]) + sum(len(c) for c in due[ARRIVE]) + sum(len(c[0]) for c in due[DONE])
-        if size <= _SMALL and not due[OPEN] and not due[REDUCED]:
+        if not due[OPEN] and not due[REDUCED] and _few(due):
             self._instant_few(now, due)
             return
         arrived = []
