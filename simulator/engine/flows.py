@@ -27,8 +27,10 @@ class Flows:
     """The flows moving bytes now. Flow ids are transfer ids; `routes` gives each one's links."""
 
     def __init__(self, routes: Routes, capacity: np.ndarray, bottleneck: np.ndarray, wire: np.ndarray,
-                 ticks_per_s: float, post: Post, post_one: Callable[[int, int, int], None]):
-        """capacity: B/s of every link; bottleneck: of every flow's route; wire: bytes each flow moves."""
+                 ticks_per_s: float, post: Post, post_one: Callable[[int, int, int], None],
+                 alone: np.ndarray | None = None):
+        """capacity: B/s of every link; bottleneck: of every flow's route; wire: bytes each flow moves; alone (optional):
+        per link, True if it never carries two flows at once (max-min then reads only its capacity)."""
         n = len(routes)
         self.routes = routes
         self.route = routes.of  # the links of flow f
@@ -47,6 +49,8 @@ class Flows:
         self.finished = np.zeros(n, dtype=bool)
         self.state: dict[int, list] = {}                          # explicit state of flows max-min has touched
         self._seeds: set[int] = set()
+        self._alone = alone.tolist() if alone is not None else [False] * capacity.size
+        self._splits: dict[int, tuple[tuple[int, ...], float | None]] = {}  # pair -> (links maybe shared, min of the rest)
 
     def is_due(self, f: int, version: int) -> bool:
         """True if flow f's completion for `version` is the valid one (version 1 for a flow that was always alone)."""
@@ -201,8 +205,8 @@ class Flows:
             if f in links_of:
                 continue
             mine = links_of[f] = []
-            own = None
-            for link in self.route(f):
+            maybe, own = self._split(f)
+            for link in maybe:
                 crowd = shared.get(link)
                 if crowd is None:
                     c = cap[link]
@@ -219,6 +223,17 @@ class Flows:
                 users[-1 - f] = (f,)
                 capacity[-1 - f] = own
         return links_of, users, capacity
+
+    def _split(self, f: int) -> tuple[tuple[int, ...], float | None]:
+        """Flow f's links that may carry other flows, and the smallest capacity of its links that never do (None if
+        it has none): computed once per (src, dst) pair."""
+        pair = self.routes.pair(f)
+        split = self._splits.get(pair)
+        if split is None:
+            route, alone, cap = self.route(f), self._alone, self._capacity_list
+            own = [cap[link] for link in route if alone[link]]
+            split = self._splits[pair] = (tuple(link for link in route if not alone[link]), min(own) if own else None)
+        return split
 
     # ---- once per instant -------------------------------------------------------------------------------------
     def reshare(self, now: int) -> None:

@@ -37,6 +37,23 @@ class Routes:
         """The links of transfer t."""
         return self.tuples[self._mirror[t]]
 
+    def pair(self, t: int) -> int:
+        """Transfer t's pair."""
+        return self._mirror[t]
+
+    def one_sided(self, pair_src: np.ndarray, pair_dst: np.ndarray, num_links: int) -> np.ndarray:
+        """Per link: True if every pair crossing it has the same sender, or every one the same receiver (pair k runs
+        from pair_src[k] to pair_dst[k]). With one port per rank such a link never carries two messages at once."""
+        owner = np.repeat(np.arange(len(self.tuples)), self.pair_lengths)
+        out = np.zeros(num_links, dtype=bool)
+        for ends in (pair_src, pair_dst):
+            lo = np.full(num_links, np.iinfo(np.int64).max)
+            hi = np.full(num_links, -1)
+            np.minimum.at(lo, self.flat, ends[owner])
+            np.maximum.at(hi, self.flat, ends[owner])
+            out |= lo == hi
+        return out
+
     def lengths(self, ids: np.ndarray | None = None) -> np.ndarray:
         """How many links each transfer of `ids` (default: every transfer) crosses."""
         return self.pair_lengths[self.pair_of if ids is None else self.pair_of[ids]]

@@ -164,6 +164,7 @@ class _Run:
         else:
             self.pair_latency = np.array([topology.path_cost(int(k) // p, int(k) % p)[0] for k in uniq.tolist()] + [0.0])
         self.pair_of = pair_of
+        self.pair_src, self.pair_dst = uniq // p, uniq % p
 
     def _routes(self, topology: Topology, options: EngineOptions, wire: np.ndarray, extra, other_s: float) -> None:
         """The clock, latency ticks and the flows' state, for runs with contention.
@@ -185,7 +186,11 @@ class _Run:
         moving = float((wire[self.flowing] / bottleneck[self.flowing]).sum())
         self.clock = Clock(2 * (float(lat.sum()) + moving + other_s))
         self.latency = self.clock.ticks_array(lat)
-        self.flows = Flows(routes, capacity, bottleneck, wire, self.clock.scale, self._post_done, self._post_one_done)
+        alone = None
+        if options.ports == 1 and self.pair_src.size:  # a link only one rank sends (or receives) on: one flow at a time
+            alone = routes.one_sided(np.append(self.pair_src, -1), np.append(self.pair_dst, -1), capacity.size)
+        self.flows = Flows(routes, capacity, bottleneck, wire, self.clock.scale, self._post_done, self._post_one_done,
+                           alone)
 
     def _post_done(self, when: np.ndarray, ids: np.ndarray, versions: np.ndarray) -> None:
         self.agenda.post_many(when, DONE, ids, versions)

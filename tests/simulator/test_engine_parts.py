@@ -89,6 +89,15 @@ def test_flows_reshare_when_a_second_flow_joins_and_drop_superseded_completions(
     assert due[-1] == (20 * T, 1, 2)                  # flow 1: 100 - 5 * 10 = 50 B left at 10 B/s from 15 s
 
 
+def test_links_only_one_rank_sends_or_receives_on_are_one_sided():
+    # pairs 0 -> 1 over links (0, 1), 0 -> 2 over (0, 2), 5 -> 1 over (3, 1), 4 -> 7 over (0, 3); link 4 unused
+    routes = Routes.from_rows([(0, 1), (0, 2), (3, 1), (0, 3)])
+    one_sided = routes.one_sided(np.array([0, 0, 5, 4]), np.array([1, 2, 1, 7]), 5)
+    # link 0: senders 0 and 4, receivers 1, 2, 7; link 1: receiver 1 only; link 2: one pair; link 3: senders 5 and 4,
+    # receivers 1 and 7
+    assert one_sided.tolist() == [False, True, True, False, False]
+
+
 def test_flows_that_start_together_are_shared_once_per_instant():
     # three flows start at once on link 0 (9 B/s); flow 2 also crosses link 1 (1 B/s): it gets 1, the others 4 each
     due = []
