@@ -23,8 +23,19 @@ SMALL = 16  # up to this many flows at once, plain loops (numpy's fixed cost per
 _REMAINING, _RATE, _LAST, _VERSION = range(4)
 
 
+def _shareable(routes: Routes, alone: np.ndarray | None, capacity: list[float]) -> tuple[Routes, list[float | None]]:
+    """The routes without the links that never carry two flows at once (`alone`), and per pair the smallest capacity
+    of its links left out (None if none): such a link never shares, so for max-min only that capacity matters."""
+    if alone is None or not alone.any():
+        return routes, [None] * len(routes.tuples)
+    keep = [tuple(link for link in r if not alone[link]) for r in routes.tuples]
+    own = [min((capacity[link] for link in r if alone[link]), default=None) for r in routes.tuples]
+    return Routes(routes.pair_of, keep), own
+
+
 class Flows:
-    """The flows moving bytes now. Flow ids are transfer ids; `routes` gives each one's links."""
+    """The flows moving bytes now. Flow ids are transfer ids; `routes` gives each one's links. Links that never carry
+    two flows at once (`alone`) are left out of the bookkeeping: max-min reads their smallest capacity per route."""
 
     def __init__(self, routes: Routes, capacity: np.ndarray, bottleneck: np.ndarray, wire: np.ndarray,
                  ticks_per_s: float, post: Post, post_one: Callable[[int, int, int], None],
@@ -32,10 +43,10 @@ class Flows:
         """capacity: B/s of every link; bottleneck: of every flow's route; wire: bytes each flow moves; alone (optional):
         per link, True if it never carries two flows at once (max-min then reads only its capacity)."""
         n = len(routes)
-        self.routes = routes
-        self.route = routes.of  # the links of flow f
-        self.capacity = capacity
         self._capacity_list = capacity.tolist()  # read one link at a time by max-min
+        self.routes, self._own = _shareable(routes, alone, self._capacity_list)
+        self.route = self.routes.of  # the links of flow f that may carry other flows
+        self.capacity = capacity
         self.wire = wire
         self.bottleneck = bottleneck
         self.per_s = ticks_per_s
@@ -49,8 +60,6 @@ class Flows:
         self.finished = np.zeros(n, dtype=bool)
         self.state: dict[int, list] = {}                          # explicit state of flows max-min has touched
         self._seeds: set[int] = set()
-        self._alone = alone.tolist() if alone is not None else [False] * capacity.size
-        self._splits: dict[int, tuple[tuple[int, ...], float | None]] = {}  # pair -> (links maybe shared, min of the rest)
 
     def is_due(self, f: int, version: int) -> bool:
         """True if flow f's completion for `version` is the valid one (version 1 for a flow that was always alone)."""
@@ -205,8 +214,8 @@ class Flows:
             if f in links_of:
                 continue
             mine = links_of[f] = []
-            maybe, own = self._split(f)
-            for link in maybe:
+            own = self._own[self.routes.pair(f)]
+            for link in self.route(f):
                 crowd = shared.get(link)
                 if crowd is None:
                     c = cap[link]
@@ -223,17 +232,6 @@ class Flows:
                 users[-1 - f] = (f,)
                 capacity[-1 - f] = own
         return links_of, users, capacity
-
-    def _split(self, f: int) -> tuple[tuple[int, ...], float | None]:
-        """Flow f's links that may carry other flows, and the smallest capacity of its links that never do (None if
-        it has none): computed once per (src, dst) pair."""
-        pair = self.routes.pair(f)
-        split = self._splits.get(pair)
-        if split is None:
-            route, alone, cap = self.route(f), self._alone, self._capacity_list
-            own = [cap[link] for link in route if alone[link]]
-            split = self._splits[pair] = (tuple(link for link in route if not alone[link]), min(own) if own else None)
-        return split
 
     # ---- once per instant -------------------------------------------------------------------------------------
     def reshare(self, now: int) -> None:

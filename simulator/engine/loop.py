@@ -35,7 +35,7 @@ class Agenda:
         """`ids` (a list or array, or for DONE an (ids, versions) pair) are due at tick `when` (>= now)."""
         slot = self._at.get(when)
         if slot is None:
-            slot = self._at[when] = [[] for _ in range(KINDS)]
+            slot = self._at[when] = [[], [], [], [], []]  # KINDS lists
             if when != self.now or not self._running:
                 self.env.timeout(when - self.now, when).callbacks.append(self._fire)
         slot[kind].append(ids)
