@@ -20,7 +20,7 @@ from .routes import Routes
 # post(when, ids, versions): the flows `ids` will be through at ticks `when` unless their version changes first
 Post = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
 SMALL = 16  # up to this many flows at once, plain loops (numpy's fixed cost per call would dominate)
-_REMAINING, _RATE, _LAST, _VERSION = range(4)
+_REMAINING, _RATE, _LAST, _VERSION, _DUE = range(5)
 
 
 def _shareable(routes: Routes, alone: np.ndarray | None, capacity: list[float]) -> tuple[Routes, list[float | None]]:
@@ -39,9 +39,10 @@ class Flows:
 
     def __init__(self, routes: Routes, capacity: np.ndarray, bottleneck: np.ndarray, wire: np.ndarray,
                  ticks_per_s: float, post: Post, post_one: Callable[[int, int, int], None],
-                 alone: np.ndarray | None = None):
+                 alone: np.ndarray | None = None, forget: Callable[[int], None] | None = None):
         """capacity: B/s of every link; bottleneck: of every flow's route; wire: bytes each flow moves; alone (optional):
-        per link, True if it never carries two flows at once (max-min then reads only its capacity)."""
+        per link, True if it never carries two flows at once (max-min then reads only its capacity); forget(when)
+        (optional): a completion posted for tick `when` is superseded."""
         n = len(routes)
         self._capacity_list = capacity.tolist()  # read one link at a time by max-min
         self.routes, self._own = _shareable(routes, alone, self._capacity_list)
@@ -51,6 +52,7 @@ class Flows:
         self.bottleneck = bottleneck
         self.per_s = ticks_per_s
         self._post, self._post_one = post, post_one
+        self._forget = forget or (lambda when: None)
         with np.errstate(divide="ignore", invalid="ignore"):
             self.solo = np.rint(wire / bottleneck * ticks_per_s)  # ticks to move alone
         self.count = np.zeros(capacity.size, dtype=np.int64)      # flows on each link now
@@ -71,7 +73,8 @@ class Flows:
     def _explicit(self, f: int) -> list:
         st = self.state.get(f)
         if st is None:  # always alone so far: at its bottleneck since it began
-            st = self.state[f] = [float(self.wire[f]), float(self.bottleneck[f]), int(self.began[f]), 1]
+            began = int(self.began[f])
+            st = self.state[f] = [float(self.wire[f]), float(self.bottleneck[f]), began, 1, began + int(self.solo[f])]
         return st
 
     # ---- changes of one instant ------------------------------------------------------------------------------
@@ -93,7 +96,7 @@ class Flows:
             self._join(links[crowded], ids[pos[crowded]])
             wire = self.wire
             for f in mixed.tolist():
-                self.state[f] = [float(wire[f]), 0.0, now, 0]
+                self.state[f] = [float(wire[f]), 0.0, now, 0, -1]
             self._seeds.update(links[crowded].tolist())
         else:
             alone = ids
@@ -122,7 +125,7 @@ class Flows:
             if alone:
                 self._post_one(now + int(self.solo[t]), t, 1)
             else:
-                self.state[t] = [float(self.wire[t]), 0.0, now, 0]
+                self.state[t] = [float(self.wire[t]), 0.0, now, 0, -1]
 
     def _join(self, links: np.ndarray, flows: np.ndarray) -> None:
         """Links now crowded get their new flows added to their sets (made from the sole flow if there was one)."""
@@ -261,4 +264,7 @@ class Flows:
             if r != st[_RATE]:
                 st[_RATE] = r
                 st[_VERSION] += 1
-                post(now + round(st[_REMAINING] / r * per_s), f, st[_VERSION])
+                if st[_DUE] > now:
+                    self._forget(st[_DUE])
+                st[_DUE] = when = now + round(st[_REMAINING] / r * per_s)
+                post(when, f, st[_VERSION])

@@ -14,6 +14,7 @@ import simpy
 
 BEGIN, DONE, ARRIVE, REDUCED, OPEN = range(5)   # latency over: the flow starts; a flow's bytes are through (with its
 KINDS = 5                                       # version); the message arrived; a reduction ended; a rank opens
+_POSTED, _EVENT = KINDS, KINDS + 1              # a slot's count of ids posted (less those forgotten) and its event
 
 
 class Agenda:
@@ -35,10 +36,26 @@ class Agenda:
         """`ids` (a list or array, or for DONE an (ids, versions) pair) are due at tick `when` (>= now)."""
         slot = self._at.get(when)
         if slot is None:
-            slot = self._at[when] = [[], [], [], [], []]  # KINDS lists
+            slot = self._at[when] = [[], [], [], [], [], 0, None]  # KINDS lists, ids posted, the simpy event
             if when != self.now or not self._running:
-                self.env.timeout(when - self.now, when).callbacks.append(self._fire)
+                event = slot[_EVENT] = self.env.timeout(when - self.now, when)
+                event.callbacks.append(self._fire)
         slot[kind].append(ids)
+        slot[_POSTED] += len(ids[0] if kind == DONE else ids)
+
+    def forget(self, when: int) -> None:
+        """One id posted for the future tick `when` is no longer wanted (a superseded completion): once an instant holds
+        only such ids it is dropped, and its simpy event fires without calling back. Ticks not after now are left."""
+        if when <= self.now:
+            return
+        slot = self._at.get(when)
+        if slot is None:
+            return
+        slot[_POSTED] -= 1
+        if slot[_POSTED] == 0:
+            del self._at[when]
+            if slot[_EVENT] is not None:
+                slot[_EVENT].callbacks.remove(self._fire)
 
     def post_many(self, when: np.ndarray, kind: int, ids: np.ndarray, versions: np.ndarray | None = None) -> None:
         """Each ids[i] (with versions[i] for DONE) is due at when[i]: one post per distinct instant."""

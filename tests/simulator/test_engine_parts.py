@@ -13,7 +13,7 @@ from simulator.cost import LinkModel, predict
 from simulator.engine import EngineOptions, MessageModel, Regime, max_min_rates, simulate
 from simulator.engine.clock import TICKS_PER_S
 from simulator.engine.flows import Flows
-from simulator.engine.loop import ARRIVE, Agenda
+from simulator.engine.loop import ARRIVE, DONE, Agenda
 from simulator.engine.ports import Ports
 from simulator.engine.routes import Routes
 from simulator.errors import CollsimError
@@ -237,6 +237,19 @@ def test_agenda_hands_over_an_instant_at_once_and_same_instant_posts_in_a_second
     agenda.run()
     assert log == [(1, [[0], [5]]), (1, [[9]]), (2, [[1], [6]]), (3, [[7]])]
     assert agenda.events == 3 and agenda.rounds == 4
+
+
+def test_agenda_drops_an_instant_once_every_id_posted_for_it_is_forgotten():
+    log = []
+    agenda = Agenda(lambda now, due: log.append((now, [list(c[0]) for c in due[DONE]])))
+    agenda.post(2, DONE, ([4, 5], [1, 1]))   # two completions at tick 2, one chunk
+    agenda.post(3, DONE, ([6], [1]))
+    agenda.post(4, DONE, ([7], [2]))
+    agenda.forget(2)                          # one of the two at tick 2 superseded: the instant stays
+    agenda.forget(3)                          # the only one at tick 3: dropped, its event calls nobody
+    agenda.run()
+    assert log == [(2, [[4, 5]]), (4, [[7]])]
+    assert agenda.events == 2
 
 
 def test_engine_uses_only_simpys_public_api():
