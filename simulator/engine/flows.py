@@ -208,7 +208,7 @@ class Flows:
         virtual link -1 - f for the links it has to itself (their smallest capacity: only that one can bind); link ->
         its flows; link -> capacity. The rates are those over the full routes: a link with one flow binds exactly
         when the smallest such link of that flow does, at the same share."""
-        shared, cap = self.shared, self._capacity_list
+        shared, cap, pair_of, routes, owns = self.shared, self._capacity_list, self.routes.index, self.routes.tuples, self._own
         links_of: dict[int, list[int]] = {}
         users: dict[int, object] = {}
         capacity: dict[int, float] = {}
@@ -217,8 +217,9 @@ class Flows:
             if f in links_of:
                 continue
             mine = links_of[f] = []
-            own = self._own[self.routes.pair(f)]
-            for link in self.route(f):
+            pair = pair_of[f]
+            own = owns[pair]
+            for link in routes[pair]:
                 crowd = shared.get(link)
                 if crowd is None:
                     c = cap[link]
@@ -247,10 +248,10 @@ class Flows:
         comp_flows, users, capacity = self._component([f for link in seeds for f in self.users(link)])
         if not comp_flows:
             return
-        per_s = self.per_s
+        per_s, state = self.per_s, self.state
         states = {}
         for f in comp_flows:
-            st = states[f] = self._explicit(f)
+            st = states[f] = state.get(f) or self._explicit(f)
             rem = st[_REMAINING] - st[_RATE] * ((now - st[_LAST]) / per_s)
             st[_REMAINING] = rem if rem > 0 else 0.0
             st[_LAST] = now

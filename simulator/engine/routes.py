@@ -23,7 +23,7 @@ class Routes:
         self.starts = np.concatenate(([0], np.cumsum(self.pair_lengths))).astype(np.int64)
         self.flat = np.fromiter((link for r in self.tuples for link in r), np.int64, int(self.starts[-1]))
         self.pair_of = pair_of
-        self._mirror = pair_of.tolist() if pair_of.size <= 1 << 20 else pair_of  # list indexing is cheaper
+        self.index = pair_of.tolist() if pair_of.size <= 1 << 20 else pair_of  # pair_of, as a list when it fits
 
     @classmethod
     def from_rows(cls, rows: Sequence[Sequence[int]]) -> Routes:
@@ -35,11 +35,7 @@ class Routes:
 
     def of(self, t: int) -> tuple[int, ...]:
         """The links of transfer t."""
-        return self.tuples[self._mirror[t]]
-
-    def pair(self, t: int) -> int:
-        """Transfer t's pair."""
-        return self._mirror[t]
+        return self.tuples[self.index[t]]
 
     def one_sided(self, pair_src: np.ndarray, pair_dst: np.ndarray, num_links: int) -> np.ndarray:
         """Per link: True if every pair crossing it has the same sender, or every one the same receiver (pair k runs
