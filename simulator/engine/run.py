@@ -241,11 +241,11 @@ class _Run:
                     flows.done_few([int(t)])
                     arrived.append(int(t))
         for chunk in due[BEGIN]:
-            flows.begin_few([int(t) for t in chunk], now)
+            flows.begin_few(chunk if isinstance(chunk, list) else chunk.tolist(), now)
         if flows is not None:
             flows.reshare(now)
         for chunk in due[ARRIVE]:
-            arrived.extend(int(t) for t in chunk)
+            arrived.extend(chunk if isinstance(chunk, list) else chunk.tolist())
         if arrived:
             arrive, src, dst, release = self.record.arrive, self.s_src, self.s_dst, self.ports.release_one
             route, leave = self.routes.of, self.links.leave_one
