@@ -406,18 +406,17 @@ class _Run:
 
 
 def _pairs(keys: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
-    """np.unique(keys, return_inverse=True) for keys in [0, space), by marking a table when it is small enough (and
-    ranking the keys in it, or for larger tables, searching the few distinct keys)."""
-    if space > 1 << 28 or space > max(64 * keys.size, 1 << 16):
+    """np.unique(keys, return_inverse=True) for keys in [0, space): by marking a table and ranking the keys in it when
+    it is small enough (int32 ranks for large tables: 8192 ranks make 67 M keys, 268 MB while it lasts)."""
+    if space > 1 << 27 or space > max(64 * keys.size, 1 << 16):
         return np.unique(keys, return_inverse=True)
     seen = np.zeros(space, dtype=bool)
     seen[keys] = True
     uniq = np.flatnonzero(seen)
-    if space > max(4 * keys.size, 1 << 16) or space > 1 << 26:
-        return uniq, np.searchsorted(uniq, keys)
-    rank = np.zeros(space, dtype=np.int64)
+    del seen
+    rank = np.zeros(space, dtype=np.int32 if uniq.size < 1 << 31 else np.int64)
     rank[uniq] = np.arange(uniq.size)
-    return uniq, rank[keys]
+    return uniq, rank[keys].astype(np.int64)
 
 
 def _durations(topo: Topology, arrays: dict, nbytes: np.ndarray, extra_latency: list[float] | None) -> list[float]:
