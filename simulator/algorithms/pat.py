@@ -86,8 +86,9 @@ def _pat(coll: Collective, aggregate: int | None, reduce_scatter: bool) -> Sched
 
 @lru_cache(maxsize=4096)
 def message_count(p: int, aggregate: int | None = None) -> int:
-    """Messages each rank sends: sum over the dimensions of ceil(c_d / aggregate)."""
-    return sum(len(messages) for _, messages in _messages(p, aggregate))
+    """Messages each rank sends: sum over the dimensions of ceil(c_d / aggregate), c_d = ceil((p - 2^d) / 2^(d+1))."""
+    counts = [-(-(p - (1 << d)) // (2 << d)) for d in range(lg(p))]
+    return sum(-(-c // (aggregate or c)) for c in counts)
 
 
 def _allgather_cost(p, n, m: LinkModel, aggregate=None):

@@ -13,7 +13,7 @@ from simulator.cost import LinkModel, predict
 RANKS = list(range(1, 34)) + [48, 64, 96, 100, 127, 128, 129, 255, 256, 500, 512, 1000, 1023, 1024]
 SIZES = np.sort(np.concatenate(([0.0, 1.0, 3.0, 1000.0, 12345678.9], np.geomspace(7, 8 * 2**30, 20))))
 MODELS = [LinkModel(2e-6, 1 / 25e9, 1e-11), LinkModel(5e-6, 1 / 12e9, 0.0), LinkModel(1e-7, 1 / 400e9, 3e-10)]
-PARAMS = {"chunks": [1, 3, 8], "channels": [1, 4], "pipeline": [1, 4]}  # ints that any p accepts
+PARAMS = {"chunks": [1, 3, 8], "channels": [1, 4], "pipeline": [1, 4], "aggregate": [1, 3]}  # ints that any p accepts
 
 
 def _param_sets(spec):

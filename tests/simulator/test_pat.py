@@ -79,3 +79,12 @@ def test_latency_is_logarithmic_and_bandwidth_is_the_rings():
         big = 2.0**33  # the same bytes as the ring; only p - 1 - lg p fewer latencies
         ring = float(predict(op, "ring", p, [big], m)[0])
         assert float(predict(op, "pat", p, [big], m)[0]) == pytest.approx(ring - (p - 1 - 10) * 2e-6, rel=1e-12)
+
+
+def test_message_count_formula_equals_the_schedule_layout():
+    from simulator.algorithms.pat import _messages, step_blocks
+
+    for p in range(1, 300):
+        for aggregate in (None, 1, 2, 3, 5, 64):
+            assert message_count(p, aggregate) == sum(len(m) for _, m in _messages(p, aggregate)), (p, aggregate)
+        assert sum(len(step_blocks(p, d)) for d in range(max(p - 1, 1).bit_length())) == p - 1
