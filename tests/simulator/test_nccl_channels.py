@@ -81,3 +81,11 @@ def test_predict_reports_the_channels_and_is_monotone_in_size():
     assert times[-1] > 100 * times[0]
     small = predict(parse_topology("dgx-a100"), "allreduce", [64 << 10], proto="Simple")[0]
     assert small.channels == 2  # 64 KiB / (512 threads x 64 B)
+
+
+def test_nvls_step_cost_only_where_the_chunk_is_below_the_largest():
+    topo = parse_topology("p5")
+    for size, steps in ((512 << 20, 256), (1 << 30, 0)):  # by hand, test_nvls_extra_steps_by_hand
+        free, paid = (predict(topo, "allreduce", [size], nvls_step_s=s)[0] for s in (0.0, 1e-6))
+        assert (free.algorithm, free.channels) == ("nvls", 16)
+        assert paid.time_s - free.time_s == pytest.approx(steps * 1e-6, abs=1e-12)
