@@ -3,7 +3,8 @@
 For each size: NCCL's own tuning model (simulator/nccl_model.py) picks (algorithm, protocol) for
 the machine the preset describes; the pick becomes a schedule collsim can check and time:
 
-- ring -> `nccl_ring` with NCCL's channel count, rings in rail-aware orders (every NIC used);
+- ring -> `nccl_ring` with NCCL's channel count for the size (simulator/nccl_channels.py), rings in
+  rail-aware orders (every NIC used);
 - tree (or NVLS-tree) across nodes -> `rails`, the pipelined two-level allreduce with one
   inter-node ring per rail, which moves what NCCL's trees move between nodes;
 - one node, allreduce, NVLS (Hopper and later on an NVSwitch) -> `simulator/nvls.py`: the switch is a
