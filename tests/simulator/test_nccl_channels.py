@@ -89,3 +89,18 @@ def test_nvls_step_cost_only_where_the_chunk_is_below_the_largest():
         free, paid = (predict(topo, "allreduce", [size], nvls_step_s=s)[0] for s in (0.0, 1e-6))
         assert (free.algorithm, free.channels) == ("nvls", 16)
         assert paid.time_s - free.time_s == pytest.approx(steps * 1e-6, abs=1e-12)
+
+
+def test_nvls_step_fit_never_uses_the_log_it_predicts():
+    import numpy as np
+
+    from benchmarks.nvls_step import fit, fit_without
+
+    # three synthetic logs whose times need 0.5, 1.0 and 3.0 us per extra step
+    steps = np.array([10.0, 100.0, 1000.0])
+    base = np.full(3, 1e-3)
+    data = {k: (base + s * steps, base, steps) for k, s in (("a", 0.5e-6), ("b", 1.0e-6), ("c", 3.0e-6))}
+    assert fit(data, ["c"]) == pytest.approx(3.0e-6)
+    assert fit_without(data, {"a", "b"}) == pytest.approx(3.0e-6)
+    assert 0.5e-6 - 1e-12 <= fit_without(data, {"c"}) <= 1.0e-6 + 1e-12  # c's 3 us is never seen
+    assert fit_without(data, {"a", "b", "c"}) is None
