@@ -17,6 +17,9 @@ One constant is fitted: the extra latency per network step of a network (NET_STE
 simulator/topology/presets.py). It is fitted only where another log of the same network exists,
 and every log is predicted with the value fitted on the *other* logs (leave-one-out); `--fit`
 prints the value fitted on all logs of each network, the one the preset ships.
+
+The `predict` columns of the logs that run NVLS (04, 05, 07) use the NVLS step cost fitted on the
+other NVLS logs (benchmarks/nvls_step.py), not the shipped NVLS_STEP_FIT, which was fitted on them.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from simulator.formats.nccl_tests import read_log
 from simulator.topology.spec import parse_topology
 
 from .docs_block import replace_block
+from .nvls_step import leave_one_out as nvls_leave_one_out
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "accuracy.md"
@@ -79,11 +83,12 @@ def simulate_ring(spec: str, op: str, ranks: int, sizes: list[int]) -> np.ndarra
     return np.array(out)
 
 
-def predict_nccl(spec: str, op: str, ranks: int, sizes: list[int], net_extra_s: float = 0.0) -> np.ndarray:
-    """Seconds of `collsim predict` at each size, with `net_extra_s` more per network step."""
+def predict_nccl(spec: str, op: str, ranks: int, sizes: list[int], net_extra_s: float = 0.0,
+                 nvls_step_s: float | None = None) -> np.ndarray:
+    """Seconds of `collsim predict` at each size, with `net_extra_s` more per network step (and `nvls_step_s`)."""
     from simulator.predict import predict
 
-    rows = predict(parse_topology(spec), op, sizes, ranks=ranks, net_extra_s=net_extra_s)
+    rows = predict(parse_topology(spec), op, sizes, ranks=ranks, net_extra_s=net_extra_s, nvls_step_s=nvls_step_s)
     return np.array([row.time_s for row in rows])
 
 
@@ -142,8 +147,8 @@ def errors(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray:
     return (predicted - measured) / measured * 100.0
 
 
-def evaluate(path: Path, case: Case, net_extra_s: float = 0.0) -> dict:
-    """Both models against one log (predict with `net_extra_s`, fitted on other logs only)."""
+def evaluate(path: Path, case: Case, net_extra_s: float = 0.0, nvls_step_s: float | None = None) -> dict:
+    """Both models against one log (predict with `net_extra_s` and `nvls_step_s`, fitted on other logs only)."""
     log = read_log(path)
     rows = [(s, t) for s, t in log.measurements() if s >= MIN_BYTES]
     sizes = [s for s, _ in rows]
@@ -151,10 +156,12 @@ def evaluate(path: Path, case: Case, net_extra_s: float = 0.0) -> dict:
     factor = busbw_factor(log.op, log.ranks)
     out = {"log": path.name, "machine": case.machine, "op": log.op, "ranks": log.ranks, "sizes": sizes,
            "measured_s": measured.tolist(), "measured_busbw_GBps": sizes[-1] / measured[-1] * factor / 1e9,
-           "net_extra_us_fitted_on_other_logs": net_extra_s * 1e6}
-    models = [("simulate", case.old_spec, simulate_ring), ("predict", case.new_spec, predict_nccl)]
+           "net_extra_us_fitted_on_other_logs": net_extra_s * 1e6,
+           "nvls_step_us_fitted_on_other_logs": None if nvls_step_s is None else nvls_step_s * 1e6}
+    models = [("simulate", case.old_spec, simulate_ring),
+              ("predict", case.new_spec, lambda *a: predict_nccl(*a, 0.0, nvls_step_s))]
     if net_extra_s:
-        models.append(("predict_loo", case.new_spec, lambda *a: predict_nccl(*a, net_extra_s)))
+        models.append(("predict_loo", case.new_spec, lambda *a: predict_nccl(*a, net_extra_s, nvls_step_s)))
     for key, spec, fn in models:
         times = fn(spec, log.op, log.ranks, sizes)
         err = errors(times, measured)
@@ -185,7 +192,10 @@ def markdown(results: list[dict], load: str) -> str:
         lines.append("| " + " | ".join([r["log"][:2], r["machine"], str(r["ranks"]), f"{r['measured_busbw_GBps']:.0f}",
                                          *_cells(r["simulate"]), *_cells(pred), met, *fitted]) + " |")
     lines.append("")
-    lines.append(f"Errors over sizes >= 1 MiB of the out-of-place time; busbw at the log's largest size. "
+    nvls = ", ".join(f"{r['log'][:2]} {r['nvls_step_us_fitted_on_other_logs']:.1f} us" for r in results
+                     if r["nvls_step_us_fitted_on_other_logs"] is not None)
+    lines.append(f"Errors over sizes >= 1 MiB of the out-of-place time; busbw at the log's largest size. NVLS step cost "
+                 f"fitted on the other NVLS logs (benchmarks/nvls_step.py): {nvls or 'none'}. "
                  f"Made by `python -m benchmarks.preset_accuracy --write-docs`; load average when run: {load}.")
     return "\n".join(lines)
 
@@ -200,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     found = [(case, paths[0]) for case in CASES if (paths := sorted(Path(args.data).glob(case.prefix + "*.txt")))]
     held_out, shipped = leave_one_out(found)
-    results = [evaluate(path, case, held_out.get(case.prefix, 0.0)) for case, path in found]
+    nvls_held_out, _ = nvls_leave_one_out([(case.prefix, case.new_spec, path) for case, path in found])
+    results = [evaluate(path, case, held_out.get(case.prefix, 0.0), nvls_held_out.get(case.prefix)) for case, path in found]
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     rows = []
     for r in results:

@@ -96,16 +96,22 @@ def test_two_nodes_run_the_rail_tree_above_any_rings_nic_bound():
     assert row.algorithm == "rails" and 400e9 < busbw < 500e9
 
 
-def _errors(shared_data, name, spec):
+def _errors(shared_data, name, spec, nvls_step_s=None):
     log = read_log(shared_data / "nccl-tests" / name)
     rows = [(s, t) for s, t in log.measurements() if s >= 1 << 20]
-    preds = predict(parse_topology(spec), log.op, [s for s, _ in rows], ranks=log.ranks)
+    preds = predict(parse_topology(spec), log.op, [s for s, _ in rows], ranks=log.ranks, nvls_step_s=nvls_step_s)
     return [(p.time_s - t) / t for (_, t), p in zip(rows, preds)]
 
 
-def test_h100_one_node_log_within_the_goal(shared_data):
-    # the claim of docs/accuracy.md for log 04 (AWS p5, 8 x H100), no fitting: median <= 15%, worst <= 40%
-    err = sorted(abs(e) for e in _errors(shared_data, "04_h100_p5_1node_8gpu_allreduce_awsbatch.txt", "p5"))
+@pytest.mark.parametrize("name, spec, nvls_step_s", [
+    ("04_h100_p5_1node_8gpu_allreduce_awsbatch.txt", "p5", 1.8e-6),
+    ("05_gb200_mnnvl_2node_8gpu_allreduce.txt", "gb200-nvl4:nodes=2", 1.2e-6),
+    ("07_b200_hgx_1node_8gpu_allreduce.txt", "hgx-b200", 1.2e-6),
+])
+def test_one_node_nvls_logs_within_the_goal(shared_data, name, spec, nvls_step_s):
+    # the claim of docs/accuracy.md: median <= 15%, worst <= 40%, with the NVLS step cost fitted on the *other*
+    # NVLS logs (python -m benchmarks.nvls_step prints these), nothing fitted to this log
+    err = sorted(abs(e) for e in _errors(shared_data, name, spec, nvls_step_s))
     assert err[len(err) // 2] <= 0.15 and err[-1] <= 0.40
 
 
