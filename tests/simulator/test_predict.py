@@ -135,3 +135,16 @@ def test_cli_tuner_csv(tmp_path, capsys):
     rows = [line.split(",") for line in out.read_text().splitlines() if not line.startswith("#")]
     assert rows[0][:2] == ["allreduce", "0"] and rows[-1][2] == "4294967295"
     assert all(r[6:] == ["2", "16"] and r[4] in ("ll", "ll128", "simple") for r in rows)
+
+
+def test_host_staged_ring_time_by_hand():
+    # rtx4090-pcie with a 3 GB/s SHM load rate, 4 ranks, Simple forced, 64 MiB: 6 ring steps, each tuning.cc's PCIe
+    # ring Simple step latency (5.7 us) + n/p through the receiver's host -> GPU link (both channels share it), plus
+    # the 8.4 us base latency
+    from simulator.topology.presets import PRESETS, host_staged
+
+    topo = host_staged(4, 3e9)
+    topo.preset = (PRESETS["rtx4090-pcie"], 1, "ib400")
+    n = 64 << 20
+    row = predict(topo, "allreduce", [n], proto="Simple")[0]
+    assert row.time_s == pytest.approx(8.4e-6 + 6 * (5.7e-6 + n / 4 / 3e9), rel=1e-6)

@@ -59,3 +59,15 @@ def test_cluster_nics_option():
         cluster(2, 8, nics=3)
     with pytest.raises(CollsimError, match="nics"):
         parse_topology("cluster:nodes=2,gpus=8,nics=0")
+
+
+def test_rtx4090_stages_every_transfer_in_host_memory():
+    # no P2P on GeForce: NCCL's SHM transport, GPU a -> PCIe up -> host FIFO -> PCIe down -> GPU b; the receiver's
+    # loads run at the SHM load rate fitted on logs 12 and 13 (2.55 GB/s, SHM_RATE_FIT), the stores at PCIe 4.0 x16
+    topo = parse_topology("rtx4090-pcie")
+    route = [topo.link(i) for i in topo.route(0, 3)]
+    assert [(link.src, link.dst) for link in route] == [("gpu0", "cpu"), ("cpu", "gpu3")]
+    assert route[0].bandwidth == pytest.approx(31.5e9) and route[1].bandwidth == pytest.approx(2.55e9)
+    assert topo.path_cost(0, 3)[1] == pytest.approx(2.55e9)
+    from simulator.topology.presets import host_staged
+    assert host_staged(2, 40e9).path_cost(0, 1)[1] == pytest.approx(31.5e9)  # never above the PCIe link
