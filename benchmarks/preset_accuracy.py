@@ -13,10 +13,14 @@ its README), simulated two ways:
 Errors are (predicted - measured) / measured of the out-of-place time. `--write-docs` rewrites
 the table in docs/accuracy.md (between its markers), with the machine's load average.
 
-One constant is fitted: the extra latency per network step of a network (NET_STEP_FIT in
-simulator/topology/presets.py). It is fitted only where another log of the same network exists,
-and every log is predicted with the value fitted on the *other* logs (leave-one-out); `--fit`
-prints the value fitted on all logs of each network, the one the preset ships.
+Two constants are fitted, each only where another log of its kind exists, and every log is
+predicted with the value fitted on the *other* logs (leave-one-out); `--fit` prints the value
+fitted on all of them (the one a preset would ship):
+
+- the extra latency per network step of a fabric (NET_STEP_FIT in simulator/topology/presets.py),
+  over the logs of the same fabric family (FABRIC_FAMILY: the cloud fabrics EFA and TCPXO, whose
+  NCCL net plugins are not the IB transport that tuning.cc's network latencies describe);
+- the SHM load rate of host-staged GPUs without P2P (SHM_RATE_FIT), over logs 12 and 13.
 """
 
 from __future__ import annotations
@@ -143,16 +147,22 @@ def _fit_groups(groups: dict[str, list[str]], fitter: Fitter) -> tuple[dict[str,
     return held_out, shipped
 
 
+# Fabrics fitted together. EFA (SRD through libfabric and the aws-ofi-nccl plugin) and GPUDirect-TCPXO (the FasTrak
+# plugin) are cloud transports driven through an external NCCL net plugin; tuning.cc's network latencies describe NCCL's
+# own IB transport. Whether they share one extra step cost is a hypothesis the leave-one-out table tests.
+FABRIC_FAMILY = {"efa100": "cloud (efa100, tcpxo200)", "tcpxo200": "cloud (efa100, tcpxo200)"}
+
+
 def leave_one_out(cases: list[tuple[Case, Path]]) -> tuple[dict[str, float], dict[str, tuple[float, list[str]]]]:
-    """Per log, the extra network latency fitted on the other logs of its network (0 if none); per network, the all-log fit."""
-    by_net: dict[str, list[str]] = {}
+    """Per log, the extra network latency fitted on the other logs of its fabric family (0 if none); per family, the all-log fit."""
+    by_family: dict[str, list[str]] = {}
     logs = {}
     for case, path in cases:
         net = network_of(case)
         if net is not None:
-            by_net.setdefault(net, []).append(case.prefix)
+            by_family.setdefault(FABRIC_FAMILY.get(net, net), []).append(case.prefix)
             logs[case.prefix] = (case, read_log(path))
-    return _fit_groups(by_net, Fitter(logs, GRID_S, lambda case, *a: predict_nccl(case.new_spec, *a)))
+    return _fit_groups(by_family, Fitter(logs, GRID_S, lambda case, *a: predict_nccl(case.new_spec, *a)))
 
 
 def shm_leave_one_out(cases: list[tuple[Case, Path]]) -> tuple[dict[str, float], dict[str, tuple[float, list[str]]]]:
@@ -206,7 +216,11 @@ def _cells(result: dict | None) -> list[str]:
     if result is None:
         return ["-", "-", "-", "-"]
     return [f"`{result['spec']}`", f"{result['median_abs_pct']:.1f}%", f"{result['worst_abs_pct']:.0f}%",
-            f"{result['busbw_GBps']:.0f}"]
+            _gbps(result["busbw_GBps"])]
+
+
+def _gbps(value: float) -> str:
+    return f"{value:.1f}" if value < 10 else f"{value:.0f}"
 
 
 def markdown(results: list[dict], load: str) -> str:
@@ -223,8 +237,7 @@ def markdown(results: list[dict], load: str) -> str:
             cells[1:3] = [f"({c})" for c in cells[1:3]]
         fitted = (["-", "-", "-"] if loo is None else
                   [_loo_label(r), f"{loo['median_abs_pct']:.1f}%", f"{loo['worst_abs_pct']:.0f}%"])
-        lines.append("| " + " | ".join([r["log"][:2], r["machine"], str(r["ranks"]), f"{r['measured_busbw_GBps']:.1f}"
-                                         if r["measured_busbw_GBps"] < 10 else f"{r['measured_busbw_GBps']:.0f}",
+        lines.append("| " + " | ".join([r["log"][:2], r["machine"], str(r["ranks"]), _gbps(r["measured_busbw_GBps"]),
                                          *_cells(r["simulate"]), *cells, met, *fitted]) + " |")
     lines.append("")
     lines.append(f"Errors over sizes >= 1 MiB of the out-of-place time; busbw at the log's largest size. In parentheses: "
@@ -262,8 +275,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{r['log'][:2]}: with {_loo_label(r)} (fitted on the other logs): "
                   f"{loo['median_abs_pct']:.1f}/{loo['worst_abs_pct']:.0f}")
     if args.fit:
-        for net, (value, prefixes) in shipped.items():
-            print(f"NET_STEP_FIT[{net!r}] = ({value:.6g}, 'logs {', '.join(p[:2] for p in prefixes)}')")
+        for family, (value, prefixes) in shipped.items():
+            print(f"NET_STEP_FIT for {family}: ({value:.6g}, 'logs {', '.join(p[:2] for p in prefixes)}')")
         for value, prefixes in shm_shipped.values():
             print(f"SHM_RATE_FIT = ({value:.6g}, 'logs {', '.join(p[:2] for p in prefixes)}')")
     if args.json:
