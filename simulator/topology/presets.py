@@ -31,7 +31,7 @@ NETWORKS = {
 # fitted to. Made by `python -m benchmarks.preset_accuracy --fit` (median |error| over sizes >= 1 MiB on the
 # logs named); docs/accuracy.md reports each log with the value fitted on the *other* logs only. Empty: fitted per
 # network (EFA: logs 02 + 03) it did not carry from one EFA log to the other; fitted per cloud family (EFA and TCPXO:
-# 80 us on logs 01-03) it improves every held-out median but makes 03's worst 57% -> 140% (docs/accuracy.md), so
+# 60 us on logs 01-03) it improves every held-out median but makes 03's worst 57% -> 108% (docs/accuracy.md), so
 # the presets keep NCCL's constants.
 NET_STEP_FIT: dict[str, tuple[float, str]] = {}
 
@@ -41,7 +41,10 @@ class Machine:
     """What NCCL's tuning model needs to know about a preset, and where its numbers come from.
 
     arch and link select NCCL's constants (simulator/nccl_model.py); nics_per_node and net are the
-    rails between nodes (None: single node only). `source` names the public documents.
+    rails between nodes (None: single node only). The NCCL profile a provider documents for the
+    machine, where it sets one: protocols (NCCL_PROTO; None: NCCL's own choice), buffsize
+    (NCCL_BUFFSIZE, NCCL's default 4 MiB), nvls (NCCL_NVLS_ENABLE; None: NCCL's default).
+    `source` names the public documents.
     """
 
     arch: str
@@ -49,6 +52,9 @@ class Machine:
     net: str = "ib400"
     nics_per_node: int | None = 8
     source: str = ""
+    protocols: tuple[str, ...] | None = None
+    buffsize: int = 4 << 20
+    nvls: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -188,7 +194,10 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("a3-mega", "GCP a3-megagpu-8g: 8x H100, NVSwitch (450 GB/s per direction per GPU), 8x 200G TCPXO NICs", 8,
            _nvswitch_box("a3-mega", 8, 450 * GB),
            machine=Machine("hopper", net="tcpxo200", source="Google Cloud GPU machine types: a3-megagpu-8g, 8x H100, "
-                           "8 GPU NICs of 200 Gbps with GPUDirect-TCPXO (1,800 Gbps in total with the host NIC)")),
+                           "8 GPU NICs of 200 Gbps with GPUDirect-TCPXO (1,800 Gbps in total with the host NIC); NCCL "
+                           "profile of the TCPXO plugin (nccl-env-profile.sh, GKE guide 'Maximize GPU network bandwidth "
+                           "with GPUDirect-TCPXO'): NCCL_PROTO=Simple, NCCL_BUFFSIZE=8388608, NCCL_NVLS_ENABLE=0",
+                           protocols=("Simple",), buffsize=8 << 20, nvls=False)),
     Preset("pcie-8gpu", "8 GPUs on PCIe 4.0 x16 (31.5 GB/s per direction), 2 sockets joined by UPI, no NVLink", 8,
            _pcie_box, multinode=False, machine=Machine("ampere", link="pcie", nics_per_node=None,
                                                        source="PCI-SIG PCIe 4.0; Intel Xeon Scalable UPI")),
