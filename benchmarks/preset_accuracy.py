@@ -40,7 +40,7 @@ from simulator.collective import Collective, busbw_factor
 from simulator.engine import EngineOptions, simulate
 from simulator.fileio import atomic_write
 from simulator.formats.nccl_tests import read_log
-from simulator.topology.presets import PRESETS, SHM_RATE_FIT, host_staged
+from simulator.topology.presets import SHM_RATE_FIT, build_preset
 from simulator.topology.spec import parse_topology
 
 from .docs_block import replace_block
@@ -101,8 +101,7 @@ def predict_host_staged(shm_Bps: float, op: str, ranks: int, sizes: list[int]) -
     """Seconds of `collsim predict` on rtx4090-pcie with this SHM load rate instead of the shipped one."""
     from simulator.predict import predict
 
-    topology = host_staged(PRESETS[HOST_STAGED].gpus_per_node, shm_Bps)
-    topology.preset = (PRESETS[HOST_STAGED], 1, PRESETS[HOST_STAGED].machine.net)
+    topology = build_preset(HOST_STAGED, shm_Bps=shm_Bps)
     return np.array([row.time_s for row in predict(topology, op, sizes, ranks=ranks)])
 
 

@@ -212,11 +212,20 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
 )}
 
 
-def build_preset(name: str, nodes: int = 1, net: str | None = None) -> Topology:
-    """The preset machine, with `nodes` of them joined by network `net` (default: the machine's own)."""
+HOST_STAGED = ("rtx4090-pcie",)  # presets whose GPUs reach each other through host memory (shm=RATE sets the load rate)
+
+
+def build_preset(name: str, nodes: int = 1, net: str | None = None, shm_Bps: float | None = None) -> Topology:
+    """The preset machine, with `nodes` of them joined by network `net` (default: the machine's own).
+
+    `shm_Bps`: the SHM load rate of a host-staged preset (HOST_STAGED; default its fitted SHM_RATE_FIT).
+    """
     preset = PRESETS.get(name)
     if preset is None:
         raise CollsimError(f"topology: unknown preset {name!r}; expected one of {', '.join(PRESETS)}")
+    if shm_Bps is not None and name not in HOST_STAGED:
+        raise CollsimError(f"shm: preset {name} has no host-staged path; shm=RATE (the SHM load rate per GPU) applies to "
+                           f"{', '.join(HOST_STAGED)}")
     if net is None:
         net = preset.machine.net if preset.machine else "ib400"
     if net not in NETWORKS:
@@ -225,6 +234,6 @@ def build_preset(name: str, nodes: int = 1, net: str | None = None) -> Topology:
         raise CollsimError(f"nodes: {nodes!r} is not a node count; expected an integer >= 1")
     if nodes > 1 and not preset.multinode:
         raise CollsimError(f"nodes: preset {name} is a single machine; nodes={nodes} is not available for it")
-    topo = preset.build(int(nodes), net)
+    topo = preset.build(int(nodes), net) if shm_Bps is None else host_staged(preset.gpus_per_node, shm_Bps)
     topo.preset = (preset, int(nodes), net)  # what `predict` reads (copies keep it)
     return topo
