@@ -78,6 +78,7 @@ class System:
     net_overhead_us: float = 1.0           # tuning.cc getNetOverhead: 1 us on Intel x86, 2 on AMD
     net_latency_us: float = 0.0            # the graph's latencyInter (0 unless the network plugin reports one)
     amd_cpu: bool = False
+    protocols: tuple[str, ...] | None = None  # NCCL_PROTO: the protocols NCCL may pick (None: every one it enables)
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -94,6 +95,8 @@ class System:
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise CollsimError(f"{flag}: {value!r} is not a bandwidth; expected GB/s > 0")
+        if self.protocols is not None and (not self.protocols or not set(self.protocols) <= set(PROTOCOLS)):
+            raise CollsimError(f"proto: {self.protocols!r} is not a set of protocols; expected some of {', '.join(PROTOCOLS)}")
         eff = self.nvls_efficiency
         if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not 0 < eff <= 1:
             raise CollsimError(f"nvls-efficiency: {eff!r} is not a fraction; expected a number in (0, 1]")
@@ -165,6 +168,8 @@ def _enabled(system: System, op: str, algo: str, proto: str) -> bool:
     if op in ("allgather", "reduce_scatter") and algo == "tree":
         return False
     if algo == "nvls" and (not system.nvls_enabled or op not in ("allreduce", "allgather", "reduce_scatter") or proto != "Simple"):
+        return False
+    if system.protocols is not None and proto not in system.protocols:
         return False
     if algo == "pat":  # tuning.cc ncclPatEnable: one GPU per node; allgather and reduce-scatter, Simple only
         return system.gpus_per_node == 1 and op in ("allgather", "reduce_scatter") and proto == "Simple"

@@ -68,8 +68,15 @@ def machine_of(topology: Topology, ranks: int) -> tuple[System, int]:
         raise CollsimError(f"ranks: {ranks} ranks on {nodes} nodes of {per_node} GPUs; expected a multiple of {per_node}")
     else:
         nodes = ranks // per_node
-    system = System(m.arch, per_node, nodes, m.link, nic_bw_GBps=NETWORKS[net][0] / 1e9, nics_per_node=m.nics_per_node)
+    system = System(m.arch, per_node, nodes, m.link, nic_bw_GBps=NETWORKS[net][0] / 1e9, nics_per_node=m.nics_per_node,
+                    protocols=m.protocols, nvls=m.nvls)
     return system, per_node
+
+
+def pipeline_chunks(topology: Topology, size: int, per_node: int) -> int:
+    """Pipeline chunks of the `rails` tree: one per NCCL_BUFFSIZE per GPU of a node (the machine's, else 4 MiB), 1..32."""
+    buffsize = topology.preset[0].machine.buffsize if topology.preset is not None else PIPELINE_CHUNK
+    return int(np.clip(size // (buffsize * per_node), 1, MAX_PIPELINE))
 
 
 def nccl_pick(system: System, op: str, size: int, proto: str | None = None,
@@ -149,7 +156,7 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
     channels = collective_channels(system, "tree" if algo in ("tree", "nvls") else "ring", proto, size)[0]
     if multinode and op == "allreduce" and algo in ("tree", "nvls"):
         family, name = "tree", "rails"
-        params = {"group": per_node, "pipeline": int(np.clip(size // (PIPELINE_CHUNK * per_node), 1, MAX_PIPELINE))}
+        params = {"group": per_node, "pipeline": pipeline_chunks(topology, size, per_node)}
     else:
         family, name = "ring", "nccl_ring"
         # channels beyond the GPUs of a node repeat the same orders (same links, same NICs): the engine runs
