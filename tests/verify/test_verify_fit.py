@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from simulator.errors import CollsimError
-from verify.fit import fit_alpha_beta, fit_rate
+from verify.fit import fit_alpha_beta, fit_rate, local_lines
 
 SIZES = [2**k for k in range(0, 27, 2)]  # 1 B .. 64 MiB
 
@@ -60,3 +60,40 @@ def test_rate_is_the_slope():
 def test_bad_points_are_clear_errors(sizes, times, needle):
     with pytest.raises(CollsimError, match=needle):
         fit_alpha_beta(sizes, times)
+
+
+def test_local_lines_follow_a_curve_one_line_cannot():
+    """A 3 ms floor up to 1 MiB, then 2 ms + n / 1 GB/s, then 2x slower per byte from 16 MiB (as gloo here)."""
+    sizes = [2**k for k in range(10, 27)]
+
+    def curve(n: float) -> float:
+        return 3e-3 if n <= 2**20 else 2e-3 + n / 1e9 if n <= 2**24 else 2e-3 + 2**24 / 1e9 + (n - 2**24) / 0.5e9
+
+    times = [curve(n) for n in sizes]
+    pieces = local_lines(sizes, times)
+    assert [lo for lo, _, _ in pieces][0] == 0 and pieces[-1][1] is None
+    assert all(hi == nxt for (_, hi, _), (nxt, _, _) in zip(pieces, pieces[1:]))  # contiguous, no gap, no overlap
+    for n, (lo, hi, fit) in zip(sizes, pieces):
+        assert lo <= n < (hi or np.inf)
+        # a line through a point and its two neighbours: exact on a straight stretch, near it at the two bends
+        assert float(fit.predict([n])[0]) == pytest.approx(curve(n), rel=0.25)
+    exact = [n for n in sizes if n <= 2**19 or 2**22 <= n <= 2**23]
+    for n in exact:
+        fit = next(f for lo, hi, f in pieces if lo <= n < (hi or np.inf))
+        assert float(fit.predict([n])[0]) == pytest.approx(curve(n), rel=1e-6)
+    one = fit_alpha_beta(sizes, times)
+    assert max(abs(float(one.predict([n])[0]) / curve(n) - 1) for n in sizes) > 0.3  # what the pieces are for
+
+
+def test_local_lines_refuse_repeated_sizes():
+    with pytest.raises(CollsimError, match="each size must appear once"):
+        local_lines([1, 1, 2], [1.0, 1.0, 2.0])
+
+
+def test_rate_of_differences_allows_noise_below_zero():
+    sizes = [2**20, 2**21, 2**22, 2**23]
+    extra = [n * 3e-10 for n in sizes]
+    extra[0] = -1e-4  # a noisy difference of two step times
+    assert fit_rate(sizes, extra, differences=True) == pytest.approx(3e-10, rel=0.15)
+    with pytest.raises(CollsimError, match="finite number > 0"):
+        fit_rate(sizes, extra)
