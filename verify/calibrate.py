@@ -14,7 +14,7 @@ import numpy as np
 
 from simulator.profile import LinkProfile, Segment
 
-from .fit import LineFit, fit_alpha_beta, fit_rate, local_lines
+from .fit import LineFit, fit_alpha_beta, fit_rate
 from .launch import World
 
 DEFAULT_SIZES = tuple(2**k for k in range(0, 27, 2))  # 1 B .. 64 MiB, every factor of 4
@@ -113,11 +113,12 @@ def _executor_job(world: World, req: CalibrateRequest) -> dict:
 
 
 def _time_step(world: World, req: CalibrateRequest, schedule):
-    """The executor's run of `schedule` on this rank, timed on every rank together (verify.timing)."""
+    """The executor's run of `schedule` on this rank, timed on every rank together as `collsim verify` times a schedule
+    (verify.timing; 'out' reset to its starting state before every iteration)."""
     import torch
     import torch.distributed as dist
 
-    from .data import fresh_buffers
+    from .data import fresh_buffers, reset_output
     from .executor import RankPlan, execute
     from .timing import time_collectively
 
@@ -132,7 +133,8 @@ def _time_step(world: World, req: CalibrateRequest, schedule):
     est = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=world.device)
     dist.all_reduce(est, dist.ReduceOp.MAX)  # every rank runs the same number of iterations
     iters = int(max(3, min(req.iters, req.time_budget_s / max(float(est[0]), 1e-6))))
-    return time_collectively(run, lambda: None, iters, max(req.warmup - 1, 0), world.device)
+    reset = lambda: reset_output(coll, world.rank, bufs)  # as verify does: writing 'out' first costs the step 10-25% at 32 MiB
+    return time_collectively(run, reset, iters, max(req.warmup - 1, 0), world.device)
 
 
 def _round_trip(buf, rank: int, pair, synthetic, rbuf=None) -> float:
@@ -204,12 +206,12 @@ class Calibration:
     pairs: list
     gamma_points: list
     pattern: str = "pingpong"
-    pieces: tuple = ()  # (min_bytes, max_bytes, LineFit) per size: a piecewise profile (see combine)
+    pieces: tuple = ()  # simulator.fit.Piece per message-size range: a piecewise profile (see combine)
     reduce_step_points: tuple = ()  # (bytes, reducing step less plain step, s): gamma as the executor reduces
 
     def segments(self) -> tuple[Segment, ...]:
         """The piecewise profile's segments, by message size (empty for a single line)."""
-        return tuple(Segment(lo, hi, f.alpha_s, f.bandwidth_Bps) for lo, hi, f in self.pieces)
+        return tuple(Segment(pc.lo, pc.hi, pc.alpha_s, pc.bandwidth_Bps) for pc in self.pieces)
 
     def profile(self) -> LinkProfile:
         """The simulator's link profile for this calibration (segments by message size when piecewise)."""
@@ -227,12 +229,14 @@ class Calibration:
                            "message" if self.pieces else "call")
 
 
-def combine(results: list[dict], backend: str, piecewise: bool = False) -> Calibration:
+def combine(results: list[dict], backend: str, segments: int = 1) -> Calibration:
     """Fit alpha and beta to the median over pairs of each size's time, gamma to the reduction times (the executor's
-    reducing step where measured); with `piecewise`, also one local line per size (verify.fit.local_lines)."""
-    key = "one_way_s"
-    sizes = sorted({s for r in results for s in r[key]})
-    times = [float(np.median([r[key][s] for r in results if s in r[key]])) for s in sizes]
+    reducing step where measured); with `segments` > 1, also the best cut of the sizes into at most that many ranges,
+    each with its own alpha and bandwidth (simulator.fit.fit_pieces, as `collsim fit --segments` cuts a log)."""
+    from simulator.fit import fit_pieces
+
+    sizes = sorted({s for r in results for s in r["one_way_s"]})
+    times = [float(np.median([r["one_way_s"][s] for r in results if s in r["one_way_s"]])) for s in sizes]
     fit = fit_alpha_beta(sizes, times)
     points = [pt for r in results for pt in r.get("gamma_points", [])]
     gamma = fit_rate([p[0] for p in points], [p[1] for p in points]) if points else 0.0
@@ -240,8 +244,7 @@ def combine(results: list[dict], backend: str, piecewise: bool = False) -> Calib
     if steps:
         gamma = fit_rate([p[0] for p in steps], [p[1] for p in steps], differences=True)
     pairs = sorted({tuple(r["pair"]) for r in results if r["pair"]})
-    pieces = tuple(local_lines(sizes, times)) if piecewise else ()
+    n, t = np.asarray(sizes, dtype=np.float64), np.asarray(times, dtype=np.float64)
+    pieces = fit_pieces(np.ones_like(n), n, n, t, segments) if segments > 1 else ()
     return Calibration(fit, gamma, backend, len(results), [list(p) for p in pairs], points, results[0].get("pattern", "pingpong"),
                        pieces, tuple(tuple(p) for p in steps or ()))
-
-

@@ -9,7 +9,6 @@ the raw times and on log(t), the latter being what a log-log plot shows.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -85,31 +84,6 @@ def fit_alpha_beta(sizes, times) -> LineFit:
     pred = alpha + n * beta
     return LineFit(float(alpha), float(beta), _r2(t, pred), _r2(np.log(t), np.log(np.maximum(pred, 1e-300))),
                    tuple(float(x) for x in (pred - t) / t), tuple(int(x) for x in n), tuple(float(x) for x in t))
-
-
-def local_lines(sizes, times) -> list[tuple[int, int | None, LineFit]]:
-    """Piecewise alpha + n beta: per measured size, a line fitted (as fit_alpha_beta) to it and its two neighbours,
-    covering the sizes from the geometric midpoint with the size below to the one with the size above.
-
-    Returns (min_bytes, max_bytes or None, fit) per size, ascending; the first starts at 0 and the last has no end,
-    so every size is covered. Each piece follows its own part of the curve (a flat latency floor, a 64 MiB slowdown)
-    where one line over five decades cannot, and three points per piece damp a single noisy one.
-    """
-    n, t = _check_points(sizes, times, 2)
-    order = np.argsort(n)
-    n, t = n[order], t[order]
-    if len(np.unique(n)) != len(n):
-        raise CollsimError("fit: each size must appear once for a piecewise fit")
-    out = []
-    for i in range(len(n)):
-        lo, hi = max(i - 1, 0), min(i + 2, len(n))
-        if hi - lo < 2:
-            lo, hi = 0, 2
-        fit = fit_alpha_beta(n[lo:hi], t[lo:hi])
-        start = 0 if i == 0 else int(math.ceil(math.sqrt(n[i - 1] * n[i])))
-        end = None if i == len(n) - 1 else int(math.ceil(math.sqrt(n[i] * n[i + 1])))
-        out.append((start, end, fit))
-    return out
 
 
 def fit_rate(sizes, times, differences: bool = False) -> float:

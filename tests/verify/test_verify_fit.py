@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from simulator.errors import CollsimError
-from verify.fit import fit_alpha_beta, fit_rate, local_lines
+from verify.fit import fit_alpha_beta, fit_rate
 
 SIZES = [2**k for k in range(0, 27, 2)]  # 1 B .. 64 MiB
 
@@ -62,34 +62,6 @@ def test_bad_points_are_clear_errors(sizes, times, needle):
         fit_alpha_beta(sizes, times)
 
 
-def test_local_lines_follow_a_curve_one_line_cannot():
-    """A 3 ms floor up to 1 MiB, then 2 ms + n / 1 GB/s, then 2x slower per byte from 16 MiB (as gloo here)."""
-    sizes = [2**k for k in range(10, 27)]
-
-    def curve(n: float) -> float:
-        return 3e-3 if n <= 2**20 else 2e-3 + n / 1e9 if n <= 2**24 else 2e-3 + 2**24 / 1e9 + (n - 2**24) / 0.5e9
-
-    times = [curve(n) for n in sizes]
-    pieces = local_lines(sizes, times)
-    assert [lo for lo, _, _ in pieces][0] == 0 and pieces[-1][1] is None
-    assert all(hi == nxt for (_, hi, _), (nxt, _, _) in zip(pieces, pieces[1:]))  # contiguous, no gap, no overlap
-    for n, (lo, hi, fit) in zip(sizes, pieces):
-        assert lo <= n < (hi or np.inf)
-        # a line through a point and its two neighbours: exact on a straight stretch, near it at the two bends
-        assert float(fit.predict([n])[0]) == pytest.approx(curve(n), rel=0.25)
-    exact = [n for n in sizes if n <= 2**19 or 2**22 <= n <= 2**23]
-    for n in exact:
-        fit = next(f for lo, hi, f in pieces if lo <= n < (hi or np.inf))
-        assert float(fit.predict([n])[0]) == pytest.approx(curve(n), rel=1e-6)
-    one = fit_alpha_beta(sizes, times)
-    assert max(abs(float(one.predict([n])[0]) / curve(n) - 1) for n in sizes) > 0.3  # what the pieces are for
-
-
-def test_local_lines_refuse_repeated_sizes():
-    with pytest.raises(CollsimError, match="each size must appear once"):
-        local_lines([1, 1, 2], [1.0, 1.0, 2.0])
-
-
 def test_rate_of_differences_allows_noise_below_zero():
     sizes = [2**20, 2**21, 2**22, 2**23]
     extra = [n * 3e-10 for n in sizes]
@@ -97,3 +69,26 @@ def test_rate_of_differences_allows_noise_below_zero():
     assert fit_rate(sizes, extra, differences=True) == pytest.approx(3e-10, rel=0.15)
     with pytest.raises(CollsimError, match="finite number > 0"):
         fit_rate(sizes, extra)
+
+
+def test_piecewise_calibration_cuts_message_sizes_into_regimes():
+    """A 3 ms floor up to 256 KiB, then 1 ms + n / 1 GB/s, then 0.4 GB/s above 8 MiB (as gloo here, sharper)."""
+    from simulator.profile_adapter import ProfileAdapter
+    from verify.calibrate import combine
+
+    def curve(n: float) -> float:
+        return 3e-3 if n <= 2**18 else 1e-3 + n / 1e9 if n <= 2**23 else n / 0.4e9
+
+    sizes = [2**k for k in range(10, 27)]
+    results = [{"rank": r, "pair": (r, 1 - r), "pattern": "executor", "one_way_s": {n: curve(n) for n in sizes}}
+               for r in (0, 1)]
+    line = combine(results, "gloo")
+    assert line.profile().segments == () and line.profile().segments_by == "call"
+    profile = combine(results, "gloo", segments=3).profile()
+    assert profile.segments_by == "message" and len(profile.segments) == 3
+    adapter = ProfileAdapter(profile)
+    errors = [abs(adapter.message_regime(n)[0] + n / adapter.message_regime(n)[1] - curve(n)) / curve(n) for n in sizes]
+    assert max(errors) < 1e-6
+    assert [s.max_bytes for s in profile.segments] == [round((2**18 * 2**19) ** 0.5), round((2**23 * 2**24) ** 0.5), None]
+    one = max(abs(line.fit.predict([n])[0] - curve(n)) / curve(n) for n in sizes)
+    assert one > 0.3  # what the segments are for
