@@ -42,13 +42,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--segments", type=int, default=3, help="message-size ranges of the profile (default 3)")
     ap.add_argument("--repeats", type=int, default=3, help="calibrate-then-compare rounds (default 3)")
     ap.add_argument("--budget", type=float, default=1.0, help="seconds of timing per size (default 1)")
+    ap.add_argument("--iters", type=int, default=20, help="most timed iterations per size, both sides (default 20)")
     ap.add_argument("--json", metavar="PATH", help="also write every round's rows as JSON")
     args = ap.parse_args(argv)
     sizes, cal_sizes = tuple(parse_size_range(args.sizes)), tuple(parse_size_range(args.cal_sizes))
     rounds, started = [], time.time()
     for repeat in range(args.repeats):
         for p in parse_rank_range(args.ranks):
-            rounds.append(_round(repeat, p, sizes, cal_sizes, args.budget, args.segments))
+            rounds.append(_round(repeat, p, sizes, cal_sizes, args.budget, args.segments, args.iters))
             r = rounds[-1]
             print(f"# round {repeat + 1} p={p} load {r['load_before']:.2f} -> {r['load_after']:.2f}: "
                   + ", ".join(f"{op} {r['ops'][op]['engine']:.0f}%" for op in OPS), flush=True)
@@ -70,15 +71,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _round(repeat: int, p: int, sizes: tuple[int, ...], cal_sizes: tuple[int, ...], budget: float, segments: int) -> dict:
+def _round(repeat: int, p: int, sizes: tuple[int, ...], cal_sizes: tuple[int, ...], budget: float, segments: int,
+           iters: int) -> dict:
     """Calibrate in one world, time the three ring ops in a fresh one, and compare."""
     load_before = os.getloadavg()[0]
-    req = CalibrateRequest(sizes=cal_sizes, pattern="executor", time_budget_s=budget)
+    req = CalibrateRequest(sizes=cal_sizes, iters=iters, pattern="executor", time_budget_s=budget)
     cal = combine(run_local(pingpong_job, p, "gloo", 120.0, (req,)), "gloo", segments)
     profile = cal.profile()
     line = LinkProfile(cal.fit.alpha_s, cal.fit.bandwidth_Bps, cal.gamma_s_per_byte, "one line")
     vreq = VerifyRequest(cases=tuple((op, "ring", {"chunks": 1}) for op in OPS), sizes=sizes, timing=True, native=False,
-                         time_native=False, time_budget_s=budget, check_limit=4 * 2**20)
+                         time_native=False, time_budget_s=budget, iters=iters,
+                         check_limit=4 * 2**20)
     records = run_local(verify_job, p, "gloo", 120.0, (vreq,))[0]
     ops = {}
     for op in OPS:
