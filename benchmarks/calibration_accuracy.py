@@ -15,6 +15,8 @@
    Errors over sizes >= 1 MiB, as in benchmarks/preset_accuracy.py.
 
 No number here is an error on sizes a fit was trained on, except the `train` column, labelled so.
+predict's NVLS step cost (benchmarks/nvls_step.py) is, for every row, the value fitted on the NVLS
+logs other than the ones that row calibrates on or predicts.
 `--write-docs` rewrites the tables in docs/accuracy.md between its calibration markers.
 """
 
@@ -39,6 +41,7 @@ from simulator.topology.presets import build_preset
 from simulator.topology.spec import parse_topology
 
 from .docs_block import replace_block
+from .nvls_step import fit_without, nvls_data
 from .preset_accuracy import CASES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,12 +54,13 @@ def _err(predicted, measured) -> np.ndarray:
     return np.abs((np.asarray(predicted) - measured) / measured * 100)
 
 
-def size_holdout(path: Path, spec: str) -> dict:
+def size_holdout(path: Path, spec: str, nvls_step_s: float | None = None) -> dict:
     """Fit on sizes <= 16 MiB, report the error on sizes >= 64 MiB."""
     log = read_log(path)
     sizes, times = _unique(log.measurements())
     train = sizes <= TRAIN_MAX
-    report = fit_calibration(parse_topology(spec), log.op, log.ranks, sizes, times, train, path.name)
+    report = fit_calibration(parse_topology(spec), log.op, log.ranks, sizes, times, train, path.name,
+                             nvls_step_s=nvls_step_s)
     test = sizes >= TEST_MIN
     cal, before = _err(report.predicted[test], times[test]), _err(report.before[test], times[test])
     train_log = [(int(s), float(t)) for s, t in zip(sizes[train], times[train])]
@@ -73,19 +77,22 @@ def size_holdout(path: Path, spec: str) -> dict:
             "identified": list(report.calibration.identified), "calibration": report.calibration.to_dict()["parameters"]}
 
 
-def node_transfer(one: Path, two: Path, spec: str) -> dict:
+def node_transfer(one: Path, two: Path, spec: str, nvls_step_s: float | None = None) -> dict:
     """Calibrate on the one-node log (all sizes), predict the two-node log (sizes >= 1 MiB)."""
     src = read_log(one)
     sizes, times = _unique(src.measurements())
     base = parse_topology(src_spec := next(c.new_spec for c in CASES if one.name.startswith(c.prefix)))
-    cal = fit_calibration(base, src.op, src.ranks, sizes, times, np.ones(len(sizes), bool), one.name).calibration
+    cal = fit_calibration(base, src.op, src.ranks, sizes, times, np.ones(len(sizes), bool), one.name,
+                          nvls_step_s=nvls_step_s).calibration
     dst = read_log(two)
     dsizes, dtimes = _unique(dst.measurements())
     keep = dsizes >= NODE_MIN
     preset, nodes, net = parse_topology(spec).preset
     target = apply(build_preset(preset.name, nodes, net), cal)
-    calibrated = np.array([r.time_s for r in predict(target, dst.op, dsizes[keep].astype(int), ranks=dst.ranks)])
-    plain = np.array([r.time_s for r in predict(parse_topology(spec), dst.op, dsizes[keep].astype(int), ranks=dst.ranks)])
+    calibrated = np.array([r.time_s for r in predict(target, dst.op, dsizes[keep].astype(int), ranks=dst.ranks,
+                                                     nvls_step_s=nvls_step_s)])
+    plain = np.array([r.time_s for r in predict(parse_topology(spec), dst.op, dsizes[keep].astype(int), ranks=dst.ranks,
+                                                nvls_step_s=nvls_step_s)])
     ce, pe = _err(calibrated, dtimes[keep]), _err(plain, dtimes[keep])
     return {"from": one.name, "from_preset": src_spec, "to": two.name, "to_preset": spec,
             "median_abs_pct": float(np.median(ce)), "worst_abs_pct": float(np.max(ce)),
@@ -126,11 +133,15 @@ def main(argv: list[str] | None = None) -> int:
     only = set(args.only.split(",")) if args.only else None
     found = {case.prefix: (case, paths[0]) for case in CASES
              if (paths := sorted(Path(args.data).glob(case.prefix + "*.txt"))) and (only is None or case.prefix[:2] in only)}
+    every = [(case.prefix, case.new_spec, paths[0]) for case in CASES
+             if (paths := sorted(Path(args.data).glob(case.prefix + "*.txt")))]
+    nvls = nvls_data(every)
     sizes = []
     for case, path in found.values():
-        sizes.append(size_holdout(path, case.new_spec))
+        sizes.append(size_holdout(path, case.new_spec, fit_without(nvls, {case.prefix})))
         print(f"{path.name}: {sizes[-1]['median_abs_pct']:.1f}% median on sizes >= 64 MiB", file=sys.stderr)
-    nodes = [node_transfer(found[a][1], found[b][1], spec) for a, b, spec in TRANSFERS if a in found and b in found]
+    nodes = [node_transfer(found[a][1], found[b][1], spec, fit_without(nvls, {a, b}))
+             for a, b, spec in TRANSFERS if a in found and b in found]
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print("Fit on sizes <= 16 MiB, predict sizes >= 64 MiB: median/worst |error| %")
     print(table(["log", "preset", "train med", "calibrated med/worst", "preset med/worst", "alpha-beta", "bounded alpha-beta"],

@@ -282,7 +282,7 @@ def for_protocol(topology: Topology, proto: str) -> Topology:
     return topology if cal is None else apply(topology.uncalibrated, cal, proto)
 
 
-def _times(topology: Topology, op: str, ranks: int, sizes, cal: Calibration) -> np.ndarray:
+def _times(topology: Topology, op: str, ranks: int, sizes, cal: Calibration, nvls_step_s: float = 0.0) -> np.ndarray:
     """Per size, per candidate (ring / tree) seconds of `predict` under `cal`: shape (sizes, 2), inf where absent."""
     from .predict import candidates, machine_of, run_pick
 
@@ -292,7 +292,7 @@ def _times(topology: Topology, op: str, ranks: int, sizes, cal: Calibration) -> 
     for i, size in enumerate(sizes):
         for j, (algo, proto) in enumerate(candidates(system, op, int(size))):
             out[i, j] = run_pick(machines[proto], system, per_node, op, int(size), ranks, algo, proto, "float32",
-                                 cal.net_step_s, cal.intra_step_s).time_s
+                                 cal.net_step_s, cal.intra_step_s, nvls_step_s).time_s
     return out
 
 
@@ -317,9 +317,15 @@ def _box_lstsq(a: np.ndarray, y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> 
 
 
 def fit_calibration(topology: Topology, op: str, ranks: int, sizes, measured, train, source: str = "",
-                    rounds: int = ROUNDS) -> FitReport:
-    """Fit a preset machine's free parameters to the measured times at the training sizes (see module docstring)."""
+                    rounds: int = ROUNDS, nvls_step_s: float | None = None) -> FitReport:
+    """Fit a preset machine's free parameters to the measured times at the training sizes (see module docstring).
+
+    `nvls_step_s` is predict's NVLS step cost (default NVLS_STEP_FIT); it is not fitted here.
+    """
+    from .nccl_channels import NVLS_STEP_FIT
     from .predict import candidates, machine_of
+
+    nvls_step = NVLS_STEP_FIT[0] if nvls_step_s is None else nvls_step_s
 
     if topology.preset is None:
         raise CollsimError(f"preset: {topology.name} is not a preset machine; expected e.g. p5 or dgx-h100:nodes=2")
@@ -338,18 +344,18 @@ def fit_calibration(topology: Topology, op: str, ranks: int, sizes, measured, tr
     if system.nodes > 1:
         active += [3 + PROTOCOLS.index(p) for p in PROTOCOLS if p in ran] + [7]
     ts, tt = sizes[train], measured[train]
-    before = _times(topology, op, ranks, sizes, cal).min(axis=1)
+    before = _times(topology, op, ranks, sizes, cal, nvls_step).min(axis=1)
     identified: set[int] = set()
     for _ in range(rounds):
         x0 = cal.vector
-        base = _times(topology, op, ranks, ts, cal)
+        base = _times(topology, op, ranks, ts, cal, nvls_step)
         slopes = np.zeros((len(ts), 2, len(PARAMS)))
         for i in active:
             x = x0.copy()
-            step = DELTAS[i] if x0[i] + DELTAS[i] <= hi[i] else -DELTAS[i]  # stay inside the bounds
-            x[i] += step
+            delta = DELTAS[i] if x0[i] + DELTAS[i] <= hi[i] else -DELTAS[i]  # stay inside the bounds
+            x[i] += delta
             with np.errstate(invalid="ignore"):
-                slopes[:, :, i] = (_times(topology, op, ranks, ts, cal.with_vector(x)) - base) / step
+                slopes[:, :, i] = (_times(topology, op, ranks, ts, cal.with_vector(x), nvls_step) - base) / delta
         slopes = np.nan_to_num(slopes, nan=0.0, posinf=0.0, neginf=0.0)
         # a latency is identified when it moves some training time by at least 0.1% over its range; an efficiency
         # when its protocol is bandwidth-bound at some training size (the bandwidth term is >= half the time there),
@@ -375,7 +381,7 @@ def fit_calibration(topology: Topology, op: str, ranks: int, sizes, measured, tr
                 break
             x = new
         cal = cal.with_vector(np.clip(x, lo, hi))
-    predicted = _times(topology, op, ranks, sizes, cal).min(axis=1)
+    predicted = _times(topology, op, ranks, sizes, cal, nvls_step).min(axis=1)
     cal = replace(cal, identified=tuple(PARAMS[i] for i in sorted(identified)))
     report = FitReport(cal, sizes, measured, predicted, train, before)
     fit = {"op": op, "ranks": ranks, "train_bytes": [int(ts.min()), int(ts.max())], "train_sizes": int(train.sum()),

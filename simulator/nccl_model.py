@@ -19,18 +19,18 @@ import numpy as np
 from .collective import busbw_factor, normalize_op
 from .errors import CollsimError
 
-ALGORITHMS = ("tree", "ring", "nvls")
+ALGORITHMS = ("tree", "ring", "nvls", "pat")
 PROTOCOLS = ("LL", "LL128", "Simple")
 ARCHS = ("volta", "ampere", "hopper", "blackwell")
 LINKS = ("nvlink", "pcie")
 OPS = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce")
 
 # tuning.cc: latencies in us; index [algorithm][protocol].
-BASE_LAT = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0)}
+BASE_LAT = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0), "pat": (8.0, 8.0, 8.0)}
 HW_LAT = {
-    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0.0, 0.0, 25.0)},
-    "pcie": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "nvls": (0.0, 0.0, 0.0)},
-    "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvls": (0.0, 0.0, 18.0)},
+    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0.0, 0.0, 25.0), "pat": (0.0, 0.0, 4.0)},
+    "pcie": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "nvls": (0.0, 0.0, 0.0), "pat": (0.0, 0.0, 4.0)},
+    "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvls": (0.0, 0.0, 18.0), "pat": (0.0, 0.0, 14.0)},
 }
 # Per GPU generation, per node-count class (1 node, 2 nodes, more): GB/s.
 LL_MAX_BW = {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0), "hopper": (141.0, 45.0, 35.0),
@@ -78,6 +78,7 @@ class System:
     net_overhead_us: float = 1.0           # tuning.cc getNetOverhead: 1 us on Intel x86, 2 on AMD
     net_latency_us: float = 0.0            # the graph's latencyInter (0 unless the network plugin reports one)
     amd_cpu: bool = False
+    protocols: tuple[str, ...] | None = None  # NCCL_PROTO: the protocols NCCL may pick (None: every one it enables)
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -94,6 +95,8 @@ class System:
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise CollsimError(f"{flag}: {value!r} is not a bandwidth; expected GB/s > 0")
+        if self.protocols is not None and (not self.protocols or not set(self.protocols) <= set(PROTOCOLS)):
+            raise CollsimError(f"proto: {self.protocols!r} is not a set of protocols; expected some of {', '.join(PROTOCOLS)}")
         eff = self.nvls_efficiency
         if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not 0 < eff <= 1:
             raise CollsimError(f"nvls-efficiency: {eff!r} is not a fraction; expected a number in (0, 1]")
@@ -166,6 +169,10 @@ def _enabled(system: System, op: str, algo: str, proto: str) -> bool:
         return False
     if algo == "nvls" and (not system.nvls_enabled or op not in ("allreduce", "allgather", "reduce_scatter") or proto != "Simple"):
         return False
+    if system.protocols is not None and proto not in system.protocols:
+        return False
+    if algo == "pat":  # tuning.cc ncclPatEnable: one GPU per node; allgather and reduce-scatter, Simple only
+        return system.gpus_per_node == 1 and op in ("allgather", "reduce_scatter") and proto == "Simple"
     return proto != "LL128" or system.link == "nvlink"  # tuning.cc enables LL128 by default only over NVLink
 
 
@@ -186,6 +193,8 @@ def _algo_bw(system: System, op: str, algo: str, proto: str, nsteps: int) -> flo
         bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), nch * PER_CH_MAX_TREE_LL128[arch][scale])
     if algo == "nvls":
         bus *= system.nvls_efficiency
+    if algo == "pat":
+        bus *= 0.75
     if not (algo != "ring" and op in ("allgather", "reduce_scatter")):
         bus *= system.ranks / nsteps if algo == "ring" else 5.0 / 6.0 if algo == "nvls" else 0.5
     return bus
@@ -204,6 +213,8 @@ def _latency(system: System, op: str, algo: str, pi: int, nsteps: int) -> float:
         return lat + 2 * ((p // nodes - 1) * intra_lat + _log2i(nodes) * inter_lat)
     if algo == "nvls":
         return intra_lat + (inter_lat if nodes > 1 else 0.0)
+    if algo == "pat":  # "log latency" plus "still a linear part" (tuning.cc)
+        return lat + _log2i(nodes) * (inter_lat / 3.5) + p * 2.8
     if op in ("broadcast", "reduce"):  # ring, NCCL's sameChannels case
         return lat + HW_LAT[intra_hw if nodes == 1 else "net"]["ring"][pi]
     overhead = system.net_overhead_us * (3 if PROTOCOLS[pi] == "Simple" else 1) if nodes > 1 else 0.0

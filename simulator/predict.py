@@ -3,7 +3,8 @@
 For each size: NCCL's own tuning model (simulator/nccl_model.py) picks (algorithm, protocol) for
 the machine the preset describes; the pick becomes a schedule collsim can check and time:
 
-- ring -> `nccl_ring` with NCCL's channel count, rings in rail-aware orders (every NIC used);
+- ring -> `nccl_ring` with NCCL's channel count for the size (simulator/nccl_channels.py), rings in
+  rail-aware orders (every NIC used);
 - tree (or NVLS-tree) across nodes -> `rails`, the pipelined two-level allreduce with one
   inter-node ring per rail, which moves what NCCL's trees move between nodes;
 - one node, allreduce, NVLS (Hopper and later on an NVSwitch) -> `simulator/nvls.py`: the switch is a
@@ -25,6 +26,7 @@ from .calibration import for_protocol
 from .collective import Collective, normalize_op
 from .engine import EngineOptions, simulate
 from .errors import CollsimError
+from .nccl_channels import NVLS_STEP_FIT, collective_channels, nvls_extra_steps
 from .nccl_model import HW_LAT, LL_MAX_BW, NVLS_EFFICIENCY, PROTOCOLS, System, predict_times
 from .nvls import nvls_allreduce, switch_view, timing_view
 from .protocols import protocol, with_step_latency
@@ -66,8 +68,15 @@ def machine_of(topology: Topology, ranks: int) -> tuple[System, int]:
         raise CollsimError(f"ranks: {ranks} ranks on {nodes} nodes of {per_node} GPUs; expected a multiple of {per_node}")
     else:
         nodes = ranks // per_node
-    system = System(m.arch, per_node, nodes, m.link, nic_bw_GBps=NETWORKS[net][0] / 1e9, nics_per_node=m.nics_per_node)
+    system = System(m.arch, per_node, nodes, m.link, nic_bw_GBps=NETWORKS[net][0] / 1e9, nics_per_node=m.nics_per_node,
+                    protocols=m.protocols, nvls=m.nvls)
     return system, per_node
+
+
+def pipeline_chunks(topology: Topology, size: int, per_node: int) -> int:
+    """Pipeline chunks of the `rails` tree: one per NCCL_BUFFSIZE per GPU of a node (the machine's, else 4 MiB), 1..32."""
+    buffsize = topology.preset[0].machine.buffsize if topology.preset is not None else PIPELINE_CHUNK
+    return int(np.clip(size // (buffsize * per_node), 1, MAX_PIPELINE))
 
 
 def nccl_pick(system: System, op: str, size: int, proto: str | None = None,
@@ -86,13 +95,14 @@ def nccl_pick(system: System, op: str, size: int, proto: str | None = None,
 
 
 def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto: str | None = None,
-            dtype: str = "float32", net_extra_s: float | None = None) -> list[Prediction]:
+            dtype: str = "float32", net_extra_s: float | None = None, nvls_step_s: float | None = None) -> list[Prediction]:
     """One Prediction per size (nccl-tests' size meaning).
 
     `net_extra_s` is added to NCCL's per-step network latency; default: a calibrated topology's value
     (simulator/calibration.py), else the preset network's fitted value (NET_STEP_FIT, 0 for networks
     without one). A calibrated topology also adds its intra-node step latency. benchmarks/preset_accuracy.py passes
-    leave-one-out values so that no log is predicted with a constant fitted to it.
+    leave-one-out values so that no log is predicted with a constant fitted to it. `nvls_step_s` is the
+    cost of one NVLS pipeline step (simulator/nccl_channels.py; default NVLS_STEP_FIT), passed the same way.
     """
     op = normalize_op(op)
     if op not in OPS:
@@ -108,10 +118,11 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
         if calibration is not None:
             net_extra_s = calibration.net_step_s
     intra_extra_s = calibration.intra_step_s if calibration is not None else 0.0
+    nvls_step_s = NVLS_STEP_FIT[0] if nvls_step_s is None else nvls_step_s
     out = []
     for size in sizes:
         rows = [run_pick(for_protocol(topology, proto_used), system, per_node, op, int(size), ranks, algo, proto_used, dtype, net_extra_s,
-                         intra_extra_s) for algo, proto_used in candidates(system, op, int(size), proto)]
+                         intra_extra_s, nvls_step_s) for algo, proto_used in candidates(system, op, int(size), proto)]
         out.append(min(rows, key=lambda r: r.time_s))
     return out
 
@@ -132,21 +143,28 @@ def candidates(system: System, op: str, size: int, proto: str | None = None) -> 
 
 
 def run_pick(topology: Topology, system: System, per_node: int, op: str, size: int, ranks: int, algo: str, proto: str,
-             dtype: str = "float32", net_extra_s: float = 0.0, intra_extra_s: float = 0.0) -> Prediction:
-    """Time one (algorithm, protocol) pick with the engine; the extras are added to NCCL's per-step latencies."""
+             dtype: str = "float32", net_extra_s: float = 0.0, intra_extra_s: float = 0.0,
+             nvls_step_s: float = 0.0) -> Prediction:
+    """Time one (algorithm, protocol) pick with the engine; the extras are added to NCCL's per-step latencies.
+
+    Ring and tree run on the channels NCCL gives a call of this size (simulator/nccl_channels.py); each
+    channel carries 1/n_channels of the graph's bandwidth, so fewer channels move the bytes slower.
+    """
     multinode = system.nodes > 1
     if algo == "nvls" and not multinode and op == "allreduce":
-        return run_nvls(topology, system, size, ranks, dtype, intra_extra_s)
+        return run_nvls(topology, system, size, ranks, dtype, intra_extra_s, nvls_step_s)
+    channels = collective_channels(system, "tree" if algo in ("tree", "nvls") else "ring", proto, size)[0]
     if multinode and op == "allreduce" and algo in ("tree", "nvls"):
         family, name = "tree", "rails"
-        params = {"group": per_node, "pipeline": int(np.clip(size // (PIPELINE_CHUNK * per_node), 1, MAX_PIPELINE))}
+        params = {"group": per_node, "pipeline": pipeline_chunks(topology, size, per_node)}
     else:
         family, name = "ring", "nccl_ring"
         # channels beyond the GPUs of a node repeat the same orders (same links, same NICs): the engine runs
         # min(C, G) rings carrying the same bytes, which times the same under max-min sharing.
-        params = {"channels": min(system.n_channels, per_node), "node": per_node}
+        params = {"channels": min(channels, per_node), "node": per_node}
     cost = protocol(proto if algo != "nvls" else "Simple", family, system.link, multinode)
-    cost = replace(cost, net_s=cost.net_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s)
+    cost = replace(cost, net_s=cost.net_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s,
+                   byte_factor=cost.byte_factor * system.n_channels / channels)  # a channel's share of the graph
     if cost.name == "LL" and not multinode:  # tuning.cc caps LL's bus bandwidth at llMaxBw (one node)
         link_bw = topology.path_cost(0, 1)[1]
         cost = replace(cost, byte_factor=max(cost.byte_factor, link_bw / (LL_MAX_BW[system.arch][0] * 1e9)))
@@ -154,17 +172,19 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
     schedule = build_schedule(coll, name, **params)
     machine = with_step_latency(topology, cost.intra_s, cost.net_s)
     trace = simulate(schedule, machine, EngineOptions(ports=0, messages=cost.messages()))
-    return Prediction(size, coll.count, algo, cost.name, name, system.n_channels, cost.base_s + trace.time,
+    return Prediction(size, coll.count, algo, cost.name, name, channels, cost.base_s + trace.time,
                       trace.time, cost.base_s)
 
 
 def run_nvls(topology: Topology, system: System, size: int, ranks: int, dtype: str = "float32",
-             intra_extra_s: float = 0.0) -> Prediction:
+             intra_extra_s: float = 0.0, step_s: float = 0.0) -> Prediction:
     """Time NVLS allreduce on one node: the NVSwitch reduces and multicasts (simulator/nvls.py).
 
     The switch's links run at NCCL's nvlsEfficiency of their bandwidth; NCCL's NVLS latency (tuning.cc:
     hwLat[NVLINK][NVLS][Simple], no base), plus a calibrated intra-node step latency, is added once; the
-    shards are pipelined in NCCL_BUFFSIZE pieces.
+    shards are pipelined in NCCL_BUFFSIZE pieces. NCCL runs nvlsChannels channels and cuts each channel's
+    share into chunks that shrink with the size (simulator/nccl_channels.py); `step_s` is charged for each
+    step a channel takes beyond those of the largest chunk, whose cost tuning.cc's nvlsEfficiency includes.
     """
     coll = Collective("allreduce", ranks, size, dtype)
     chunks = int(np.clip(size // PIPELINE_CHUNK, 1, MAX_PIPELINE))
@@ -175,5 +195,7 @@ def run_nvls(topology: Topology, system: System, size: int, ranks: int, dtype: s
     machine = switch_view(getattr(topology, "uncalibrated", topology), ranks, NVLS_EFFICIENCY[system.arch])
     trace = simulate(timing_view(schedule), machine, EngineOptions(ports=0))
     base_s = HW_LAT["nvlink"]["nvls"][PROTOCOLS.index("Simple")] * 1e-6 + intra_extra_s
-    return Prediction(size, coll.count, "nvls", "Simple", "nvls", system.n_channels, base_s + trace.time,
+    base_s += step_s * nvls_extra_steps(system, size)
+    channels = collective_channels(system, "nvls", "Simple", size)[0]
+    return Prediction(size, coll.count, "nvls", "Simple", "nvls", channels, base_s + trace.time,
                       trace.time, base_s)

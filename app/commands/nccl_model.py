@@ -17,10 +17,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "nccl-model", help="NCCL's own tuning model: time per algorithm/protocol and NCCL's pick",
         description="NCCL's own cost model (src/graph/tuning.cc): for each size, the time NCCL predicts for\n"
-                    "every (algorithm, protocol) it would consider (Tree, Ring, NVLS x LL, LL128, Simple) and the\n"
-                    "one it picks. What NCCL's topology search finds (channels x bandwidth per GPU) is an input:\n"
-                    "by default NVLink lanes x NCCL's per-lane figure, or PCI_BW for PCIe, capped by the NICs\n"
-                    "across nodes. --compare LOG puts NCCL's pick next to an nccl-tests log, size by size.",
+                    "every (algorithm, protocol) it would consider (Tree, Ring, NVLS x LL, LL128, Simple; PAT with\n"
+                    "Simple at one GPU per node) and the one it picks. What NCCL's topology search finds (channels x\n"
+                    "bandwidth per GPU) is an input: by default NVLink lanes x NCCL's per-lane figure, or PCI_BW for\n"
+                    "PCIe, capped by the NICs across nodes. --compare LOG puts NCCL's pick next to an nccl-tests log, size by size.",
         epilog="examples: collsim nccl-model --gpus 8 --nodes 2 --arch hopper\n"
                "          collsim nccl-model --gpus 8 --arch ampere --op allgather --size 1KiB:1GiB:4\n"
                "          collsim nccl-model --gpus 8 --arch hopper --compare LOG --json")

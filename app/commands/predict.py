@@ -32,7 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                "  collsim predict --preset hgx-b200 --op allgather --size 64KiB:1GiB:4 --proto Simple\n"
                "  collsim predict --preset dgx-h100:nodes=2 --nccl-log h100x2.txt --json\n"
                f"machine presets: {machines}")
-    p.add_argument("--preset", required=True, help="a machine preset, NAME or NAME:nodes=N[,net=NET]")
+    p.add_argument("--preset", required=True, help="a machine preset, NAME or NAME:nodes=N[,net=NET] "
+                   "(rtx4090-pcie also takes shm=RATE, its SHM load rate per GPU)")
     p.add_argument("--op", default="allreduce", help=f"{', '.join(OPS)} (default allreduce)")
     p.add_argument("--size", default="1MiB:8GiB", help="sizes START:END[:FACTOR] or a list (nccl-tests meaning; default 1MiB:8GiB)")
     p.add_argument("--ranks", type=int, help="ranks (default: every GPU of the preset)")

@@ -225,7 +225,8 @@ def ring_schedule(coll: Collective, reduce_scatter: bool, allgather: bool, chunk
 # reduce-scatter: (p-1) k max(a, g) + min(a, g) (exact in every case tested). Allreduce: 2(p-1) k a
 # if g <= a (exact in every case tested); if g > a the allgather can only start as the last
 # reductions finish: max((p-1) k g + p a, (p-1) k (a + g) - (k-1) g + a), an estimate (exact for
-# p >= 3 in the cases tested, within 25% everywhere in tests/simulator/test_cost.py).
+# p >= 3 in the cases tested, within 25% everywhere in tests/simulator/test_cost.py), and never below
+# 2(p-1) k a, the time at g = a: just above g = a the two terms alone are up to (k-2) a too fast.
 
 def _ring_exact(p: int, model: LinkModel, chunks: int = 1) -> bool:
     return chunks == 1 or model.gamma == 0
@@ -241,8 +242,9 @@ def _allreduce_cost(p, n, m, chunks=1):
     a, g = _ring_chunk(p, n, m, chunks)
     if chunks == 1:
         return 2 * (p - 1) * a + (p - 1) * g
+    ports = 2 * (p - 1) * chunks * a
     slow_reducer = np.maximum((p - 1) * chunks * g + p * a, (p - 1) * chunks * (a + g) - (chunks - 1) * g + a)
-    return np.where(g <= a, 2 * (p - 1) * chunks * a, slow_reducer)
+    return np.where(g <= a, ports, np.maximum(slow_reducer, ports))  # a slower reducer never makes it faster
 
 
 def _allgather_cost(p, n, m, chunks=1):

@@ -146,11 +146,23 @@ def btree_parent(p: int, rank: int) -> int:
 
 def dtree_parents(p: int) -> tuple[list[int], list[int]]:
     """Parents in NCCL's two trees (ncclGetDtree): tree 2 is tree 1 shifted by one rank (p odd) or mirrored (p even)."""
-    first = [btree_parent(p, r) for r in range(p)]
+    first, second = dtree_parent_arrays(p)
+    return first.tolist(), second.tolist()
+
+
+def dtree_parent_arrays(p: int) -> tuple[np.ndarray, np.ndarray]:
+    """`dtree_parents` as numpy arrays: `btree_parent` for every rank at once."""
+    rank = np.arange(p, dtype=np.int64)
+    bit = rank & -rank
+    up = (rank ^ bit) | (bit << 1)
+    first = np.where(up < p, up, rank ^ bit)
+    first[:1] = -1
     if p % 2:
-        second = [-1 if (u := first[(r - 1) % p]) < 0 else (u + 1) % p for r in range(p)]
+        u = first[(rank - 1) % p]
+        second = np.where(u < 0, -1, (u + 1) % p)
     else:
-        second = [-1 if (u := first[p - 1 - r]) < 0 else p - 1 - u for r in range(p)]
+        u = first[p - 1 - rank]
+        second = np.where(u < 0, -1, p - 1 - u)
     return first, second
 
 
@@ -181,30 +193,55 @@ def tree_depths(parent: list[int]) -> list[int]:
 
 @lru_cache(maxsize=4096)
 def dtree_counts(p: int) -> tuple[tuple[tuple[int, int], ...], int]:
-    """Per tree, the messages on its critical path going up and coming down (k = 1), and the period P."""
-    counts, load = [], [0] * p
-    for parent in dtree_parents(p):
-        children: list[list[int]] = [[] for _ in range(p)]
-        for r, u in enumerate(parent):
-            if u >= 0:
-                children[u].append(r)
-                load[r] += 1
-                load[u] += 1
-        depth = tree_depths(parent)
-        order = sorted(range(p), key=lambda r: depth[r])
-        up = [0] * p
-        for r in reversed(order):  # leaves first
-            t = 0
-            for c in sorted(children[r], key=lambda c: up[c]):
-                t = max(t, up[c]) + 1
-            up[r] = t
-        down = [0] * p
-        for r in order:
-            for i, c in enumerate(sorted(children[r], key=lambda c: (depth[c], c))):
-                down[c] = down[r] + i + 1
-        root = parent.index(-1)
-        counts.append((up[root], max(down)))
-    return tuple(counts), max(load)
+    """Per tree, the messages on its critical path going up and coming down (k = 1), and the period P.
+
+    Going up, a node takes its children's messages one after the other, earliest-ready first, then
+    sends: with children ready at u_(1) <= ... <= u_(c) it sends at max_i (u_(i) + c - i + 1).
+    Coming down it sends to its children in rank order, the i-th (from 1) getting it i messages
+    after the node itself. Both are computed for all nodes at once, level after level (numpy).
+    """
+    load = np.zeros(p, dtype=np.int64)
+    counts = []
+    for par in dtree_parent_arrays(p):
+        child = np.flatnonzero(par >= 0)
+        load += np.bincount(child, minlength=p) + np.bincount(par[child], minlength=p)
+        up, down = _tree_up_down(par, child)
+        counts.append((int(up[par < 0][0]), int(down.max())))
+    return tuple(counts), int(load.max())
+
+
+def _tree_up_down(par: np.ndarray, child: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Messages from the leaves up to each node (`up`) and from the root down to it (`down`), for one tree."""
+    p = par.size
+    by_parent = child[np.argsort(par[child], kind="stable")]  # children grouped by parent, each group by rank
+    owner = par[by_parent]
+    first = np.searchsorted(owner, owner)  # where each child's group starts
+    pos = np.arange(by_parent.size) - first  # rank order among siblings, from 0
+    width = int(pos.max()) + 1 if pos.size else 1
+    table = np.full((p, width), -1, dtype=np.int64)  # each node's children, -1 for none
+    table[owner, pos] = by_parent
+    order = np.zeros(p, dtype=np.int64)
+    order[by_parent] = pos + 1
+    has, shift = table >= 0, width - np.arange(width)
+    none = np.iinfo(np.int64).min // 2
+    depth = np.zeros(p, dtype=np.int64)
+    for _ in range(p):  # round h settles the nodes at depth h
+        new = np.where(par >= 0, depth[par] + 1, 0)
+        if np.array_equal(new, depth):
+            break
+        depth = new
+    levels = [np.flatnonzero(depth == h) for h in range(int(depth.max()) + 1)]
+    up, down = np.zeros(p, dtype=np.int64), np.zeros(p, dtype=np.int64)
+    for nodes in reversed(levels):  # deepest first; leaves stay at 0
+        ready = np.where(has[nodes], up[table[nodes]], none)
+        if width == 2:  # NCCL's trees: the sort of two is a min and a max
+            early, late = np.minimum(ready[:, 0], ready[:, 1]), np.maximum(ready[:, 0], ready[:, 1])
+            up[nodes] = np.maximum(np.maximum(early + 2, late + 1), 0)
+        else:
+            up[nodes] = np.maximum(np.max(np.sort(ready, axis=1) + shift, axis=1), 0)
+    for nodes in levels[1:]:
+        down[nodes] = down[par[nodes]] + order[nodes]
+    return up, down
 
 
 def _dbt_exact(p: int, model: LinkModel, chunks: int = 1) -> bool:

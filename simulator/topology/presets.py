@@ -29,9 +29,10 @@ NETWORKS = {
 
 # FITTED, not published: extra latency per network step (s) on top of NCCL's tuning.cc figure, and what it was
 # fitted to. Made by `python -m benchmarks.preset_accuracy --fit` (median |error| over sizes >= 1 MiB on the
-# logs named); docs/accuracy.md reports each log with the value fitted on the *other* logs only. Empty: the one
-# candidate (efa100: 100 us on logs 02 + 03) did not carry from one EFA log to the other (leave-one-out: 02 better,
-# 03 worse, docs/accuracy.md), so the presets keep NCCL's constants.
+# logs named); docs/accuracy.md reports each log with the value fitted on the *other* logs only. Empty: fitted per
+# network (EFA: logs 02 + 03) it did not carry from one EFA log to the other; fitted per cloud family (EFA and TCPXO:
+# 60 us on logs 01-03) it improves every held-out median but makes 03's worst 57% -> 108% (docs/accuracy.md), so
+# the presets keep NCCL's constants.
 NET_STEP_FIT: dict[str, tuple[float, str]] = {}
 
 
@@ -40,7 +41,10 @@ class Machine:
     """What NCCL's tuning model needs to know about a preset, and where its numbers come from.
 
     arch and link select NCCL's constants (simulator/nccl_model.py); nics_per_node and net are the
-    rails between nodes (None: single node only). `source` names the public documents.
+    rails between nodes (None: single node only). The NCCL profile a provider documents for the
+    machine, where it sets one: protocols (NCCL_PROTO; None: NCCL's own choice), buffsize
+    (NCCL_BUFFSIZE, NCCL's default 4 MiB), nvls (NCCL_NVLS_ENABLE; None: NCCL's default).
+    `source` names the public documents.
     """
 
     arch: str
@@ -48,6 +52,9 @@ class Machine:
     net: str = "ib400"
     nics_per_node: int | None = 8
     source: str = ""
+    protocols: tuple[str, ...] | None = None
+    buffsize: int = 4 << 20
+    nvls: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -88,17 +95,41 @@ def _nvl_trays(nodes: int, net: str) -> Topology:
     return topo
 
 
+# Host staging without P2P. NVIDIA disables peer-to-peer on GeForce cards, so NCCL connects two GPUs of one host with
+# its SHM transport (NVIDIA/nccl src/transport/shm.cc): the sender's kernel stores into a pinned host-memory FIFO,
+# placed by default on the receiver's side (NCCL_SHM_LOCALITY = SHM_RECV_SIDE), and the receiver's kernel loads it back
+# over its own PCIe link. Every byte crosses PCIe twice (sender up, receiver down) and host memory once. NCCL charges
+# these steps its PCI latencies (tuning.cc hwLat[PCI]: SHM has no constant of its own), which predict already uses.
+# FITTED, not published: the rate (B/s per GPU) at which a GPU's kernel loads staged data out of host memory. Neither
+# PCIe 4.0 x16 (31.5 GB/s) nor host DRAM (>= 100 GB/s on any server socket) explains the 2-3 GB/s of logs 12 and 13;
+# their platform is not stated. Made by `python -m benchmarks.preset_accuracy --fit` (median |error| over sizes
+# >= 1 MiB); docs/accuracy.md predicts each of the two logs with the value fitted on the *other* one only.
+SHM_RATE_FIT: tuple[float, str] = (2.55e9, "logs 12, 13")
+
+
+def host_staged(gpus: int = 4, shm_Bps: float | None = None) -> Topology:
+    """Consumer GPUs, each on its own PCIe 4.0 x16 link to one CPU, no P2P: traffic is staged in host memory.
+
+    Route a -> cpu -> b: a's PCIe link up (posted writes into the FIFO, PCIe rate), b's link down at the SHM
+    load rate (default SHM_RATE_FIT), capped by PCIe.
+    """
+    shm_Bps = SHM_RATE_FIT[0] if shm_Bps is None else shm_Bps
+    g = GraphBuilder()
+    devices = [g.node(f"gpu{i}", "gpu") for i in range(gpus)]
+    cpu = g.node("cpu", "cpu")
+    for gpu in devices:
+        g.cable(gpu, cpu, 0.5e-6, PCIE4, duplex=False)
+        g.cable(cpu, gpu, 0.5e-6, min(PCIE4, shm_Bps), duplex=False)
+    return g.build("rtx4090-pcie", devices, lambda a, b: (a, cpu, b),
+                   f"{gpus}x RTX 4090 on PCIe 4.0 x16 (31.5 GB/s per direction), no NVLink, no P2P: NCCL's SHM "
+                   f"transport stages every transfer in host memory, loaded back at {shm_Bps / GB:.2f} GB/s per GPU "
+                   "(fitted, docs/accuracy.md)")
+
+
 def _rtx4090(nodes: int, net: str) -> Topology:
-    """Four consumer RTX 4090 cards, each on its own PCIe 4.0 x16 link to the CPU; no P2P, so traffic goes through host memory."""
     if nodes != 1:
         raise CollsimError("rtx4090-pcie: single node only")
-    g = GraphBuilder()
-    gpus = [g.node(f"gpu{i}", "gpu") for i in range(4)]
-    cpu = g.node("cpu", "cpu")
-    for gpu in gpus:
-        g.cable(gpu, cpu, 0.5e-6, PCIE4)
-    return g.build("rtx4090-pcie", gpus, lambda a, b: (a, cpu, b),
-                   "4x RTX 4090 on PCIe 4.0 x16 (31.5 GB/s per direction), no NVLink, no P2P (host-staged)")
+    return host_staged()
 
 
 def _mi300x(nodes: int, net: str) -> Topology:
@@ -163,25 +194,38 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("a3-mega", "GCP a3-megagpu-8g: 8x H100, NVSwitch (450 GB/s per direction per GPU), 8x 200G TCPXO NICs", 8,
            _nvswitch_box("a3-mega", 8, 450 * GB),
            machine=Machine("hopper", net="tcpxo200", source="Google Cloud GPU machine types: a3-megagpu-8g, 8x H100, "
-                           "8 GPU NICs of 200 Gbps with GPUDirect-TCPXO (1,800 Gbps in total with the host NIC)")),
+                           "8 GPU NICs of 200 Gbps with GPUDirect-TCPXO (1,800 Gbps in total with the host NIC); NCCL "
+                           "profile of the TCPXO plugin (nccl-env-profile.sh, GKE guide 'Maximize GPU network bandwidth "
+                           "with GPUDirect-TCPXO'): NCCL_PROTO=Simple, NCCL_BUFFSIZE=8388608, NCCL_NVLS_ENABLE=0",
+                           protocols=("Simple",), buffsize=8 << 20, nvls=False)),
     Preset("pcie-8gpu", "8 GPUs on PCIe 4.0 x16 (31.5 GB/s per direction), 2 sockets joined by UPI, no NVLink", 8,
            _pcie_box, multinode=False, machine=Machine("ampere", link="pcie", nics_per_node=None,
                                                        source="PCI-SIG PCIe 4.0; Intel Xeon Scalable UPI")),
     Preset("rtx4090-pcie", "4x RTX 4090 on PCIe 4.0 x16 (31.5 GB/s per direction) to one CPU, no NVLink, no P2P", 4,
            _rtx4090, multinode=False, machine=Machine("ampere", link="pcie", nics_per_node=None,
                                                       source="PCI-SIG PCIe 4.0 x16; NVIDIA disables P2P on GeForce "
-                                                             "cards (logs 12 and 13)")),
+                                                             "cards, so NCCL stages through host memory (SHM "
+                                                             "transport); SHM load rate FITTED on logs 12 and 13")),
     Preset("mi300x", "8x MI300X, xGMI fully connected (64 GB/s per direction per GPU pair), 8x 400G NICs", 8, _mi300x),
     Preset("tpu-v4-4x4x4", "TPU-v4-like 4x4x4 3-D torus slice, 50 GB/s per ICI link per direction", 64, _tpu,
            multinode=False),
 )}
 
 
-def build_preset(name: str, nodes: int = 1, net: str | None = None) -> Topology:
-    """The preset machine, with `nodes` of them joined by network `net` (default: the machine's own)."""
+HOST_STAGED = ("rtx4090-pcie",)  # presets whose GPUs reach each other through host memory (shm=RATE sets the load rate)
+
+
+def build_preset(name: str, nodes: int = 1, net: str | None = None, shm_Bps: float | None = None) -> Topology:
+    """The preset machine, with `nodes` of them joined by network `net` (default: the machine's own).
+
+    `shm_Bps`: the SHM load rate of a host-staged preset (HOST_STAGED; default its fitted SHM_RATE_FIT).
+    """
     preset = PRESETS.get(name)
     if preset is None:
         raise CollsimError(f"topology: unknown preset {name!r}; expected one of {', '.join(PRESETS)}")
+    if shm_Bps is not None and name not in HOST_STAGED:
+        raise CollsimError(f"shm: preset {name} has no host-staged path; shm=RATE (the SHM load rate per GPU) applies to "
+                           f"{', '.join(HOST_STAGED)}")
     if net is None:
         net = preset.machine.net if preset.machine else "ib400"
     if net not in NETWORKS:
@@ -190,6 +234,6 @@ def build_preset(name: str, nodes: int = 1, net: str | None = None) -> Topology:
         raise CollsimError(f"nodes: {nodes!r} is not a node count; expected an integer >= 1")
     if nodes > 1 and not preset.multinode:
         raise CollsimError(f"nodes: preset {name} is a single machine; nodes={nodes} is not available for it")
-    topo = preset.build(int(nodes), net)
+    topo = preset.build(int(nodes), net) if shm_Bps is None else host_staged(preset.gpus_per_node, shm_Bps)
     topo.preset = (preset, int(nodes), net)  # what `predict` reads (copies keep it)
     return topo

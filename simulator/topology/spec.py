@@ -77,13 +77,15 @@ def _link_value(opts: dict, key: str, spec: str) -> float:
 
 
 def parse_topology(spec: str) -> Topology:
-    """The topology a SPEC names: a preset (optionally :nodes=N,net=ib400|roce200), a .yaml/.json file, or a builder."""
+    """The topology a SPEC names: a preset (optionally :nodes=N,net=ib400|roce200; rtx4090-pcie:shm=RATE), a .yaml/.json file,
+    or a builder."""
     spec = str(spec).strip()
     name, _, args = spec.partition(":")
     name = name.strip().lower().replace("-", "_") if name.strip().lower().replace("-", "_") in BUILDERS else name.strip()
     if name in PRESETS:
         opts = _options(args, spec, "nodes")
-        topo = build_preset(name, _int(opts, "nodes", spec, 1), opts.pop("net", None))
+        shm = _link_value(opts, "shm", spec) if "shm" in opts else None
+        topo = build_preset(name, _int(opts, "nodes", spec, 1), opts.pop("net", None), shm)
         return _finish(topo, opts, spec)
     if name in BUILDERS:
         return _build(name, args, spec)

@@ -49,7 +49,7 @@ def test_cost_json_has_the_promised_fields_and_matches_the_ring_formula():
 def test_cost_compares_every_algorithm_when_algo_is_left_out(capsys):
     assert main(["cost", "--op", "allgather", "--ranks", "12", "--size", "64KiB", "--json"]) == 0
     names = {r["algorithm"] for r in json.loads(capsys.readouterr().out)["results"]}
-    assert names == {"ring", "recursive_doubling", "bruck", "direct", "bidirectional_ring", "nccl_ring"}
+    assert names == {"ring", "recursive_doubling", "bruck", "direct", "bidirectional_ring", "nccl_ring", "pat"}
 
 
 def test_check_all_passes_and_lists_refusals_without_failing(capsys):

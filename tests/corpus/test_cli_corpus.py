@@ -349,6 +349,8 @@ def calibrate_cases() -> list[Case]:
         bad("calibrate-budget-0", [*CALIBRATE, "--budget", "0"], "budget", "0"),
         bad("calibrate-timeout-negative", [*CALIBRATE, "--timeout", "-1"], "timeout", "-1"),
         bad("calibrate-pattern-bogus", [*CALIBRATE, "--pattern", "star"], "pattern", "star"),
+        bad("calibrate-segments-0", [*CALIBRATE, "--segments", "0"], "segments", "0", "1..64"),
+        bad("calibrate-segments-text", [*CALIBRATE, "--segments", "three"], "segments", "three"),
     ]
 
 
@@ -443,6 +445,10 @@ def predict_cases() -> list[Case]:
         bad("predict-preset-nodes-0", ["predict", "--preset", "p5:nodes=0"], "nodes", "0"),
         bad("predict-preset-too-many-ranks", ["predict", "--preset", "p5:nodes=100"], "ranks", "800", "512"),
         bad("predict-gb200-trays-19", ["predict", "--preset", "gb200-nvl4:nodes=19"], "nodes", "19"),
+        bad("predict-shm-not-host-staged", ["predict", "--preset", "p5:shm=5GB/s"], "shm", "p5", "rtx4090-pcie"),
+        bad("predict-shm-zero", ["predict", "--preset", "rtx4090-pcie:shm=0"], "shm", "0", "bandwidth"),
+        bad("predict-shm-text", ["predict", "--preset", "rtx4090-pcie:shm=fast"], "shm", "fast", "bandwidth"),
+        bad("predict-shm-two-nodes", ["predict", "--preset", "rtx4090-pcie:nodes=2,shm=5GB/s"], "nodes", "2"),
         bad("predict-op-alltoall", [*PREDICT, "--op", "alltoall"], "op", "alltoall", "allgather"),
         bad("predict-op-bogus", [*PREDICT, "--op", "allsum"], "op", "allsum"),
         bad("predict-proto-bogus", [*PREDICT, "--proto", "LL256"], "proto", "LL256", "Simple"),
@@ -459,6 +465,9 @@ def predict_cases() -> list[Case]:
         bad("simulate-node-0", [*SIM[:4], "nccl_ring", *SIM[5:], "--node", "0"], "node", "0"),
         bad("simulate-pipeline-0", [*SIM[:4], "rails", *SIM[5:], "--pipeline", "0"], "pipeline", "0"),
         bad("simulate-pipeline-on-ring", [*SIM, "--pipeline", "2"], "pipeline", "ring"),
+        bad("simulate-pat-aggregate-0", ["simulate", "--op", "allgather", "--algo", "pat", *SIM[5:], "--aggregate", "0"],
+            "aggregate", "0"),
+        bad("simulate-aggregate-on-ring", [*SIM, "--aggregate", "2"], "aggregate", "ring"),
         bad("simulate-rails-group-3", [*SIM[:4], "rails", *SIM[5:], "--group", "3"], "group", "3"),
         bad("simulate-cluster-nics-3", [*SIM, "--topology", "cluster:nodes=2,gpus=8,nics=3"], "nics", "3"),
         bad("simulate-cluster-nics-0", [*SIM, "--topology", "cluster:nodes=2,gpus=8,nics=0"], "nics", "0"),

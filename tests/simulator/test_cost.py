@@ -78,12 +78,14 @@ def _params(spec, p, k):
         return [{}]
     if spec.params[0].name == "chunks":
         return [{"chunks": c} for c in (1, 2, k)]
+    if spec.params[0].name == "aggregate":
+        return [{"aggregate": a} for a in (None, 1, 2)]
     return [{"group": g} for g in (1, 2, 3, 4, 8, p) if p % g == 0]
 
 
 # The ideal single-port machine of tests/ideal_time.py, run on the real schedules.
 UPPER_BOUNDS = {("reduce", "binomial"), ("allreduce", "binomial"), ("allgather", "recursive_doubling"),
-                ("reduce_scatter", "recursive_halving")}
+                ("reduce_scatter", "recursive_halving"), ("reduce_scatter", "pat")}
 TIME_MODELS = [LinkModel(1.0, 1e-3, 0.0), LinkModel(1.0, 1e-3, 3e-4), LinkModel(0.5, 1e-3, 2e-3)]
 
 

@@ -121,3 +121,21 @@ def test_cli_writes_predictions_as_an_nccl_tests_log(tmp_path, capsys):
     # ring/Simple: 8.4 + 7 x 3.4 us + 1 GiB / (1000 x 240 GB/s x 8/7)
     expected_us = 8.4 + 7 * 3.4 + 2 ** 30 / (1000 * 240 * 8 / 7)
     assert log.rows[1].out.time_s == pytest.approx(expected_us * 1e-6, abs=0.05e-6)
+
+
+def test_pat_only_at_one_gpu_per_node_for_allgather_and_reduce_scatter():
+    # tuning.cc: PAT base 8 us; with one GPU per node its inter-node latency is the tree's network
+    # latency (14 us, Simple), a third and a half of it per doubling of nodes, plus 2.8 us per rank;
+    # its bus bandwidth is 0.75 of the graph's, not converted for allgather / reduce-scatter.
+    flat = System("hopper", 1, 16)
+    for op in ("allgather", "reduce_scatter"):
+        table = tune(flat, op)
+        assert {k for k in table if k[0] == "pat"} == {("pat", "Simple")}
+        lat, bw = table[("pat", "Simple")]
+        assert lat == pytest.approx(8.0 + 4 * 14.0 / 3.5 + 16 * 2.8)  # 68.8 us
+        assert bw == pytest.approx(0.75 * flat.graph_bw_GBps)
+        assert table[("ring", "Simple")][0] == pytest.approx(8.4 + 15 * 14.0)  # 218.4: PAT's latency is lower
+        picks, _, _ = choose(flat, op, [1 << 10, 1 << 30])
+        assert picks == [("pat", "Simple"), ("ring", "Simple")]  # log latency small, the ring's bandwidth large
+    assert not any(k[0] == "pat" for k in tune(flat, "allreduce"))  # never for allreduce
+    assert not any(k[0] == "pat" for k in tune(System("hopper", 8, 16), "allgather"))  # nor at 8 GPUs per node

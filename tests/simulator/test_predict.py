@@ -5,6 +5,7 @@ import json
 import pytest
 
 from app.cli import main
+from simulator.errors import CollsimError
 from simulator.formats.nccl_tests import read_log
 from simulator.predict import machine_of, nccl_pick, predict
 from simulator.protocols import protocol, with_step_latency
@@ -96,16 +97,22 @@ def test_two_nodes_run_the_rail_tree_above_any_rings_nic_bound():
     assert row.algorithm == "rails" and 400e9 < busbw < 500e9
 
 
-def _errors(shared_data, name, spec):
+def _errors(shared_data, name, spec, nvls_step_s=None):
     log = read_log(shared_data / "nccl-tests" / name)
     rows = [(s, t) for s, t in log.measurements() if s >= 1 << 20]
-    preds = predict(parse_topology(spec), log.op, [s for s, _ in rows], ranks=log.ranks)
+    preds = predict(parse_topology(spec), log.op, [s for s, _ in rows], ranks=log.ranks, nvls_step_s=nvls_step_s)
     return [(p.time_s - t) / t for (_, t), p in zip(rows, preds)]
 
 
-def test_h100_one_node_log_within_the_goal(shared_data):
-    # the claim of docs/accuracy.md for log 04 (AWS p5, 8 x H100), no fitting: median <= 15%, worst <= 40%
-    err = sorted(abs(e) for e in _errors(shared_data, "04_h100_p5_1node_8gpu_allreduce_awsbatch.txt", "p5"))
+@pytest.mark.parametrize("name, spec, nvls_step_s", [
+    ("04_h100_p5_1node_8gpu_allreduce_awsbatch.txt", "p5", 1.8e-6),
+    ("05_gb200_mnnvl_2node_8gpu_allreduce.txt", "gb200-nvl4:nodes=2", 1.2e-6),
+    ("07_b200_hgx_1node_8gpu_allreduce.txt", "hgx-b200", 1.2e-6),
+])
+def test_one_node_nvls_logs_within_the_goal(shared_data, name, spec, nvls_step_s):
+    # the claim of docs/accuracy.md: median <= 15%, worst <= 40%, with the NVLS step cost fitted on the *other*
+    # NVLS logs (python -m benchmarks.nvls_step prints these), nothing fitted to this log
+    err = sorted(abs(e) for e in _errors(shared_data, name, spec, nvls_step_s))
     assert err[len(err) // 2] <= 0.15 and err[-1] <= 0.40
 
 
@@ -135,3 +142,34 @@ def test_cli_tuner_csv(tmp_path, capsys):
     rows = [line.split(",") for line in out.read_text().splitlines() if not line.startswith("#")]
     assert rows[0][:2] == ["allreduce", "0"] and rows[-1][2] == "4294967295"
     assert all(r[6:] == ["2", "16"] and r[4] in ("ll", "ll128", "simple") for r in rows)
+
+
+def test_host_staged_ring_time_by_hand():
+    # rtx4090-pcie with a 3 GB/s SHM load rate, 4 ranks, Simple forced, 64 MiB: 6 ring steps, each tuning.cc's PCIe
+    # ring Simple step latency (5.7 us) + n/p through the receiver's host -> GPU link (both channels share it), plus
+    # the 8.4 us base latency
+    from simulator.topology.presets import PRESETS, host_staged
+
+    topo = host_staged(4, 3e9)
+    topo.preset = (PRESETS["rtx4090-pcie"], 1, "ib400")
+    n = 64 << 20
+    row = predict(topo, "allreduce", [n], proto="Simple")[0]
+    assert row.time_s == pytest.approx(8.4e-6 + 6 * (5.7e-6 + n / 4 / 3e9), rel=1e-6)
+
+
+def test_tcpxo_profile_simple_only_8mib_buffers_no_nvls():
+    # Google's TCPXO profile (nccl-env-profile.sh): NCCL_PROTO=Simple, NCCL_BUFFSIZE=8388608, NCCL_NVLS_ENABLE=0
+    from simulator.nccl_model import System
+    from simulator.predict import pipeline_chunks
+
+    mega, per_node = machine_of(parse_topology("a3-mega:nodes=2"), 16)
+    assert mega.protocols == ("Simple",) and per_node == 8
+    assert all(nccl_pick(mega, "allreduce", n)[1] == "Simple" for n in (1 << 10, 1 << 20, 1 << 30))
+    assert nccl_pick(machine_of(parse_topology("p5:nodes=2"), 16)[0], "allreduce", 1 << 10)[1] != "Simple"
+    # rail-tree pipeline: 256 MiB over 8 GPUs in 8 MiB buffers = 4 chunks; NCCL's default 4 MiB on p5 = 8
+    assert pipeline_chunks(parse_topology("a3-mega:nodes=2"), 256 << 20, 8) == 4
+    assert pipeline_chunks(parse_topology("p5:nodes=2"), 256 << 20, 8) == 8
+    assert predict(parse_topology("a3-mega"), "allreduce", [1 << 30])[0].nccl_algo == "ring"
+    assert predict(parse_topology("p5"), "allreduce", [1 << 30])[0].nccl_algo == "nvls"
+    with pytest.raises(CollsimError, match="proto: .*Bogus"):
+        System(protocols=("Bogus",))

@@ -59,3 +59,28 @@ def test_cluster_nics_option():
         cluster(2, 8, nics=3)
     with pytest.raises(CollsimError, match="nics"):
         parse_topology("cluster:nodes=2,gpus=8,nics=0")
+
+
+def test_rtx4090_stages_every_transfer_in_host_memory():
+    # no P2P on GeForce: NCCL's SHM transport, GPU a -> PCIe up -> host FIFO -> PCIe down -> GPU b; the receiver's
+    # loads run at the SHM load rate fitted on logs 12 and 13 (2.55 GB/s, SHM_RATE_FIT), the stores at PCIe 4.0 x16
+    topo = parse_topology("rtx4090-pcie")
+    route = [topo.link(i) for i in topo.route(0, 3)]
+    assert [(link.src, link.dst) for link in route] == [("gpu0", "cpu"), ("cpu", "gpu3")]
+    assert route[0].bandwidth == pytest.approx(31.5e9) and route[1].bandwidth == pytest.approx(2.55e9)
+    assert topo.path_cost(0, 3)[1] == pytest.approx(2.55e9)
+    from simulator.topology.presets import host_staged
+    assert host_staged(2, 40e9).path_cost(0, 1)[1] == pytest.approx(31.5e9)  # never above the PCIe link
+
+
+def test_rtx4090_shm_rate_option():
+    # shm=RATE replaces the fitted SHM load rate: 4 ranks, 1 GiB allreduce, ring: each GPU loads 2 (p-1)/p n = 1.5 GiB
+    # through its host -> GPU link at 5 GB/s (0.322 s) plus a few hundred us of NCCL's PCIe step latencies
+    from simulator.predict import predict
+
+    topo = parse_topology("rtx4090-pcie:shm=5GB/s")
+    assert topo.path_cost(0, 1)[1] == pytest.approx(5e9) and topo.preset[0].name == "rtx4090-pcie"
+    row = predict(topo, "allreduce", [1 << 30])[0]
+    assert 1.5 * 2 ** 30 / 5e9 < row.time_s < 1.5 * 2 ** 30 / 5e9 + 1e-3
+    with pytest.raises(CollsimError, match="shm: preset p5"):
+        parse_topology("p5:shm=5GB/s")
