@@ -1,0 +1,92 @@
+"""NVLS-tree allreduce over several NVSwitch nodes: each node's switch reduces and multicasts, trees join the nodes.
+
+NCCL's NVLS_TREE (NVIDIA/nccl src/device/all_reduce.h, `RunWorkColl<ncclFuncAllReduce, ..., NCCL_ALGO_NVLS_TREE,
+NCCL_PROTO_SIMPLE>`; trees wired in src/graph/connect.cc, `connectNvls`) gives every GPU of a node one of the
+node's `nHeads` shards: the GPU is the *head* of that shard. Per shard, inside a node the NVSwitch reduces the
+shard over the node's GPUs (the head's multimem.ld_reduce, `nvls->down`); the head reduces that with what its
+children in the inter-node tree send and sends the sum to its parent (`treeDown` -> `treeUp`); the root's sum
+comes back down the tree, and each head hands it to its children and stores it to the switch, which multicasts
+it to every GPU of the node (multimem.st). The trees over nodes are NCCL's double binary tree (`ncclGetDtree`,
+simulator/algorithms/tree.py `dtree_parents`) with the heads of one shard as its vertices; channel c uses tree
+c % 2, so here each shard is halved, one half per tree. Every GPU heads a shard, so every GPU's rail carries
+inter-node traffic: per GPU n/g up and n/g down its NIC (g GPUs per node), like CollNet, but through a tree.
+
+With `group` = g GPUs per node (ranks k*g .. k*g+g-1 on node k) the node's switch is helper rank p + k
+(`Schedule.helpers` = nodes), with a scratch buffer of g + 1 slots (one per GPU's contribution, one for the
+head's store, each slot as long as the buffer so a piece keeps its offset), as in simulator/nvls.py; with
+one GPU per node there is nothing for a switch to do and the schedule is the double binary tree over nodes.
+The switch's ALU, NCCL's warps split into scatter / gather / reduce / broadcast groups and its chunk
+pipelining are not modelled: each piece moves whole, after the data it needs.
+The numpy check proves the data movement for any p and g dividing p. Not a registered algorithm and not used
+by `collsim predict`, for the reasons simulator/nvls.py gives (timing needs a view with every node's NVSwitch
+as a device).
+"""
+
+from __future__ import annotations
+
+from .algorithms.tree import dtree_parents, tree_depths
+from .collective import Collective
+from .collnet import node_shards
+from .schedule import Piece, Schedule, ScheduleBuilder
+
+
+def _halves(off: int, n: int) -> list[tuple[int, int]]:
+    """A shard cut in two, one half per tree (NCCL's channels alternate the two trees)."""
+    half = (n + 1) // 2
+    return [(off, half), (off + half, n - half)]
+
+
+def _node_reduce(b: ScheduleBuilder, node: int, group: int, head: int, off: int, n: int, sw: int) -> None:
+    """The node's switch reads the piece from each of its GPUs (one scratch slot each), sums them, returns it to the head."""
+    for j in range(group):
+        b.send(node * group + j, sw, Piece("out", off, "scratch", j * b.collective.count + off, n), step=0)
+    for j in range(1, group):
+        b.send(sw, sw, Piece("scratch", j * b.collective.count + off, "scratch", off, n), reduce=True, step=1)
+    b.send(sw, node * group + head, Piece("scratch", off, "out", off, n), step=2)
+
+
+def _node_multicast(b: ScheduleBuilder, node: int, group: int, head: int, off: int, n: int, sw: int, step: int) -> None:
+    """The head stores the piece to the switch (slot g), which replicates it to every other GPU of the node."""
+    slot = group * b.collective.count + off
+    b.send(node * group + head, sw, Piece("out", off, "scratch", slot, n), step=step)
+    for j in range(group):
+        if j != head:
+            b.send(sw, node * group + j, Piece("scratch", slot, "out", off, n), step=step + 1)
+
+
+def _trees(b: ScheduleBuilder, nodes: int, group: int, pieces: list[tuple[int, int, int, int]]) -> None:
+    """Each piece (shard h, tree t) up tree t over the heads of shard h, leaves first, back down, multicast per node."""
+    p = nodes * group
+    trees = dtree_parents(nodes) if nodes > 1 else ([-1], [-1])
+    depths = [tree_depths(parent) for parent in trees]
+    height = max(max(d) for d in depths)
+    for h, t, off, n in pieces:
+        parent, depth = trees[t], depths[t]
+        for k in sorted(range(nodes), key=lambda k: -depth[k]):
+            if parent[k] >= 0:
+                b.reduce(k * group + h, parent[k] * group + h, "out", off, n, step=3 + height - depth[k])
+    for h, t, off, n in pieces:
+        parent, depth = trees[t], depths[t]
+        for k in sorted(range(nodes), key=lambda k: depth[k]):
+            if parent[k] >= 0:
+                b.copy(parent[k] * group + h, k * group + h, "out", off, n, step=3 + height + depth[k])
+            if group > 1:
+                _node_multicast(b, k, group, h, off, n, p + k, step=4 + height + depth[k])
+
+
+def nvls_tree_allreduce(coll: Collective, group: int) -> Schedule:
+    """NVLS-tree allreduce of `coll` over nodes of `group` GPUs; node k's NVSwitch is helper rank p + k."""
+    shards = node_shards(coll, group, "NVLS-tree")
+    p, count = coll.ranks, coll.count
+    nodes = p // group
+    b = ScheduleBuilder(coll, "nvls_tree", {"group": group})
+    if p > 1 and count > 0:
+        b.use_scratch((group + 1) * count)
+        pieces = [(h, t, off, n) for h, shard in enumerate(shards) for t, (off, n) in enumerate(_halves(*shard)) if n]
+        for h, _, off, n in pieces:  # inside every node the switch reduces the piece to its head
+            for k in range(nodes if group > 1 else 0):
+                _node_reduce(b, k, group, h, off, n, p + k)
+        _trees(b, nodes, group, pieces)
+    schedule = b.build()
+    schedule.helpers = nodes
+    return schedule
