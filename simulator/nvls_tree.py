@@ -17,16 +17,20 @@ head's store, each slot as long as the buffer so a piece keeps its offset), as i
 one GPU per node there is nothing for a switch to do and the schedule is the double binary tree over nodes.
 The switch's ALU, NCCL's warps split into scatter / gather / reduce / broadcast groups and its chunk
 pipelining are not modelled: each piece moves whole, after the data it needs.
-The numpy check proves the data movement for any p and g dividing p. Not a registered algorithm and not used
-by `collsim predict`, for the reasons simulator/nvls.py gives (timing needs a view with every node's NVSwitch
-as a device).
+The numpy check proves the data movement for any p and g dividing p. The engine times it on
+`switch_view(topology, p, group=g)` (simulator/nvls.py), which makes every node's NVSwitch a device;
+`nvls_tree_time` is exact on two nodes. Not a registered algorithm, for the reasons simulator/nvls.py gives,
+and not yet used by `collsim predict` (simulator/nccl_model.py enables NVLS on one node only).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from .algorithms.tree import dtree_parents, tree_depths
 from .collective import Collective
 from .collnet import node_shards
+from .errors import CollsimError
 from .schedule import Piece, Schedule, ScheduleBuilder
 
 
@@ -90,3 +94,23 @@ def nvls_tree_allreduce(coll: Collective, group: int) -> Schedule:
     schedule = b.build()
     schedule.helpers = nodes
     return schedule
+
+
+def nvls_tree_time(group: int, n, alpha: float, bandwidth: float):
+    """Closed form for two nodes of `group` >= 2 GPUs, every link (alpha, bandwidth), full duplex, unlimited ports.
+
+    m = n / (2 group) is a half-shard. The switch loads n from every GPU (alpha + n/B) and returns the two
+    halves to their head (alpha + 2m/B); each head sends one half up its tree to the other node (4 hops: GPU,
+    NIC, network switch, NIC, GPU; 4 alpha + m/B). The half whose root is this node is final: stored (alpha +
+    m/B) and multicast, every GPU's switch downlink taking g - 1 such halves (alpha + (g-1) m/B); the other half
+    comes back down (4 alpha + m/B), is stored and multicast the same way, after the first multicast or
+    sharing the downlink with its tail: 6 alpha + n/B + 3m/B + max(6 alpha + (g+1) m/B, 2 alpha + (2g-1) m/B).
+    Exact when 2 group divides n's elements. For more nodes the two trees' shapes and how their halves share
+    a NIC make the time piecewise in more ways; no closed form is derived (the engine times it).
+    """
+    if isinstance(group, bool) or not isinstance(group, int) or group < 2:
+        raise CollsimError(f"group: {group!r} GPUs per node; the closed form needs an integer >= 2")
+    n = np.asarray(n, dtype=np.float64)
+    m = n / (2 * group)
+    tail = np.maximum(6 * alpha + (group + 1) * m / bandwidth, 2 * alpha + (2 * group - 1) * m / bandwidth)
+    return 6 * alpha + n / bandwidth + 3 * m / bandwidth + tail

@@ -6,9 +6,12 @@ import pytest
 
 from simulator.algorithms.tree import dtree_parents
 from simulator.collective import Collective
+from simulator.engine import EngineOptions, simulate
 from simulator.errors import CollsimError
-from simulator.nvls_tree import nvls_tree_allreduce
+from simulator.nvls import switch_view, timing_view
+from simulator.nvls_tree import nvls_tree_allreduce, nvls_tree_time
 from simulator.semantics import check
+from simulator.topology.spec import parse_topology
 
 RANKS = list(range(1, 34)) + [64]
 
@@ -99,3 +102,27 @@ def test_bad_input():
         nvls_tree_allreduce(Collective("allreduce", 6, 64, "int8"), True)
     with pytest.raises(CollsimError, match="op"):
         nvls_tree_allreduce(Collective("allgather", 6, 64, "int8"), 3)
+
+
+@pytest.mark.parametrize("group", [2, 3, 5, 8])
+def test_closed_form_equals_engine_on_two_nodes_of_equal_links(group):
+    # every link 1.5 us / 100 GB/s (NVLink, GPU-NIC, NIC-network switch), unlimited ports; small sizes take the
+    # latency branch of the max, large ones the bandwidth branch
+    a, bw = 1.5e-6, 100e9
+    topo = parse_topology(f"cluster:nodes=2,gpus={group}").with_links(latency=a, bandwidth=bw)
+    view = switch_view(topo, 2 * group, group=group)
+    for n in (2 * group * 1000, 2 * group * (1 << 20)):
+        sched = nvls_tree_allreduce(Collective("allreduce", 2 * group, n, "int8"), group)
+        engine = simulate(timing_view(sched), view, EngineOptions(ports=0)).time
+        assert engine == pytest.approx(float(nvls_tree_time(group, n, a, bw)), rel=1e-9)
+    if group == 8:  # by hand, n = 16 MiB, m = 1 MiB: 9 + 167.77216 + 31.45728 + max(103.37184, 160.2864) us
+        assert engine == pytest.approx(368.51584e-6, rel=1e-9)
+
+
+def test_every_node_switch_is_a_device_of_the_view():
+    # dgx-h100:nodes=4: node k's NVSwitch is device 32 + k, one NVLink hop from node k's GPUs, none from others
+    view = switch_view(parse_topology("dgx-h100:nodes=4"), 32, group=8)
+    assert view.path_cost(9, 33) == view.path_cost(0, 32) and view.path_cost(0, 32)[1] == pytest.approx(450e9)
+    assert view.path_cost(0, 33)[0] > view.path_cost(0, 32)[0]
+    with pytest.raises(CollsimError, match="group"):
+        nvls_tree_time(1, 64, 1e-6, 1e9)
