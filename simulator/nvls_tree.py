@@ -9,7 +9,7 @@ comes back down the tree, and each head hands it to its children and stores it t
 it to every GPU of the node (multimem.st). The trees over nodes are NCCL's double binary tree (`ncclGetDtree`,
 simulator/algorithms/tree.py `dtree_parents`) with the heads of one shard as its vertices; channel c uses tree
 c % 2, so here each shard is halved, one half per tree. Every GPU heads a shard, so every GPU's rail carries
-inter-node traffic: per GPU n/g up and n/g down its NIC (g GPUs per node), like CollNet, but through a tree.
+inter-node traffic: per GPU between n/g and 2n/g each way through its NIC (g GPUs per node; n/g on two nodes).
 
 With `group` = g GPUs per node (ranks k*g .. k*g+g-1 on node k) the node's switch is helper rank p + k
 (`Schedule.helpers` = nodes), with a scratch buffer of g + 1 slots (one per GPU's contribution, one for the

@@ -126,3 +126,18 @@ def test_every_node_switch_is_a_device_of_the_view():
     assert view.path_cost(0, 33)[0] > view.path_cost(0, 32)[0]
     with pytest.raises(CollsimError, match="group"):
         nvls_tree_time(1, 64, 1e-6, 1e9)
+
+
+@pytest.mark.parametrize("nodes", [2, 3, 5, 8])
+def test_each_rail_carries_between_one_and_two_shards(nodes):
+    # per GPU across nodes: one half-shard (n/2g) up and down each tree it is not the root of, one per child
+    # down and up: n/g on two nodes (each node a leaf of one tree, the root of the other), at most 2 n/g
+    group, n = 4, 4 * 2 * 64
+    p = nodes * group
+    sched = nvls_tree_allreduce(Collective("allreduce", p, n, "int8"), group)
+    for r in range(p):
+        out = sum(sched.nbytes(t) for t in sched.transfers if t.src == r and t.dst < p)
+        into = sum(sched.nbytes(t) for t in sched.transfers if t.dst == r and t.src < p)
+        assert out == into and n // group <= out <= 2 * n // group
+        if nodes == 2:
+            assert out == n // group
