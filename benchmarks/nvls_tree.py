@@ -3,8 +3,9 @@
     python -m benchmarks.nvls_tree [--data tests/data/nccl-tests]
 
 Runs the engine (unlimited ports) on `switch_view(p5:nodes=2, 16, 0.85, group=8)`: both nodes' NVSwitches as
-helper devices, their links at NCCL's Hopper nvlsEfficiency. No latency floor, protocol or NCCL chunk pipelining
-is added, so this shows what the schedule alone gives; it is not what `collsim predict` prints.
+helper devices, their links at NCCL's Hopper nvlsEfficiency, unchunked and in 16 pipelined chunks per half-shard.
+No latency floor or protocol is added and the chunk count is not NCCL's, so this shows what the schedule alone
+gives; it is not what `collsim predict` prints.
 """
 
 from __future__ import annotations
@@ -31,15 +32,16 @@ def main(argv: list[str] | None = None) -> int:
     log = read_log(args.data / LOG)
     ranks, group = log.ranks, 8
     view = switch_view(parse_topology("p5:nodes=2"), ranks, NVLS_EFFICIENCY["hopper"], group=group)
-    print(f"{'bytes':>12} {'measured us':>12} {'nvls_tree us':>12} {'error':>8} {'busbw meas':>10} {'busbw sim':>10}")
+    print(f"{'bytes':>12} {'measured us':>12} {'busbw':>6} | {'chunks':>6} {'sim us':>10} {'error':>8} {'busbw':>6}")
     for size, measured in log.measurements():
         if size < 1 << 20:
             continue
-        sched = nvls_tree_allreduce(Collective("allreduce", ranks, size, "float32"), group)
-        sim = simulate(timing_view(sched), view, EngineOptions(ports=0)).time
         factor = 2 * (ranks - 1) / ranks * size / 1e9
-        print(f"{size:>12} {measured * 1e6:>12.1f} {sim * 1e6:>12.1f} {sim / measured - 1:>+8.1%} "
-              f"{factor / measured:>10.1f} {factor / sim:>10.1f}")
+        for chunks in (1, 16):
+            sched = nvls_tree_allreduce(Collective("allreduce", ranks, size, "float32"), group, chunks=chunks)
+            sim = simulate(timing_view(sched), view, EngineOptions(ports=0)).time
+            print(f"{size:>12} {measured * 1e6:>12.1f} {factor / measured:>6.1f} | {chunks:>6} {sim * 1e6:>10.1f} "
+                  f"{sim / measured - 1:>+8.1%} {factor / sim:>6.1f}")
     return 0
 
 

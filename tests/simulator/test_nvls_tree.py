@@ -26,8 +26,10 @@ def test_numpy_check_every_rank_count_grouping_and_odd_sizes(p):
     sizes = (0, 1, 97, 3 * p + 1) if p <= 33 else (0, 5 * p + 3)
     for group in _groups(p):
         for nbytes in sizes:
-            result = check(nvls_tree_allreduce(Collective("allreduce", p, nbytes, "int8"), group), seed=p + nbytes)
-            assert result.ok, (group, nbytes, result.message)
+            for chunks, window in ((1, 1), (3, 2)):
+                sched = nvls_tree_allreduce(Collective("allreduce", p, nbytes, "int8"), group, chunks, window)
+                result = check(sched, seed=p + nbytes)
+                assert result.ok, (group, nbytes, chunks, result.message)
 
 
 @pytest.mark.parametrize("redop", ["sum", "prod", "max", "min"])
@@ -35,7 +37,7 @@ def test_dtypes_and_reductions(redop):
     for dtype in ("int32", "float16", "bfloat16", "float64"):
         for p, group in ((4, 2), (8, 4), (6, 3), (9, 3), (16, 8), (40, 8)):
             coll = Collective("allreduce", p, 8 * 8 * 37, dtype, redop=redop)
-            result = check(nvls_tree_allreduce(coll, group), seed=p)
+            result = check(nvls_tree_allreduce(coll, group, chunks=4), seed=p)
             assert result.ok, (p, group, result.message)
 
 
@@ -102,6 +104,10 @@ def test_bad_input():
         nvls_tree_allreduce(Collective("allreduce", 6, 64, "int8"), True)
     with pytest.raises(CollsimError, match="op"):
         nvls_tree_allreduce(Collective("allgather", 6, 64, "int8"), 3)
+    with pytest.raises(CollsimError, match="chunks"):
+        nvls_tree_allreduce(Collective("allreduce", 6, 64, "int8"), 3, chunks=0)
+    with pytest.raises(CollsimError, match="window"):
+        nvls_tree_allreduce(Collective("allreduce", 6, 64, "int8"), 3, window=65)
 
 
 @pytest.mark.parametrize("group", [2, 3, 5, 8])
@@ -141,3 +147,18 @@ def test_each_rail_carries_between_one_and_two_shards(nodes):
         assert out == into and n // group <= out <= 2 * n // group
         if nodes == 2:
             assert out == n // group
+
+
+def test_chunks_pipeline_the_stages():
+    # p5, 2 nodes of 8, 1 GiB: in chunks the in-node reduce, the tree and the multicast overlap: well under the
+    # unchunked time, never under what one GPU's links must carry: (1 + 1/8) n up its NVLink at nvlsEfficiency
+    # 0.85 x 450 GB/s, n/8 through its 50 GB/s rail
+    view = switch_view(parse_topology("p5:nodes=2"), 16, 0.85, group=8)
+    n = 1 << 30
+
+    def run(chunks):
+        sched = nvls_tree_allreduce(Collective("allreduce", 16, n, "float32"), 8, chunks=chunks)
+        return simulate(timing_view(sched), view, EngineOptions(ports=0)).time
+
+    one, many = run(1), run(16)
+    assert max(1.125 * n / (0.85 * 450e9), n / 8 / 50e9) < many < 0.6 * one
