@@ -49,18 +49,24 @@ def _through_switch(b: ScheduleBuilder, nodes: int, group: int, shards, count: i
             b.send(sw, k * group + g, Piece("scratch", off, "out", off, n), step=3)
 
 
+def node_shards(coll: Collective, group: int, name: str) -> list[tuple[int, int]]:
+    """Check that `coll` is an allreduce over nodes of `group` GPUs; (offset, count) of the shard each GPU of a node heads."""
+    if coll.op != "allreduce":
+        raise CollsimError(f"op: {name} is modelled for allreduce; not {coll.op}")
+    if isinstance(group, bool) or not isinstance(group, int) or group < 1 or coll.ranks % group:
+        raise CollsimError(f"group: {group!r} GPUs per node; expected an integer >= 1 that divides the {coll.ranks} ranks")
+    count = coll.count
+    return [(count * g // group, count * (g + 1) // group - count * g // group) for g in range(group)]
+
+
 def collnet_allreduce(coll: Collective, group: int) -> Schedule:
     """CollNet Direct allreduce of `coll` over nodes of `group` GPUs, the network switch as helper rank p."""
-    if coll.op != "allreduce":
-        raise CollsimError(f"op: CollNet is modelled for allreduce; not {coll.op}")
+    shards = node_shards(coll, group, "CollNet")
     p, count = coll.ranks, coll.count
-    if isinstance(group, bool) or not isinstance(group, int) or group < 1 or p % group:
-        raise CollsimError(f"group: {group!r} GPUs per node; expected an integer >= 1 that divides the {p} ranks")
     nodes = p // group
     b = ScheduleBuilder(coll, "collnet", {"group": group})
     if p > 1 and count > 0:
         b.use_scratch(nodes * count)  # slot k: node k's partial sum of a shard
-        shards = [(count * g // group, count * (g + 1) // group - count * g // group) for g in range(group)]
         _inside_nodes(b, nodes, group, shards, gather=False)
         if nodes > 1:
             _through_switch(b, nodes, group, shards, count, sw=p)

@@ -89,29 +89,38 @@ def nvls_time(p: int, n, alpha: float, bandwidth: float):
     return 4 * alpha + (2 + 1 / p) * n / bandwidth
 
 
-def switch_view(topology: Topology, ranks: int, efficiency: float = 1.0) -> Topology:
-    """A copy of a one-switch topology whose switch node is device `ranks` (rank p of an NVLS schedule).
+def switch_view(topology: Topology, ranks: int, efficiency: float = 1.0, group: int | None = None) -> Topology:
+    """A copy of a topology whose NVSwitch nodes are devices `ranks`, `ranks` + 1, ...: the helper ranks of a schedule.
 
-    `efficiency` scales the bandwidth of the links into and out of the switch (NCCL's nvlsEfficiency,
-    simulator/nccl_model.py NVLS_EFFICIENCY: what NVLS reaches of the NVLink bandwidth).
+    One switch for all `ranks` GPUs (NVLS, simulator/nvls.py), or with `group` GPUs per node (ranks k*group ..
+    on node k) node k's switch as device `ranks` + k (NVLS-tree, simulator/nvls_tree.py). `efficiency` scales
+    the bandwidth of the links into and out of those switches (NCCL's nvlsEfficiency, simulator/nccl_model.py
+    NVLS_EFFICIENCY: what NVLS reaches of the NVLink bandwidth).
     """
     topology.check_ranks(ranks)
-    switches = [i for i, kind in enumerate(topology.node_kinds) if kind == "switch"]
-    gpus = {topology.devices[topology.placement[r]] for r in range(ranks)}
-    attached = [s for s in switches if all(any(topology.link_src[k] == g and topology.link_dst[k] == s
-                                               for k in range(topology.num_links)) for g in gpus)]
-    if not attached:
-        raise CollsimError(f"topology: {topology.name} has no switch every GPU links to; NVLS needs one NVSwitch")
     if not 0 < efficiency <= 1:
         raise CollsimError(f"nvls-efficiency: {efficiency!r} is not a fraction; expected a number in (0, 1]")
+    group = ranks if group is None else group
+    chosen = [_attached_switch(topology, range(k, min(k + group, ranks))) for k in range(0, ranks, group)]
     clone = topology._copy()
-    touches = (clone.link_src == attached[0]) | (clone.link_dst == attached[0])
-    clone.bandwidth[touches] *= efficiency
-    clone.devices = list(topology.devices) + [attached[0]]
-    clone.placement = list(topology.placement[:ranks]) + [len(topology.devices)]
+    for sw in chosen:
+        touches = (clone.link_src == sw) | (clone.link_dst == sw)
+        clone.bandwidth[touches] *= efficiency
+    clone.devices = list(topology.devices) + chosen
+    clone.placement = list(topology.placement[:ranks]) + list(range(len(topology.devices), len(clone.devices)))
     clone._dist_to = {}
     clone._router = None  # the preset's router knows GPUs only; one hop GPU <-> switch is the shortest path
     return clone
+
+
+def _attached_switch(topology: Topology, ranks: range) -> int:
+    """The first switch node every GPU of `ranks` has a direct link to."""
+    gpus = {topology.devices[topology.placement[r]] for r in ranks}
+    for s in (i for i, kind in enumerate(topology.node_kinds) if kind == "switch"):
+        if all(any(topology.link_src[k] == g and topology.link_dst[k] == s for k in range(topology.num_links)) for g in gpus):
+            return s
+    raise CollsimError(f"topology: {topology.name} has no switch every GPU of ranks {ranks.start}..{ranks.stop - 1} "
+                       "links to; NVLS needs one NVSwitch per node")
 
 
 def timing_view(schedule: Schedule) -> Schedule:
