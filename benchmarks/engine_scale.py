@@ -137,8 +137,8 @@ def main() -> int:
         rows.append(row)
         print(f"  done: {name}", file=sys.stderr, flush=True)
     load_after = os.getloadavg()
-    headers = ["case", "transfers", "wall s", "engine s", "peak MiB", "prev wall s", "prev peak MiB", "prev/now",
-               "same time", "issue: main"]
+    headers = ["case", "transfers", "wall s", "cpu s", "engine s", "peak MiB", "prev wall s", "prev cpu s",
+               "prev peak MiB", "prev/now", "same time", "issue: main"]
     body = []
     for r in rows:
         new, ref = r["new"], r.get("ref", {})
@@ -149,13 +149,14 @@ def main() -> int:
                 f"{abs(new['time_s'] / ref['time_s'] - 1):.1e} rel")
         prev = ref.get("skipped", "not run") if "wall_s" not in ref else _fmt(ref, "wall_s")
         body.append([r["case"], new.get("transfers", "-"), new.get("skipped", _fmt(new, "wall_s"))[:40],
-                     _fmt(new, "engine_s"), _fmt(new, "peak_MiB", 0), prev[:40], _fmt(ref, "peak_MiB", 0), ratio, same,
-                     r["issue_main"]])
+                     _fmt(new, "cpu_s"), _fmt(new, "engine_s"), _fmt(new, "peak_MiB", 0), prev[:40], _fmt(ref, "cpu_s"),
+                     _fmt(ref, "peak_MiB", 0), ratio, same, r["issue_main"]])
     print(f"# whole `collsim simulate` processes, one at a time; load average {load_before[0]:.2f} at the start, "
           f"{load_after[0]:.2f} at the end ({os.cpu_count()} CPUs)")
-    print(table(headers, body, align="lrrrrrrrll"))
+    print(table(headers, body, align="lrrrrrrrrrll"))
     print("# prev = the engine before issue 9 (tests/engine_ref) behind the same command; same time = makespans agree to"
-          " 1e-9 (else their relative difference: float near-ties in the previous engine).")
+          " 1e-9 (else their relative difference: float near-ties in the previous engine); cpu s = user + system"
+          " seconds of the process (less sensitive than wall time to other jobs on a shared machine).")
     if args.json:
         from simulator.fileio import atomic_write
 

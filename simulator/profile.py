@@ -31,9 +31,16 @@ class Segment:
     bandwidth_Bps: float
 
 
+SEGMENTS_BY = ("call", "message")
+
+
 @dataclass(frozen=True)
 class LinkProfile:
-    """Alpha (s), bandwidth (B/s) and gamma (s/B), where they came from, and optional per-size segments."""
+    """Alpha (s), bandwidth (B/s) and gamma (s/B), where they came from, and optional per-size segments.
+
+    `segments_by` says which size picks a segment: 'call' (the collective's size, as `collsim fit` cuts an
+    nccl-tests log) or 'message' (each message's own size, as `collsim calibrate --piecewise` measures them).
+    """
 
     alpha_s: float
     bandwidth_Bps: float
@@ -41,11 +48,14 @@ class LinkProfile:
     source: str = ""
     segments: tuple[Segment, ...] = ()
     meta: dict = field(default_factory=dict)
+    segments_by: str = "call"
 
     def __post_init__(self) -> None:
         _check_number("alpha_s", self.alpha_s, allow_zero=True)
         _check_number("bandwidth_Bps", self.bandwidth_Bps, allow_zero=False)
         _check_number("gamma_s_per_byte", self.gamma_s_per_byte, allow_zero=True)
+        if self.segments_by not in SEGMENTS_BY:
+            raise CollsimError(f"profile: segments_by is {self.segments_by!r}; expected one of {', '.join(SEGMENTS_BY)}")
 
     @property
     def model(self) -> LinkModel:
@@ -56,6 +66,8 @@ class LinkProfile:
         """Plain data for YAML/JSON."""
         data = asdict(self)
         data["segments"] = [asdict(s) for s in self.segments]
+        if self.segments_by == "call":  # the default: files written before the field existed stay as they were
+            del data["segments_by"]
         return data
 
     def save(self, path: str | Path) -> None:
@@ -73,7 +85,7 @@ def _check_number(name: str, value, allow_zero: bool) -> None:
         raise CollsimError(f"profile: {name} is {value}; expected a number {'>= 0' if allow_zero else '> 0'}")
 
 
-PROFILE_KEYS = ("collsim_profile", "alpha_s", "bandwidth_Bps", "gamma_s_per_byte", "source", "segments", "meta")
+PROFILE_KEYS = ("collsim_profile", "alpha_s", "bandwidth_Bps", "gamma_s_per_byte", "source", "segments", "meta", "segments_by")
 SEGMENT_KEYS = ("min_bytes", "max_bytes", "alpha_s", "bandwidth_Bps")
 
 
@@ -92,8 +104,11 @@ def load_profile(path: str | Path) -> LinkProfile:
         bad = "meta" if not isinstance(meta, dict) else "source"
         raise CollsimError(f"profile: {path}: {bad} is {data[bad]!r}; expected {'a mapping' if bad == 'meta' else 'text'}")
     gamma = _number(data, "gamma_s_per_byte", path, "") if "gamma_s_per_byte" in data else 0.0
+    by = data.get("segments_by", "call")
+    if by not in SEGMENTS_BY:
+        raise CollsimError(f"profile: {path}: segments_by is {by!r}; expected one of {', '.join(SEGMENTS_BY)}")
     return LinkProfile(float(_number(data, "alpha_s", path, "")), float(_number(data, "bandwidth_Bps", path, "")), float(gamma),
-                       data.get("source", ""), segments, dict(meta))
+                       data.get("source", ""), segments, dict(meta), by)
 
 
 def _fields(entry, accepted: tuple[str, ...], required: tuple[str, ...], path, where: str) -> dict:

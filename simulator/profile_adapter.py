@@ -14,6 +14,9 @@ Convention (docs/model.md, "Profiles on a machine"):
   topology whose routes all have h links, one message alone takes exactly alpha_r + m / B_r; longer routes
   add alpha_w / h per extra link, and flows that meet share B_w max-min fairly.
 - gamma (s per reduced byte) is the engine's reduction cost and the closed forms' gamma.
+- A profile with `segments_by: message` (what `collsim calibrate --piecewise` writes) picks the segment by each
+  MESSAGE's size instead: the engine prices every message in its own size's regime; a closed form, which has
+  one alpha and bandwidth per call, uses the regime of the call's largest message (its schedule built to know it).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import numpy as np
 
 from .cost import LinkModel, lower_bound, predict
 from .engine import EngineOptions, MessageModel
+from .engine.messages import Regime
 from .errors import CollsimError
 from .profile import LinkProfile
 from .topology.model import Topology
@@ -46,8 +50,18 @@ class ProfileAdapter:
                                "expected finite numbers")
 
     # ---- regimes --------------------------------------------------------------------------------------------------
+    @property
+    def by_message(self) -> bool:
+        """True when segments are picked by each message's size (`segments_by: message`)."""
+        return self.profile.segments_by == "message" and bool(self.profile.segments)
+
     def regime(self, nbytes: float) -> tuple[float, float]:
-        """(alpha s, bandwidth B/s) of a collective of `nbytes`: its segment's, else the top-level ones."""
+        """(alpha s, bandwidth B/s) of a collective of `nbytes`: its segment's, else the top-level ones (always the
+        top-level ones when segments go by message size: see message_regime)."""
+        return self.message_regime(nbytes) if not self.by_message else (self.profile.alpha_s, self.profile.bandwidth_Bps)
+
+    def message_regime(self, nbytes: float) -> tuple[float, float]:
+        """(alpha s, bandwidth B/s) of the segment covering `nbytes`, else the top-level ones."""
         for seg in self.profile.segments:
             if seg.min_bytes <= nbytes and (seg.max_bytes is None or nbytes < seg.max_bytes):
                 return seg.alpha_s, seg.bandwidth_Bps
@@ -73,20 +87,23 @@ class ProfileAdapter:
         return LinkModel(alpha, 0.0 if math.isinf(bandwidth) else 1.0 / bandwidth, self.profile.gamma_s_per_byte)
 
     def predict(self, op: str, algo: str, p: int, sizes, **params) -> np.ndarray:
-        """Closed-form seconds at each size, each size with its regime."""
-        return self._per_regime(sizes, lambda chosen, model: predict(op, algo, p, chosen, model, **params))
+        """Closed-form seconds at each size, each size with its regime (by message: its largest message's)."""
+        pick = (lambda n: self.message_regime(largest_message(op, algo, p, n, params))) if self.by_message else self.regime
+        return self._per_regime(sizes, lambda chosen, model: predict(op, algo, p, chosen, model, **params), pick)
 
     def lower_bound(self, op: str, p: int, sizes) -> np.ndarray:
         """The op's lower bound at each size, each size with its regime."""
-        return self._per_regime(sizes, lambda chosen, model: lower_bound(op, p, chosen, model))
+        return self._per_regime(sizes, lambda chosen, model: lower_bound(op, p, chosen, model), self.regime)
 
-    def _per_regime(self, sizes, fn) -> np.ndarray:
+    def _per_regime(self, sizes, fn, pick) -> np.ndarray:
         sizes = np.asarray(sizes, dtype=np.float64).reshape(-1)
         out = np.empty_like(sizes)
-        keys = [self.regime(float(n)) for n in sizes]
+        keys = [pick(float(n)) for n in sizes]
         for key in dict.fromkeys(keys):
             mask = np.array([k == key for k in keys])
-            out[mask] = fn(sizes[mask], self.link_model(float(sizes[mask][0])))
+            alpha, bandwidth = key
+            out[mask] = fn(sizes[mask], LinkModel(alpha, 0.0 if math.isinf(bandwidth) else 1.0 / bandwidth,
+                                                  self.profile.gamma_s_per_byte))
         return out
 
     # ---- the engine -----------------------------------------------------------------------------------------------
@@ -99,13 +116,30 @@ class ProfileAdapter:
         return topology.with_links(self.wire_alpha / self.hops(topology), self.wire_bandwidth)
 
     def messages(self, nbytes: float) -> MessageModel | None:
-        """The engine's message regime for a collective of `nbytes` (None when the links alone give it)."""
-        alpha, bandwidth = self.regime(nbytes)
-        extra = alpha - self.wire_alpha
-        factor = 0.0 if math.isinf(bandwidth) else self.wire_bandwidth / bandwidth
+        """The engine's message regime for a collective of `nbytes` (None when the links alone give it); by message:
+        every segment as a regime of its message sizes, the top-level regime for sizes none covers."""
+        if self.by_message:
+            segs = [(s.min_bytes, s.max_bytes, s.alpha_s, s.bandwidth_Bps) for s in self.profile.segments]
+            return MessageModel(tuple(Regime(lo, hi, *self._extra(a, b)) for lo, hi, a, b in
+                                      segs + [(0, None, self.profile.alpha_s, self.profile.bandwidth_Bps)]))
+        extra, factor = self._extra(*self.regime(nbytes))
         return None if extra == 0 and factor == 1 else MessageModel.uniform(extra, factor)
+
+    def _extra(self, alpha: float, bandwidth: float) -> tuple[float, float]:
+        """(latency beyond the links', wire bytes per payload byte) of a regime."""
+        return alpha - self.wire_alpha, 0.0 if math.isinf(bandwidth) else self.wire_bandwidth / bandwidth
 
     def options(self, nbytes: float, base: EngineOptions | None = None) -> EngineOptions:
         """`base` (default: the profile's gamma) with the message regime of a collective of `nbytes`."""
         base = base or EngineOptions(gamma=self.profile.gamma_s_per_byte)
         return replace(base, messages=self.messages(nbytes))
+
+
+def largest_message(op: str, algo: str, p: int, nbytes: float, params: dict) -> int:
+    """Bytes of the largest network message of `algo`'s schedule for a float32 `op` of `nbytes` on `p` ranks."""
+    from .algorithms import build_schedule
+    from .collective import Collective
+
+    n = int(nbytes) - int(nbytes) % 4
+    schedule = build_schedule(Collective(op, p, n, "float32"), algo, **params)
+    return max((schedule.nbytes(t) for t in schedule.transfers if not t.local), default=0)

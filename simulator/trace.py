@@ -302,30 +302,27 @@ def _json_default(value):
 
 class _PortArrivals:
     """The network transfer that arrived at a given instant from (or to) a rank, for the critical path's walk: the
-    highest id among equals. Sorted by (rank, arrival, id) on first use only (most walks follow dependencies)."""
+    highest id among equals. Network transfers sorted by arrival on first use only (most walks follow dependencies);
+    a lookup reads the transfers that arrived at that instant."""
 
     def __init__(self, src: np.ndarray, dst: np.ndarray, arrive: np.ndarray):
         self._src, self._dst, self._arrive = src, dst, arrive
-        self._tables: dict[str, tuple] = {}
+        self._sorted: tuple[np.ndarray, np.ndarray] | None = None
 
-    def _table(self, side: str) -> tuple:
-        if side not in self._tables:
-            ranks = self._src if side == "src" else self._dst
+    def _at(self, at: float) -> np.ndarray:
+        """The network transfers that arrived at `at`."""
+        if self._sorted is None:
             net = np.flatnonzero(self._src != self._dst)
-            order = net[np.lexsort((net, self._arrive[net], ranks[net]))]
-            bounds = np.searchsorted(ranks[order], np.arange(int(ranks.max(initial=0)) + 2))
-            self._tables[side] = (order, self._arrive[order], bounds)
-        return self._tables[side]
-
-    def _find(self, side: str, rank: int, at: float) -> int | None:
-        order, times, bounds = self._table(side)
-        if rank + 1 >= bounds.size:
-            return None
-        lo, hi = int(bounds[rank]), int(bounds[rank + 1])
-        k = lo + int(np.searchsorted(times[lo:hi], at, side="right")) - 1
-        return int(order[k]) if k >= lo and times[k] == at else None
+            order = net[np.argsort(self._arrive[net], kind="stable")]
+            self._sorted = (order, self._arrive[order])
+        order, times = self._sorted
+        return order[np.searchsorted(times, at, side="left"):np.searchsorted(times, at, side="right")]
 
     def last(self, src: int, dst: int, at: float) -> int | None:
         """A message sent by `src` that arrived at `at`, else one received by `dst` then, else None."""
-        found = self._find("src", src, at)
-        return found if found is not None else self._find("dst", dst, at)
+        ids = self._at(at)
+        for ranks, rank in ((self._src, src), (self._dst, dst)):
+            hit = ids[ranks[ids] == rank]
+            if hit.size:
+                return int(hit.max())
+        return None

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simulator.profile import LinkProfile
+from simulator.profile import LinkProfile, Segment
 
 from .fit import LineFit, fit_alpha_beta, fit_rate
 from .launch import World
@@ -77,48 +77,64 @@ def pingpong_job(world: World, req: CalibrateRequest) -> dict:
     return result
 
 
-def shift_schedule(ranks: int, nbytes: int):
-    """One ring step as a Schedule: every rank sends `nbytes` of its input to the next rank's output."""
+def shift_schedule(ranks: int, nbytes: int, reduce: bool = False):
+    """One ring step as a Schedule, as a ring allgather's first step runs it: every rank sends its own block of
+    `nbytes` ('out' holds it, float32 where `nbytes` allows) into the same block of the next rank's 'out'.
+
+    With `reduce`, a ring reduce-scatter's step instead: the block is added into the next rank's (the executor receives
+    it into a staging buffer and adds it in place), so its time less the plain step's is the reduction as the
+    executor does it.
+    """
     from simulator.collective import Collective
     from simulator.schedule import Piece, Schedule, Transfer
 
-    coll = Collective("allgather", ranks, nbytes * ranks, "uint8")
-    offs = coll.block_offsets
-    ts = [Transfer(r, r, (r + 1) % ranks, (Piece("in", 0, "out", int(offs[r]), nbytes),), False, (), 0) for r in range(ranks)]
-    return Schedule(coll, "shift", ts)
+    dtype = "float32" if nbytes % 4 == 0 or reduce else "uint8"
+    count = nbytes // 4 if dtype == "float32" else nbytes
+    coll = Collective("reduce_scatter" if reduce else "allgather", ranks, count * ranks * (4 if dtype == "float32" else 1), dtype)
+    ts = [Transfer(r, r, (r + 1) % ranks, (Piece("out", count * r, "out", count * r, count),), reduce, (), 0) for r in range(ranks)]
+    return Schedule(coll, "shift-reduce" if reduce else "shift", ts)
 
 
 def _executor_job(world: World, req: CalibrateRequest) -> dict:
-    """Per size: the median time of the executor running one shift step (every rank sends and receives once)."""
-    import torch
-    import torch.distributed as dist
-
-    from .data import fresh_buffers
-    from .executor import RankPlan, execute
-
+    """Per size: one shift step (every rank sends and receives once) run by the executor, timed as `collsim verify`
+    times a schedule (barrier, then per iteration the slowest rank); with gamma, also the reducing step at 1..16 MiB."""
     rank, p = world.rank, world.ranks
     one_way: dict[int, float] = {}
     for size in req.sizes:
-        world.board.beat(rank)
-        schedule = shift_schedule(p, size)
-        plan = RankPlan.build(schedule, rank)
-        bufs = fresh_buffers(schedule.collective, 0, rank, torch.zeros(size, dtype=torch.uint8), world.device)
-
-        def step(plan=plan, bufs=bufs) -> float:
-            dist.barrier()
-            t0 = time.perf_counter()
-            execute(plan, bufs, board=world.board, timeout=world.timeout)
-            return time.perf_counter() - t0
-
-        warm = [step() for _ in range(max(req.warmup, 1))]
-        est = torch.tensor([warm[-1]], dtype=torch.float64, device=world.device)  # NCCL reduces device tensors only
-        dist.all_reduce(est, dist.ReduceOp.MAX)
-        iters = int(max(3, min(req.iters, req.time_budget_s / max(float(est[0]), 1e-6))))
-        one_way[size] = float(np.median([step() for _ in range(iters)]))
+        timing = _time_step(world, req, shift_schedule(p, size))
+        one_way[size] = timing.median_s
     result = {"rank": rank, "pair": (rank, (rank + 1) % p), "one_way_s": one_way, "pattern": req.pattern}
     if req.gamma:
         result["gamma_points"] = _reduction_times(world.device)
+        reduce_step = {n: _time_step(world, req, shift_schedule(p, n, reduce=True)).median_s for n in GAMMA_SIZES}
+        plain = {n: _time_step(world, req, shift_schedule(p, n)).median_s for n in GAMMA_SIZES}
+        result["reduce_step_points"] = [(n, reduce_step[n] - plain[n]) for n in GAMMA_SIZES]
     return result
+
+
+def _time_step(world: World, req: CalibrateRequest, schedule):
+    """The executor's run of `schedule` on this rank, timed on every rank together as `collsim verify` times a schedule
+    (verify.timing; 'out' reset to its starting state before every iteration)."""
+    import torch
+    import torch.distributed as dist
+
+    from .data import fresh_buffers, reset_output
+    from .executor import RankPlan, execute
+    from .timing import time_collectively
+
+    world.board.beat(world.rank)
+    coll = schedule.collective
+    plan = RankPlan.build(schedule, world.rank)
+    dtype = torch.float32 if coll.dtype == "float32" else torch.uint8
+    bufs = fresh_buffers(coll, 0, world.rank, torch.ones(coll.in_count[world.rank], dtype=dtype), world.device)
+    run = lambda: execute(plan, bufs, board=world.board, timeout=world.timeout)
+    t0 = time.perf_counter()
+    run()
+    est = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=world.device)
+    dist.all_reduce(est, dist.ReduceOp.MAX)  # every rank runs the same number of iterations
+    iters = int(max(3, min(req.iters, req.time_budget_s / max(float(est[0]), 1e-6))))
+    reset = lambda: reset_output(coll, world.rank, bufs)  # as verify does: writing 'out' first slows a large step
+    return time_collectively(run, reset, iters, max(req.warmup - 1, 0), world.device)
 
 
 def _round_trip(buf, rank: int, pair, synthetic, rbuf=None) -> float:
@@ -190,26 +206,45 @@ class Calibration:
     pairs: list
     gamma_points: list
     pattern: str = "pingpong"
+    pieces: tuple = ()  # simulator.fit.Piece per message-size range: a piecewise profile (see combine)
+    reduce_step_points: tuple = ()  # (bytes, reducing step less plain step, s): gamma as the executor reduces
+
+    def segments(self) -> tuple[Segment, ...]:
+        """The piecewise profile's segments, by message size (empty for a single line)."""
+        return tuple(Segment(pc.lo, pc.hi, pc.alpha_s, pc.bandwidth_Bps) for pc in self.pieces)
 
     def profile(self) -> LinkProfile:
-        """The simulator's link profile for this calibration."""
+        """The simulator's link profile for this calibration (segments by message size when piecewise)."""
         meta = {"backend": self.backend, "ranks": self.ranks, "pattern": self.pattern, "pairs": self.pairs, "host": platform.node(),
                 "fit": {"r2": self.fit.r2, "r2_log": self.fit.r2_log, "crossover_bytes": self.fit.crossover_bytes,
                         "max_rel_residual": self.fit.max_rel_residual,
                         "sizes": list(self.fit.sizes), "one_way_s": list(self.fit.times_s)},
                 "gamma_points": [list(p) for p in self.gamma_points],
+                "reduce_step_points": [list(p) for p in self.reduce_step_points],
                 "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         how = {"ring": "ring exchange", "executor": "executor shift step"}.get(self.pattern, "ping-pong")
+        piecewise = f", {len(self.pieces)} segments by message size" if self.pieces else ""
         return LinkProfile(self.fit.alpha_s, self.fit.bandwidth_Bps, self.gamma_s_per_byte,
-                           f"collsim calibrate: {how} on {self.backend}, {self.ranks} ranks", (), meta)
+                           f"collsim calibrate: {how} on {self.backend}, {self.ranks} ranks{piecewise}", self.segments(), meta,
+                           "message" if self.pieces else "call")
 
 
-def combine(results: list[dict], backend: str) -> Calibration:
-    """Fit alpha and beta to the median over pairs of the one-way times, and gamma to the reduction times."""
+def combine(results: list[dict], backend: str, segments: int = 1) -> Calibration:
+    """Fit alpha and beta to the median over pairs of each size's time, gamma to the reduction times (the executor's
+    reducing step where measured); with `segments` > 1, also the best cut of the sizes into at most that many ranges,
+    each with its own alpha and bandwidth (simulator.fit.fit_pieces, as `collsim fit --segments` cuts a log)."""
+    from simulator.fit import fit_pieces
+
     sizes = sorted({s for r in results for s in r["one_way_s"]})
     times = [float(np.median([r["one_way_s"][s] for r in results if s in r["one_way_s"]])) for s in sizes]
     fit = fit_alpha_beta(sizes, times)
     points = [pt for r in results for pt in r.get("gamma_points", [])]
     gamma = fit_rate([p[0] for p in points], [p[1] for p in points]) if points else 0.0
+    steps = results[0].get("reduce_step_points")  # the executor's own reduction, the same on every rank
+    if steps:
+        gamma = fit_rate([p[0] for p in steps], [p[1] for p in steps], differences=True)
     pairs = sorted({tuple(r["pair"]) for r in results if r["pair"]})
-    return Calibration(fit, gamma, backend, len(results), [list(p) for p in pairs], points, results[0].get("pattern", "pingpong"))
+    n, t = np.asarray(sizes, dtype=np.float64), np.asarray(times, dtype=np.float64)
+    pieces = fit_pieces(np.ones_like(n), n, n, t, segments) if segments > 1 else ()
+    return Calibration(fit, gamma, backend, len(results), [list(p) for p in pairs], points, results[0].get("pattern", "pingpong"),
+                       pieces, tuple(tuple(p) for p in steps or ()))

@@ -86,9 +86,17 @@ def fit_alpha_beta(sizes, times) -> LineFit:
                    tuple(float(x) for x in (pred - t) / t), tuple(int(x) for x in n), tuple(float(x) for x in t))
 
 
-def fit_rate(sizes, times) -> float:
-    """Seconds per byte from (bytes, seconds) points of a bulk operation: least-squares slope through a free intercept, >= 0."""
-    n, t = _check_points(sizes, times, 2)
+def fit_rate(sizes, times, differences: bool = False) -> float:
+    """Seconds per byte from (bytes, seconds) points of a bulk operation: least-squares slope through a free intercept, >= 0.
+
+    With `differences` the times are differences of two measurements (an extra cost), which noise can make <= 0.
+    """
+    if differences:
+        n, t = np.asarray(sizes, dtype=np.float64), np.asarray(times, dtype=np.float64)
+        if n.shape != t.shape or len(np.unique(n)) < 2 or not np.all(np.isfinite(t)):
+            raise CollsimError("fit: need finite extra times at 2 or more distinct sizes")
+    else:
+        n, t = _check_points(sizes, times, 2)
     slope, _ = np.polyfit(n, t, 1)
     return max(float(slope), 0.0)
 

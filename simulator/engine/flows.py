@@ -14,32 +14,45 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .csr import gather
 from .maxmin import progressive_filling
+from .routes import Routes
 
 # post(when, ids, versions): the flows `ids` will be through at ticks `when` unless their version changes first
 Post = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
 SMALL = 16  # up to this many flows at once, plain loops (numpy's fixed cost per call would dominate)
-_REMAINING, _RATE, _LAST, _VERSION = range(4)
+_REMAINING, _RATE, _LAST, _VERSION, _DUE = range(5)
+
+
+def _shareable(routes: Routes, alone: np.ndarray | None, capacity: list[float]) -> tuple[Routes, list[float | None]]:
+    """The routes without the links that never carry two flows at once (`alone`), and per pair the smallest capacity
+    of its links left out (None if none): such a link never shares, so for max-min only that capacity matters."""
+    if alone is None or not alone.any():
+        return routes, [None] * len(routes.tuples)
+    keep = [tuple(link for link in r if not alone[link]) for r in routes.tuples]
+    own = [min((capacity[link] for link in r if alone[link]), default=None) for r in routes.tuples]
+    return Routes(routes.pair_of, keep), own
 
 
 class Flows:
-    """The flows moving bytes now. Flow ids are transfer ids; route_ptr/route_links give each one's links (CSR)."""
+    """The flows moving bytes now. Flow ids are transfer ids; `routes` gives each one's links. Links that never carry
+    two flows at once (`alone`) are left out of the bookkeeping: max-min reads their smallest capacity per route."""
 
-    def __init__(self, route_ptr: np.ndarray, route_links: np.ndarray, capacity: np.ndarray, bottleneck: np.ndarray,
-                 wire: np.ndarray, ticks_per_s: float, post: Post, post_one: Callable[[int, int, int], None],
-                 pair_of: np.ndarray | None = None, pair_routes: list[tuple[int, ...]] | None = None):
-        """capacity: B/s of every link; bottleneck: of every flow's route; wire: bytes each flow moves;
-        pair_routes[pair_of[f]] (optional) is flow f's route as a tuple, the same as its CSR row."""
-        n = route_ptr.size - 1
-        self.ptr, self.links_of = route_ptr, route_links
-        self._pair_of = pair_of.tolist() if pair_of is not None and n <= 1 << 16 else pair_of
-        self._pair_routes = pair_routes
+    def __init__(self, routes: Routes, capacity: np.ndarray, bottleneck: np.ndarray, wire: np.ndarray,
+                 ticks_per_s: float, post: Post, post_one: Callable[[int, int, int], None],
+                 alone: np.ndarray | None = None, forget: Callable[[int], None] | None = None):
+        """capacity: B/s of every link; bottleneck: of every flow's route; wire: bytes each flow moves; alone (optional):
+        per link, True if it never carries two flows at once (max-min then reads only its capacity); forget(when)
+        (optional): a completion posted for tick `when` is superseded."""
+        n = len(routes)
+        self._capacity_list = capacity.tolist()  # read one link at a time by max-min
+        self.routes, self._own = _shareable(routes, alone, self._capacity_list)
+        self.route = self.routes.of  # the links of flow f that may carry other flows
         self.capacity = capacity
         self.wire = wire
         self.bottleneck = bottleneck
         self.per_s = ticks_per_s
         self._post, self._post_one = post, post_one
+        self._forget = forget or (lambda when: None)
         with np.errstate(divide="ignore", invalid="ignore"):
             self.solo = np.rint(wire / bottleneck * ticks_per_s)  # ticks to move alone
         self.count = np.zeros(capacity.size, dtype=np.int64)      # flows on each link now
@@ -49,12 +62,6 @@ class Flows:
         self.finished = np.zeros(n, dtype=bool)
         self.state: dict[int, list] = {}                          # explicit state of flows max-min has touched
         self._seeds: set[int] = set()
-
-    def route(self, f: int):
-        """The links of flow f."""
-        if self._pair_routes is not None:
-            return self._pair_routes[self._pair_of[f]]
-        return self.links_of[self.ptr[f]:self.ptr[f + 1]].tolist()
 
     def is_due(self, f: int, version: int) -> bool:
         """True if flow f's completion for `version` is the valid one (version 1 for a flow that was always alone)."""
@@ -66,7 +73,8 @@ class Flows:
     def _explicit(self, f: int) -> list:
         st = self.state.get(f)
         if st is None:  # always alone so far: at its bottleneck since it began
-            st = self.state[f] = [float(self.wire[f]), float(self.bottleneck[f]), int(self.began[f]), 1]
+            began = int(self.began[f])
+            st = self.state[f] = [float(self.wire[f]), float(self.bottleneck[f]), began, 1, began + int(self.solo[f])]
         return st
 
     # ---- changes of one instant ------------------------------------------------------------------------------
@@ -76,7 +84,7 @@ class Flows:
             self.begin_few(ids.tolist(), now)
             return
         self.began[ids] = now
-        links, pos = gather(self.ptr, self.links_of, ids)
+        links, pos = self.routes.rows(ids)
         count = self.count
         np.add.at(count, links, 1)
         crowded = count[links] > 1
@@ -88,7 +96,7 @@ class Flows:
             self._join(links[crowded], ids[pos[crowded]])
             wire = self.wire
             for f in mixed.tolist():
-                self.state[f] = [float(wire[f]), 0.0, now, 0]
+                self.state[f] = [float(wire[f]), 0.0, now, 0, -1]
             self._seeds.update(links[crowded].tolist())
         else:
             alone = ids
@@ -117,7 +125,7 @@ class Flows:
             if alone:
                 self._post_one(now + int(self.solo[t]), t, 1)
             else:
-                self.state[t] = [float(self.wire[t]), 0.0, now, 0]
+                self.state[t] = [float(self.wire[t]), 0.0, now, 0, -1]
 
     def _join(self, links: np.ndarray, flows: np.ndarray) -> None:
         """Links now crowded get their new flows added to their sets (made from the sole flow if there was one)."""
@@ -147,7 +155,7 @@ class Flows:
         self.finished[ids] = True
         for f in ids.tolist() if self.state else ():
             self.state.pop(f, None)
-        links, pos = gather(self.ptr, self.links_of, ids)
+        links, pos = self.routes.rows(ids)
         np.subtract.at(self.count, links, 1)
         if self.shared:
             was_shared = np.fromiter((link in self.shared for link in links.tolist()), bool, links.size)
@@ -195,6 +203,40 @@ class Flows:
             return users
         return (int(self.owner[link]),) if self.count[link] == 1 else ()
 
+    def _component(self, stack: list[int]) -> tuple[dict[int, list[int]], dict[int, object], dict[int, float]]:
+        """The flows connected to `stack` through crowded links, for max-min: flow -> its crowded links and one
+        virtual link -1 - f for the links it has to itself (their smallest capacity: only that one can bind); link ->
+        its flows; link -> capacity. The rates are those over the full routes: a link with one flow binds exactly
+        when the smallest such link of that flow does, at the same share."""
+        shared, cap, pair_of, routes, owns = self.shared, self._capacity_list, self.routes.index, self.routes.tuples, self._own
+        links_of: dict[int, list[int]] = {}
+        users: dict[int, object] = {}
+        capacity: dict[int, float] = {}
+        while stack:
+            f = stack.pop()
+            if f in links_of:
+                continue
+            mine = links_of[f] = []
+            pair = pair_of[f]
+            own = owns[pair]
+            for link in routes[pair]:
+                crowd = shared.get(link)
+                if crowd is None:
+                    c = cap[link]
+                    if own is None or c < own:
+                        own = c
+                    continue
+                mine.append(link)
+                if link not in users:
+                    users[link] = crowd
+                    capacity[link] = cap[link]
+                    stack.extend(crowd)
+            if own is not None:
+                mine.append(-1 - f)
+                users[-1 - f] = (f,)
+                capacity[-1 - f] = own
+        return links_of, users, capacity
+
     # ---- once per instant -------------------------------------------------------------------------------------
     def reshare(self, now: int) -> None:
         """Bring the bytes left up to `now` and give every flow connected to the links changed this instant its
@@ -203,38 +245,27 @@ class Flows:
             return
         seeds = self._seeds
         self._seeds = set()
-        shared = self.shared
-        users: dict[int, object] = {}   # every link of the component's flows -> its flows
-        stack = [f for link in seeds for f in self.users(link)]
-        comp_flows: dict[int, list[int]] = {}
-        while stack:  # only crowded links join flows: a link with one flow adds no one
-            f = stack.pop()
-            if f in comp_flows:
-                continue
-            route = comp_flows[f] = self.route(f)
-            for link in route:
-                if link in users:
-                    continue
-                crowd = shared.get(link)
-                if crowd is None:
-                    users[link] = (f,)
-                else:
-                    users[link] = crowd
-                    stack.extend(crowd)
+        comp_flows, users, capacity = self._component([f for link in seeds for f in self.users(link)])
         if not comp_flows:
             return
-        per_s = self.per_s
+        per_s, state = self.per_s, self.state
         states = {}
         for f in comp_flows:
-            st = states[f] = self._explicit(f)
+            st = states[f] = state.get(f) or self._explicit(f)
             rem = st[_REMAINING] - st[_RATE] * ((now - st[_LAST]) / per_s)
             st[_REMAINING] = rem if rem > 0 else 0.0
             st[_LAST] = now
-        new_rates = progressive_filling(comp_flows, users, self.capacity)
+        if len(comp_flows) == 1:  # alone: its links are all its own, the virtual one holds their smallest capacity
+            new_rates = {f: capacity[-1 - f] for f in comp_flows}
+        else:
+            new_rates = progressive_filling(comp_flows, users, capacity)
         post = self._post_one
         for f, r in new_rates.items():
             st = states[f]
             if r != st[_RATE]:
                 st[_RATE] = r
                 st[_VERSION] += 1
-                post(now + round(st[_REMAINING] / r * per_s), f, st[_VERSION])
+                if st[_DUE] > now:
+                    self._forget(st[_DUE])
+                st[_DUE] = when = now + round(st[_REMAINING] / r * per_s)
+                post(when, f, st[_VERSION])

@@ -3,10 +3,15 @@
 Instants are integer ticks (clock.py). An instant holds, per kind of event, the ids due then (arrays or lists);
 when simpy reaches it, the run's handler gets them all at once. What the handler posts for the instant being run
 joins it and is handed over in the next round of the same instant (no new simpy event).
+
+Simpy holds only the next instant (and any that were next when armed): the future ticks wait in a heap, and after
+each instant the earliest one still wanted gets its simpy timeout. So an instant that is given up before it is next
+(every completion posted for it superseded) costs a heap entry, never a simpy event.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 
 import numpy as np
@@ -14,6 +19,7 @@ import simpy
 
 BEGIN, DONE, ARRIVE, REDUCED, OPEN = range(5)   # latency over: the flow starts; a flow's bytes are through (with its
 KINDS = 5                                       # version); the message arrived; a reduction ended; a rank opens
+_POSTED = KINDS                                 # a slot's count of ids posted (less those forgotten)
 
 
 class Agenda:
@@ -27,6 +33,8 @@ class Agenda:
         self.env = simpy.Environment()
         self._handle = handle
         self._at: dict[int, list[list]] = {}
+        self._ticks: list[int] = []      # heap of future ticks (some may be given up or done: skipped when met)
+        self._armed: set[int] = set()    # ticks with a simpy timeout pending
         self.now = 0
         self.events = 0
         self.rounds = 0
@@ -35,10 +43,23 @@ class Agenda:
         """`ids` (a list or array, or for DONE an (ids, versions) pair) are due at tick `when` (>= now)."""
         slot = self._at.get(when)
         if slot is None:
-            slot = self._at[when] = [[] for _ in range(KINDS)]
+            slot = self._at[when] = [[], [], [], [], [], 0]  # KINDS lists, ids posted
             if when != self.now or not self._running:
-                self.env.timeout(when - self.now, when).callbacks.append(self._fire)
+                heapq.heappush(self._ticks, when)
         slot[kind].append(ids)
+        slot[_POSTED] += len(ids[0] if kind == DONE else ids)
+
+    def forget(self, when: int) -> None:
+        """One id posted for the future tick `when` is no longer wanted (a superseded completion): once an instant holds
+        only such ids it is dropped. Ticks not after now are left as they are."""
+        if when <= self.now:
+            return
+        slot = self._at.get(when)
+        if slot is None:
+            return
+        slot[_POSTED] -= 1
+        if slot[_POSTED] == 0:
+            del self._at[when]
 
     def post_many(self, when: np.ndarray, kind: int, ids: np.ndarray, versions: np.ndarray | None = None) -> None:
         """Each ids[i] (with versions[i] for DONE) is due at when[i]: one post per distinct instant."""
@@ -69,15 +90,29 @@ class Agenda:
     def run(self) -> None:
         """Run until nothing is left to happen."""
         self._running = False
+        self._arm()
         self.env.run()
+
+    def _arm(self) -> None:
+        """Give the earliest tick still wanted a simpy timeout, unless it has one."""
+        ticks, at = self._ticks, self._at
+        while ticks and ticks[0] not in at:
+            heapq.heappop(ticks)
+        if ticks and ticks[0] not in self._armed:
+            when = ticks[0]
+            self._armed.add(when)
+            self.env.timeout(when - self.now, when).callbacks.append(self._fire)
 
     def _fire(self, event: simpy.Event) -> None:
         when = self.now = event.value
-        self.events += 1
-        self._running = True
+        self._armed.discard(when)
         due = self._at.pop(when, None)
-        while due is not None:
-            self.rounds += 1
-            self._handle(when, due)
-            due = self._at.pop(when, None)
-        self._running = False
+        if due is not None:
+            self.events += 1
+            self._running = True
+            while due is not None:
+                self.rounds += 1
+                self._handle(when, due)
+                due = self._at.pop(when, None)
+            self._running = False
+        self._arm()

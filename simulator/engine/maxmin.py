@@ -27,12 +27,14 @@ def progressive_filling(links_of: Mapping[int, Sequence[int]], users: Mapping[in
     Returns flow -> rate in the order the flows were frozen.
     """
     left = {link: float(capacity[link]) for link in users}
-    count = {link: len(flows) for link, flows in users.items()}
+    count = {link: len(flows) for link, flows in users.items()}  # unfrozen flows per link; links at 0 are dropped
     rate: dict[int, float] = {}
     unfrozen = len(links_of)
     while unfrozen:
-        share = max(min(left[link] / count[link] for link in count if count[link] > 0), 0.0)
-        tight = [link for link in count if count[link] > 0 and left[link] / count[link] <= share * (1 + 1e-12)]
+        ratios = {link: left[link] / c for link, c in count.items()}
+        share = max(min(ratios.values()), 0.0)
+        bound = share * (1 + 1e-12)
+        tight = [link for link, r in ratios.items() if r <= bound]
         share = share or 1e-300  # rounding can exhaust a link exactly; never a zero or negative rate
         for link in tight:
             for f in users[link]:
@@ -41,5 +43,9 @@ def progressive_filling(links_of: Mapping[int, Sequence[int]], users: Mapping[in
                     unfrozen -= 1
                     for other in links_of[f]:
                         left[other] -= share
-                        count[other] -= 1
+                        c = count[other] - 1
+                        if c:
+                            count[other] = c
+                        else:
+                            del count[other]
     return rate

@@ -8,6 +8,12 @@ Waiting transfers sit in per-rank queues ordered by id: one of sends, one of rec
 which wait only for their rank to open). When ports free, the queues of those ranks are merged in id order and each
 is read only while its rank still has a free port of that kind: an entry after that could only fail, so with one
 port a freed rank costs a look at one or two entries, not at everything waiting on it.
+
+When many ranks free ports at once and few transfers wait per rank (ring phases on thousands of ranks), the per-rank
+queues cost a Python step per rank; then the waiting transfers are kept as one array instead (the pool), and every
+matching with freed ports looks at the whole pool with the newly ready, on arrays. Both give the same matching: a
+waiting transfer whose ranks freed no port since it last failed fails again. The engine switches between the two
+(with a margin, so it does not switch back and forth) by how many ranks freed ports against how many transfers wait.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ from .csr import distinct, occurrence
 
 _SEND, _RECV, _LOCAL, _READY = 0, 1, 2, 3  # a rank's waiting queues (heaps of ids), and newly ready transfers
 _SMALL = 24  # below this many candidates the matching is a plain loop (numpy's fixed cost would dominate)
+_MANY_DIRTY = 32  # with more ranks that freed ports than this and than a quarter of the waiting: the pool ...
+_POOL_RATIO = 16  # ... and back to queues when the pool holds more than this many per rank that freed ports
+_SHORT = 48  # queues to read holding up to this many entries are read whole, not merged
 
 
 class Ports:
@@ -39,9 +48,12 @@ class Ports:
         self.started = np.zeros(len(src), dtype=bool)
         self._waiting = np.zeros(len(src), dtype=bool)   # on its ranks' queues (until it starts)
         # per rank, heaps of waiting ids: [sends, receives, local]; entries that started are dropped when met
-        self._heaps: list[tuple[list[int], list[int], list[int]]] = [([], [], []) for _ in range(ranks)]
+        self._heaps: list[list[list[int]]] = [[[], [], []] for _ in range(ranks)]
         self._listed = np.zeros(ranks, dtype=bool)       # rank has a non-empty queue
         self.dirty: set[int] = set()                     # ranks with waiting transfers whose ports freed or that opened
+        self._count = 0                                  # transfers waiting in the queues (started ones excluded)
+        self._pool: np.ndarray | None = None             # the waiting transfers, when kept as one array (else queues)
+        self._fresh: list[int] = []                      # transfers that began to wait since the pool was last read
 
     def release(self, ids: np.ndarray) -> None:
         """Messages `ids` (network transfers) have arrived: their send and receive ports are free again."""
@@ -69,11 +81,23 @@ class Ports:
         self.dirty.update(int(r) for r in ranks if self._listed[r])
 
     def _wait(self, ids: list[int]) -> None:
+        """Transfers `ids` (ready, not started) wait: onto their ranks' queues, or into the pool."""
+        if self._pool is not None:
+            self._fresh.extend(ids)
+            if len(ids) > _SMALL:
+                arr = np.asarray(ids, dtype=np.int64)
+                self._listed[self.src[arr]] = True
+                self._listed[self.dst[arr]] = True
+            else:
+                for t in ids:
+                    self._listed[self._s_src[t]] = self._listed[self._s_dst[t]] = True
+            return
         src, dst, waiting, queues, listed = self._s_src, self._s_dst, self._waiting, self._heaps, self._listed
         push = heapq.heappush
         for t in ids:
             if not waiting[t]:
                 waiting[t] = True
+                self._count += 1
                 s, d = int(src[t]), int(dst[t])
                 if d != s:
                     push(queues[s][_SEND], t)
@@ -87,13 +111,15 @@ class Ports:
         """The transfers that start now, in id order, with their ports taken: of `ready` (newly ready) and of those
         waiting on ranks whose ports freed or that opened. The others wait."""
         if self.dirty:
+            if self._pool is not None or self._to_pool():
+                return self._match_pool(ready)
             hopeless: list[int] = []
             if ready.size > _SMALL:  # those whose ports are taken already cannot start: they only join the queues
                 s, d = self.src[ready], self.dst[ready]
                 ok = self.is_open[s] & self.is_open[d] & ((s == d) | ((self.free_send[s] > 0) & (self.free_recv[d] > 0)))
                 hopeless = ready[~ok].tolist()
                 ready = ready[ok]
-            go = self._match_merge(ready.tolist())
+            go = self._match_queues(ready.tolist())
             if hopeless:
                 self._wait(hopeless)
             return np.array(go, dtype=np.int64)
@@ -112,10 +138,48 @@ class Ports:
     def match_few(self, ready: list[int]) -> list[int]:
         """match() for a handful of newly ready transfers (sorted), one at a time."""
         if self.dirty:
-            return self._match_merge(ready)
+            if self._pool is not None or self._to_pool():
+                return self._match_pool(np.array(ready, dtype=np.int64)).tolist()
+            return self._match_queues(ready)
         go, wait = self._match_small(ready)
         if wait:
             self._wait(wait)
+        return go
+
+    def _match_queues(self, ready: list[int]) -> list[int]:
+        """The matching over `ready` and the queues of the dirty ranks: read whole when they are short, else merged."""
+        readable, total = [], 0
+        heaps, is_open, free_send, free_recv = self._heaps, self.is_open, self.free_send, self.free_recv
+        for r in self.dirty:
+            if is_open[r]:
+                sends, recvs, local = heaps[r]
+                for q, ok in ((sends, free_send[r] > 0), (recvs, free_recv[r] > 0), (local, True)):
+                    if q and ok:
+                        readable.append(q)
+                        total += len(q)
+                        if total > _SHORT:
+                            return self._match_merge(ready)
+        return self._match_short(ready, readable)
+
+    def _match_short(self, ready: list[int], readable: list[list[int]]) -> list[int]:
+        """_match_merge when the queues to read hold a handful of entries: every entry of them and `ready`, sorted,
+        in one greedy pass; the queues keep (re-heaped) what did not start, the newly ready that did not start wait."""
+        started, waiting = self.started, self._waiting
+        cands = set(ready)
+        for q in readable:
+            cands.update(q)
+        go, _ = self._match_small(sorted(t for t in cands if not started[t]))
+        for q in readable:
+            q[:] = [t for t in q if not started[t]]
+            heapq.heapify(q)
+        self._count -= sum(1 for t in go if waiting[t])
+        wait = [t for t in ready if not started[t]]
+        if wait:
+            self._wait(wait)
+        dirty, self.dirty = self.dirty, set()
+        heaps = self._heaps
+        for r in dirty:
+            self._listed[r] = any(heaps[r])
         return go
 
     def _match_merge(self, ready: list[int]) -> list[int]:
@@ -143,6 +207,8 @@ class Ports:
                         free_send[s] -= 1
                         free_recv[d] -= 1
                     go.append(t)
+                    if kind != _READY:
+                        self._count -= 1
                 elif kind == _READY:
                     wait.append(t)
                 else:
@@ -157,6 +223,44 @@ class Ports:
             self._wait(wait)
         for r in dirty:
             self._listed[r] = any(heaps[r])
+        return go
+
+    def _to_pool(self) -> bool:
+        """Switch from queues to the pool if many ranks freed ports and few transfers wait per such rank."""
+        if len(self.dirty) <= _MANY_DIRTY or 4 * len(self.dirty) < self._count:
+            return False
+        self._pool = np.flatnonzero(self._waiting & ~self.started)
+        self._fresh = []
+        for r in np.flatnonzero(self._listed).tolist():
+            self._heaps[r] = [[], [], []]
+        self._waiting[:] = False
+        self._count = 0
+        return True
+
+    def _to_queues(self, pool: np.ndarray) -> None:
+        """Switch from the pool back to queues (the ranks that freed ports stay dirty)."""
+        self._pool, self._fresh = None, []
+        self._listed[:] = False
+        self._wait(pool.tolist())
+
+    def _match_pool(self, ready: np.ndarray) -> np.ndarray:
+        """The matching with ports freed, in pool form: the whole pool and `ready`, greedily in id order."""
+        pool = self._pool if not self._fresh else np.concatenate((self._pool, np.array(self._fresh, dtype=np.int64)))
+        self._fresh = []
+        if pool.size > _POOL_RATIO * len(self.dirty) and pool.size > 2 * _MANY_DIRTY:
+            self._to_queues(pool)
+            return np.array(self._match_queues(distinct(ready).tolist()), dtype=np.int64)
+        self.dirty = set()
+        cands = distinct(np.concatenate((pool, ready)) if ready.size else pool)
+        if cands.size < _SMALL:
+            go, wait = self._match_small(cands.tolist())
+            go, wait = np.array(go, dtype=np.int64), np.array(wait, dtype=np.int64)
+        else:
+            go, wait = self._match_many(cands)
+        self._pool = wait
+        self._listed[:] = False
+        self._listed[self.src[wait]] = True
+        self._listed[self.dst[wait]] = True
         return go
 
     def _heads(self, dirty: set[int]) -> list[tuple[int, int, int]]:

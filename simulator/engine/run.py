@@ -29,6 +29,7 @@ from .flows import Flows
 from .loop import ARRIVE, BEGIN, DONE, OPEN, REDUCED, Agenda
 from .options import EngineOptions
 from .ports import Ports
+from .routes import Routes
 from .stats import LinkStats, Record
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -58,6 +59,18 @@ def simulate(schedule: Schedule, topology: Topology, options: EngineOptions | No
         if raise_on_deadlock:
             raise DeadlockError(format_deadlock(report, trace.stuck.size), trace, report)
     return trace
+
+
+def _few(due: list[list]) -> bool:
+    """True if the flows that begin, the completions and the arrivals due at an instant are at most _SMALL."""
+    size = 0
+    for c in due[BEGIN]:
+        size += len(c)
+    for c in due[ARRIVE]:
+        size += len(c)
+    for c in due[DONE]:
+        size += len(c[0])
+    return size <= _SMALL
 
 
 def _chunks(parts: list) -> np.ndarray:
@@ -102,8 +115,7 @@ class _Run:
         self.ports = Ports(self.src, self.dst, p, options.ports, closed=late)
         self.fast = not options.contention or (topology.ideal and options.ports == 1 and not options.background)
         self._route_table(topology)
-        self.links = LinkStats(topology.num_links, self.route_ptr, self.route_links,
-                               self.payload.astype(np.float64) + options.header_bytes)
+        self.links = LinkStats(topology.num_links, self.routes, self.payload.astype(np.float64) + options.header_bytes)
         late_s = max(late.values(), default=0.0)
         reducing = float(self.payload[self.is_reduce].sum()) * self.gamma * max(self.slow, default=1.0)
         if self.fast:
@@ -119,7 +131,6 @@ class _Run:
         self.s_succ_ptr, self.s_succ_idx = mirror(self.succ_ptr), mirror(self.succ_idx)
         self.s_delay = mirror(self.duration if self.fast else self.latency)
         self.s_kind = [ARRIVE] * n if self.fast else np.where(self.flowing, BEGIN, ARRIVE).tolist()
-        self.s_pair = mirror(self.pair_of)
         self.ready: list = []
         self.pending = False
         self.reducer_busy = [False] * p
@@ -136,34 +147,24 @@ class _Run:
         self.agenda.post(0, OPEN, [])
 
     def _route_table(self, topology: Topology) -> None:
-        """Every network transfer's route: CSR over transfers (route_ptr, route_links), and per distinct (src, dst)
-        pair (pair_of[t]) its route as a tuple and its latency."""
+        """Every transfer's route, once per distinct (src, dst) pair (Routes; local transfers: the last pair, no links),
+        and each pair's latency (topology.path_cost's sums, in the same order)."""
         src, dst, p = self.src, self.dst, self.p
-        n = src.size
         net = np.flatnonzero(~self.local)
         uniq, inverse = _pairs(src[net] * p + dst[net], p * p)
-        self.pair_routes = [topology.route(int(k) // p, int(k) % p) for k in uniq.tolist()]
-        lengths = np.array([len(r) for r in self.pair_routes], dtype=np.int64)
-        flat = np.fromiter((link for r in self.pair_routes for link in r), np.int64, int(lengths.sum()))
-        starts = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        routes = [topology.route(int(k) // p, int(k) % p) for k in uniq.tolist()]
+        pair_of = np.full(src.size, uniq.size, dtype=np.int64)
+        pair_of[net] = inverse
+        self.routes = Routes(pair_of, [*routes, ()])
+        lengths = self.routes.pair_lengths[:-1]
         latency = getattr(topology, "latency", None)
         if (uniq.size and not topology.ideal and isinstance(latency, np.ndarray) and 0 < lengths.min()
-                and lengths.max() < 8):  # topology.path_cost's sums (in the same order), in one call
-            self.pair_latency = np.add.reduceat(latency.astype(np.float64)[flat], starts[:-1])
+                and lengths.max() < 8):  # the sums in one call
+            self.pair_latency = np.append(self.routes.per_pair(latency, np.add)[:-1], 0.0)
         else:
-            self.pair_latency = (np.array([topology.path_cost(int(k) // p, int(k) % p)[0] for k in uniq.tolist()])
-                                 if uniq.size else np.zeros(0))
-        self.pair_of = np.zeros(n, dtype=np.int64)
-        self.pair_of[net] = inverse
-        per = np.zeros(n, dtype=np.int64)
-        per[net] = lengths[inverse]
-        self.route_ptr = np.concatenate(([0], np.cumsum(per))).astype(np.int64)
-        if net.size and lengths.min() == lengths.max():  # one route length (a switch, say)
-            self.route_links = flat.reshape(lengths.size, -1)[inverse].ravel()
-        else:
-            self.route_links, _ = gather(starts, flat, self.pair_of[net]) if net.size else (flat[:0], None)
-        if net.size and self.route_links.size != self.route_ptr[-1]:
-            raise AssertionError("route table out of step")
+            self.pair_latency = np.array([topology.path_cost(int(k) // p, int(k) % p)[0] for k in uniq.tolist()] + [0.0])
+        self.pair_of = pair_of
+        self.pair_src, self.pair_dst = uniq // p, uniq % p
 
     def _routes(self, topology: Topology, options: EngineOptions, wire: np.ndarray, extra, other_s: float) -> None:
         """The clock, latency ticks and the flows' state, for runs with contention.
@@ -171,27 +172,25 @@ class _Run:
         The clock's horizon bounds the makespan: while any flow moves, some saturated link carries flows whose
         sum of rate / own bottleneck is at least 1, so sum(latency) + sum(wire / bottleneck) + reductions + the
         latest start covers every run."""
-        n = self.src.size
-        ptr, links = self.route_ptr, self.route_links
-        per = np.diff(ptr)
-        lat = np.zeros(n)
+        routes = self.routes
+        lat = self.pair_latency[self.pair_of]
         net = np.flatnonzero(~self.local)
-        lat[net] = self.pair_latency[self.pair_of[net]]
         if extra is not None:
             lat[net] += np.asarray(extra)[net]
         capacity = np.asarray(topology.bandwidth[np.arange(topology.num_links)], dtype=np.float64).copy()
         for link, share in options.background.items():
             capacity[link] *= 1.0 - share
-        self.flowing = (wire > 0) & (per > 0)
-        bottleneck = np.full(n, np.inf)
-        if links.size:
-            lo = np.minimum(ptr[:-1], links.size - 1)
-            bottleneck[per > 0] = np.minimum.reduceat(capacity[links], lo)[per > 0]
+        self.flowing = (wire > 0) & (routes.lengths() > 0)
+        pair_bottleneck = routes.per_pair(capacity, np.minimum)
+        bottleneck = np.where(routes.lengths() > 0, pair_bottleneck[self.pair_of], np.inf)
         moving = float((wire[self.flowing] / bottleneck[self.flowing]).sum())
         self.clock = Clock(2 * (float(lat.sum()) + moving + other_s))
         self.latency = self.clock.ticks_array(lat)
-        self.flows = Flows(ptr, links, capacity, bottleneck, wire, self.clock.scale, self._post_done,
-                           self._post_one_done, self.pair_of, self.pair_routes)
+        alone = None
+        if options.ports == 1 and self.pair_src.size:  # a link only one rank sends (or receives) on: one flow at a time
+            alone = routes.one_sided(np.append(self.pair_src, -1), np.append(self.pair_dst, -1), capacity.size)
+        self.flows = Flows(routes, capacity, bottleneck, wire, self.clock.scale, self._post_done, self._post_one_done,
+                           alone, self.agenda.forget)
 
     def _post_done(self, when: np.ndarray, ids: np.ndarray, versions: np.ndarray) -> None:
         self.agenda.post_many(when, DONE, ids, versions)
@@ -201,8 +200,7 @@ class _Run:
 
     # ---- one instant -------------------------------------------------------------------------------------------
     def _instant(self, now: int, due: list[list]) -> None:
-        size = sum(len(c) for c in due[BEGIN]) + sum(len(c) for c in due[ARRIVE]) + sum(len(c[0]) for c in due[DONE])
-        if size <= _SMALL and not due[OPEN] and not due[REDUCED]:
+        if not due[OPEN] and not due[REDUCED] and _few(due):
             self._instant_few(now, due)
             return
         arrived = []
@@ -243,18 +241,18 @@ class _Run:
                     flows.done_few([int(t)])
                     arrived.append(int(t))
         for chunk in due[BEGIN]:
-            flows.begin_few([int(t) for t in chunk], now)
+            flows.begin_few(chunk if isinstance(chunk, list) else chunk.tolist(), now)
         if flows is not None:
             flows.reshare(now)
         for chunk in due[ARRIVE]:
-            arrived.extend(int(t) for t in chunk)
+            arrived.extend(chunk if isinstance(chunk, list) else chunk.tolist())
         if arrived:
             arrive, src, dst, release = self.record.arrive, self.s_src, self.s_dst, self.ports.release_one
-            pair, routes, leave = self.s_pair, self.pair_routes, self.links.leave_one
+            route, leave = self.routes.of, self.links.leave_one
             for t in arrived:
                 arrive[t] = now
                 release(src[t], dst[t])
-                leave(routes[pair[t]], now)
+                leave(route(t), now)
             self.pending = True
             if self.gamma > 0:
                 self._landed(np.array(arrived, dtype=np.int64), now)
@@ -306,14 +304,14 @@ class _Run:
 
     def _go_few(self, go: list[int], now: int) -> None:
         start, local, post, delay, kind = self.record.start, self.s_local, self.agenda.post, self.s_delay, self.s_kind
-        pair, routes, enter, nbytes = self.s_pair, self.pair_routes, self.links.enter_one, self.links.nbytes
+        route, enter, nbytes = self.routes.of, self.links.enter_one, self.links.nbytes
         landed = []
         for t in go:
             start[t] = now
             if local[t]:
                 landed.append(t)
             else:
-                enter(routes[pair[t]], nbytes[t], now)
+                enter(route(t), nbytes[t], now)
                 post(now + delay[t], kind[t], [t])
         if landed:
             self.record.arrive[landed] = now
@@ -408,15 +406,17 @@ class _Run:
 
 
 def _pairs(keys: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
-    """np.unique(keys, return_inverse=True) for keys in [0, space): by marking a table when it is small enough."""
-    if space > max(4 * keys.size, 1 << 16) or space > 1 << 26:
+    """np.unique(keys, return_inverse=True) for keys in [0, space): by marking a table and ranking the keys in it when
+    it is small enough (int32 ranks for large tables: 8192 ranks make 67 M keys, 268 MB while it lasts)."""
+    if space > 1 << 27 or space > max(64 * keys.size, 1 << 16):
         return np.unique(keys, return_inverse=True)
     seen = np.zeros(space, dtype=bool)
     seen[keys] = True
     uniq = np.flatnonzero(seen)
-    rank = np.zeros(space, dtype=np.int64)
+    del seen
+    rank = np.zeros(space, dtype=np.int32 if uniq.size < 1 << 31 else np.int64)
     rank[uniq] = np.arange(uniq.size)
-    return uniq, rank[keys]
+    return uniq, rank[keys].astype(np.int64)
 
 
 def _durations(topo: Topology, arrays: dict, nbytes: np.ndarray, extra_latency: list[float] | None) -> list[float]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .clock import Clock
+from .routes import Routes
 
 
 class Record:
@@ -29,8 +30,8 @@ class LinkStats:
     """Per link, counted as the run goes: bytes carried, busy ticks (at least one message between its start and its
     arrival on the link's route, as Trace.link_busy_intervals), and the peak number of such messages at once."""
 
-    def __init__(self, num_links: int, route_ptr: np.ndarray, route_links: np.ndarray, nbytes: np.ndarray):
-        self.ptr, self.links = route_ptr, route_links
+    def __init__(self, num_links: int, routes: Routes, nbytes: np.ndarray):
+        self.routes = routes
         self.nbytes = nbytes                                 # bytes each transfer counts on every link it crosses
         self.occupied = np.zeros(num_links, dtype=np.int64)  # messages on each link now
         self.since = np.zeros(num_links, dtype=np.int64)     # tick the link last became busy
@@ -59,22 +60,13 @@ class LinkStats:
                 self.busy[link] += now - self.since[link]
 
     def _entries(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from .csr import gather
-
-        return gather(self.ptr, self.links, ids)
+        return self.routes.rows(ids)
 
     def start(self, ids: np.ndarray, now: int) -> None:
         """Messages `ids` (network transfers) start now."""
         if ids.size <= 8:
             for t in ids.tolist():
-                nbytes = self.nbytes[t]
-                for link in self.links[self.ptr[t]:self.ptr[t + 1]].tolist():
-                    n = self.occupied[link] = self.occupied[link] + 1
-                    if n == 1:
-                        self.since[link] = now
-                    if n > self.peak[link]:
-                        self.peak[link] = n
-                    self.carried[link] += nbytes
+                self.enter_one(self.routes.of(t), self.nbytes[t], now)
             return
         links, pos = self._entries(ids)
         if not links.size:
@@ -92,10 +84,7 @@ class LinkStats:
         """Messages `ids` (network transfers) have arrived now."""
         if ids.size <= 8:
             for t in ids.tolist():
-                for link in self.links[self.ptr[t]:self.ptr[t + 1]].tolist():
-                    n = self.occupied[link] = self.occupied[link] - 1
-                    if n == 0:
-                        self.busy[link] += now - self.since[link]
+                self.leave_one(self.routes.of(t), now)
             return
         links, _ = self._entries(ids)
         if not links.size:

@@ -349,6 +349,8 @@ def calibrate_cases() -> list[Case]:
         bad("calibrate-budget-0", [*CALIBRATE, "--budget", "0"], "budget", "0"),
         bad("calibrate-timeout-negative", [*CALIBRATE, "--timeout", "-1"], "timeout", "-1"),
         bad("calibrate-pattern-bogus", [*CALIBRATE, "--pattern", "star"], "pattern", "star"),
+        bad("calibrate-segments-0", [*CALIBRATE, "--segments", "0"], "segments", "0", "1..64"),
+        bad("calibrate-segments-text", [*CALIBRATE, "--segments", "three"], "segments", "three"),
     ]
 
 

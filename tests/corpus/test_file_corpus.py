@@ -244,6 +244,7 @@ def _profile_cases() -> list[Case]:
         bad("segment-fraction", _edit(PROFILE, "segments.0.min_bytes", 1.5), "segments[0] min_bytes", "1.5", "an integer"),
         bad("segment-bw-nan", _edit(PROFILE, "segments.1.bandwidth_Bps", float("nan")), "segments[1] bandwidth_Bps", "nan",
             "a number > 0"),
+        bad("segments-by", _edit(PROFILE, "segments_by", "size"), "segments_by", "'size'", "call, message"),
         bad("meta-list", _edit(PROFILE, "meta", [1]), "meta", "[1]", "mapping"),
         bad("source-list", _edit(PROFILE, "source", [1]), "source", "[1]", "text"),
     ]

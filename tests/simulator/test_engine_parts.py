@@ -13,8 +13,9 @@ from simulator.cost import LinkModel, predict
 from simulator.engine import EngineOptions, MessageModel, Regime, max_min_rates, simulate
 from simulator.engine.clock import TICKS_PER_S
 from simulator.engine.flows import Flows
-from simulator.engine.loop import ARRIVE, Agenda
+from simulator.engine.loop import ARRIVE, DONE, Agenda
 from simulator.engine.ports import Ports
+from simulator.engine.routes import Routes
 from simulator.errors import CollsimError
 from simulator.topology import ideal, switch
 
@@ -67,10 +68,8 @@ def test_maxmin_is_feasible_and_every_flow_has_a_bottleneck(seed):
 
 
 def _flows(links: list[tuple[int, ...]], capacity: list[float], wire: list[float], due: list):
-    ptr = np.concatenate(([0], np.cumsum([len(r) for r in links]))).astype(np.int64)
-    flat = np.array([k for r in links for k in r], dtype=np.int64)
     bottleneck = np.array([min(capacity[k] for k in r) for r in links])
-    return Flows(ptr, flat, np.array(capacity), bottleneck, np.array(wire), float(TICKS_PER_S),
+    return Flows(Routes.from_rows(links), np.array(capacity), bottleneck, np.array(wire), float(TICKS_PER_S),
                  lambda when, ids, versions: due.extend(zip(when.tolist(), ids.tolist(), versions.tolist())),
                  lambda when, t, version: due.append((int(when), t, version)))
 
@@ -88,6 +87,15 @@ def test_flows_reshare_when_a_second_flow_joins_and_drop_superseded_completions(
     assert flows.done(np.array([0]), np.array([2])).tolist() == [0]
     flows.reshare(now=15 * T)
     assert due[-1] == (20 * T, 1, 2)                  # flow 1: 100 - 5 * 10 = 50 B left at 10 B/s from 15 s
+
+
+def test_links_only_one_rank_sends_or_receives_on_are_one_sided():
+    # pairs 0 -> 1 over links (0, 1), 0 -> 2 over (0, 2), 5 -> 1 over (3, 1), 4 -> 7 over (0, 3); link 4 unused
+    routes = Routes.from_rows([(0, 1), (0, 2), (3, 1), (0, 3)])
+    one_sided = routes.one_sided(np.array([0, 0, 5, 4]), np.array([1, 2, 1, 7]), 5)
+    # link 0: senders 0 and 4, receivers 1, 2, 7; link 1: receiver 1 only; link 2: one pair; link 3: senders 5 and 4,
+    # receivers 1 and 7
+    assert one_sided.tolist() == [False, True, True, False, False]
 
 
 def test_flows_that_start_together_are_shared_once_per_instant():
@@ -154,6 +162,63 @@ def test_the_batched_matching_equals_the_one_by_one_greedy(ports_per_rank):
     assert _match(ports, list(range(n))[::-1]) == want
 
 
+def _greedy_rounds(src, dst, ranks, ports_per_rank, closed, rounds):
+    """The matching rule written out: each round, ports of the released transfers free up, then every waiting or newly
+    ready transfer is looked at in id order and starts if its ranks are open and have a free port."""
+    cap = ports_per_rank or len(src) + 1
+    send, recv, waiting, shut, out = [cap] * ranks, [cap] * ranks, set(), set(closed), []
+    for released, opened, ready in rounds:
+        for t in released:
+            send[src[t]] += 1
+            recv[dst[t]] += 1
+        shut -= set(opened)
+        go = []
+        for t in sorted(waiting | set(ready)):
+            s, d = src[t], dst[t]
+            if s not in shut and d not in shut and (s == d or (send[s] > 0 and recv[d] > 0)):
+                go.append(t)
+                waiting.discard(t)
+                if s != d:
+                    send[s] -= 1
+                    recv[d] -= 1
+            else:
+                waiting.add(t)
+        out.append(go)
+    return out
+
+
+@pytest.mark.parametrize("ports_per_rank,ranks,per_round,trickle", [
+    (1, 80, 60, None), (2, 64, 90, None), (1, 40, 6, None), (0, 50, 40, None), (1, 300, 200, 3)])
+def test_matching_over_many_rounds_with_ports_freeing_equals_the_rule(ports_per_rank, ranks, per_round, trickle):
+    # many ranks freeing ports at once switch the waiting transfers to one array (the pool), few back to per-rank
+    # queues (trickle: from that round on, at most two messages arrive per round); every form must match the rule,
+    # round after round, with transfers left waiting from earlier rounds
+    rng = random.Random(ranks * 10 + ports_per_rank)
+    n = per_round * 25
+    src = [rng.randrange(ranks) for _ in range(n)]
+    dst = [rng.randrange(ranks) if rng.random() < 0.9 else src[t] for t in range(n)]
+    ports = _ports(src, dst, ranks, ports_per_rank, closed=[3, 7])
+    running, rounds, got, ids = [], [], [], list(range(n))
+    rng.shuffle(ids)
+    for k in range(0, n + 80 * per_round, per_round):
+        released = [t for t in running if rng.random() < 0.7 and src[t] != dst[t]]
+        if trickle is not None and trickle * per_round <= k < n:
+            released = released[:2]
+        running = [t for t in running if t not in set(released)]
+        opened = [3] if k == 4 * per_round else [7] if k == 9 * per_round else []
+        ready = sorted(ids[k:k + per_round])
+        rounds.append((released, opened, ready))
+        if released:
+            ports.release(np.array(released, dtype=np.int64))
+        if opened:
+            ports.open(np.array(opened, dtype=np.int64))
+        go = _match(ports, ready)
+        got.append(go)
+        running += go
+    assert got == _greedy_rounds(src, dst, ranks, ports_per_rank, [3, 7], rounds)
+    assert sum(map(len, got)) == n
+
+
 # ---- event loop --------------------------------------------------------------------------------------------------
 
 
@@ -172,6 +237,19 @@ def test_agenda_hands_over_an_instant_at_once_and_same_instant_posts_in_a_second
     agenda.run()
     assert log == [(1, [[0], [5]]), (1, [[9]]), (2, [[1], [6]]), (3, [[7]])]
     assert agenda.events == 3 and agenda.rounds == 4
+
+
+def test_agenda_drops_an_instant_once_every_id_posted_for_it_is_forgotten():
+    log = []
+    agenda = Agenda(lambda now, due: log.append((now, [list(c[0]) for c in due[DONE]])))
+    agenda.post(2, DONE, ([4, 5], [1, 1]))   # two completions at tick 2, one chunk
+    agenda.post(3, DONE, ([6], [1]))
+    agenda.post(4, DONE, ([7], [2]))
+    agenda.forget(2)                          # one of the two at tick 2 superseded: the instant stays
+    agenda.forget(3)                          # the only one at tick 3: dropped, its event calls nobody
+    agenda.run()
+    assert log == [(2, [[4, 5]]), (4, [[7]])]
+    assert agenda.events == 2
 
 
 def test_engine_uses_only_simpys_public_api():

@@ -16,7 +16,7 @@ from simulator.collective import Collective
 from simulator.cost import LinkModel, predict
 from simulator.engine import simulate
 from simulator.errors import CollsimError
-from simulator.profile import LinkProfile, Segment
+from simulator.profile import LinkProfile, Segment, load_profile
 from simulator.profile_adapter import ProfileAdapter
 from simulator.topology import ideal, switch
 
@@ -96,6 +96,37 @@ def test_segments_are_chosen_by_the_collectives_size_in_closed_forms_and_the_eng
     for n, want in zip(sizes, hand):
         got = simulate(build_schedule(Collective("allreduce", p, n), "ring"), topo, adapter.options(n)).time
         assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_segments_by_message_price_each_message_in_its_own_sizes_regime():
+    """`calibrate --piecewise` segments: the same two regimes as TWO, but cut on each message's size."""
+    by_message = LinkProfile(10e-6, 50e9, 0.0, "by hand", TWO.segments, {}, "message")
+    adapter = ProfileAdapter(by_message)
+    p, n = 4, 2 << 20  # a 2 MiB call: ring messages of 512 KiB, in the small-message regime
+    hand = 2 * (p - 1) * (5e-6 + n / p / 1e9)
+    assert adapter.predict("allreduce", "ring", p, [n])[0] == pytest.approx(hand, rel=1e-12)
+    got = simulate(build_schedule(Collective("allreduce", p, n), "ring"), adapter.topology(switch(p)), adapter.options(n)).time
+    assert got == pytest.approx(hand, rel=1e-12)
+    # picked by the call's size instead, the same segments give the large regime: a different answer
+    assert ProfileAdapter(TWO).predict("allreduce", "ring", p, [n])[0] == pytest.approx(2 * (p - 1) * (20e-6 + n / p / 100e9))
+    # a recursive-halving reduce-scatter of 2 MiB sends 1 MiB then 512 KiB: the engine prices each in its own regime
+    coll = Collective("reduce_scatter", p, 2 << 20)
+    sched = build_schedule(coll, "recursive_halving")
+    sizes = sorted({sched.nbytes(t) for t in sched.transfers if not t.local})
+    assert sizes == [512 << 10, 1 << 20]
+    got = simulate(sched, adapter.topology(switch(p)), adapter.options(coll.nbytes)).time
+    assert got == pytest.approx((5e-6 + (512 << 10) / 1e9) + (20e-6 + (1 << 20) / 100e9), rel=1e-9)
+
+
+def test_segments_by_is_saved_checked_and_loaded(tmp_path):
+    by_message = LinkProfile(10e-6, 50e9, 0.0, "x", TWO.segments, {}, "message")
+    by_message.save(tmp_path / "m.yaml")
+    TWO.save(tmp_path / "c.yaml")
+    assert load_profile(tmp_path / "m.yaml").segments_by == "message"
+    assert "segments_by" not in (tmp_path / "c.yaml").read_text()  # the default leaves older files unchanged
+    assert load_profile(tmp_path / "c.yaml").segments_by == "call"
+    with pytest.raises(CollsimError, match=r"segments_by is 'size'; expected one of call, message"):
+        LinkProfile(1e-6, 1e9, segments_by="size")
 
 
 def test_a_profile_without_segments_changes_nothing_in_the_engine_options():

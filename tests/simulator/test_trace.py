@@ -56,6 +56,17 @@ def test_critical_path_of_ring_allreduce_has_2p_minus_2_transfers(ring_trace):
         assert ring_trace.start[b] == pytest.approx(ring_trace.end[a]) or ring_trace.start[b] == pytest.approx(ring_trace.arrive[a])
 
 
+@pytest.mark.parametrize("pairs", [((0, 1), (0, 2), (0, 3)), ((1, 0), (2, 0), (3, 0))])
+def test_critical_path_follows_freed_ports_when_no_dependency_explains_a_start(pairs):
+    # three independent messages share a sender or a receiver port (one port): each starts when the previous arrives,
+    # so the path is all three in id order, every link a freed port, not a dependency
+    coll = Collective("allreduce", 4, 4000)
+    ts = [Transfer(i, s, d, (region("in", 0, 1000),), False, ()) for i, (s, d) in enumerate(pairs)]
+    tr = simulate(Schedule(coll, "hand", ts), switch(4, 1e-6, 25e9))
+    assert tr.critical_path() == [0, 1, 2]
+    assert tr.start[1] == tr.arrive[0] and tr.start[2] == tr.arrive[1]
+
+
 def test_csv_export_has_a_row_per_transfer(ring_trace, tmp_path):
     path = tmp_path / "t.csv"
     ring_trace.export(path)

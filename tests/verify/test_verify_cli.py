@@ -123,6 +123,18 @@ def test_verify_calibrate_compare_end_to_end(capsys, tmp_path):
                            "--measured", str(tmp_path / "run.json"))
     assert code == 0 and "closed_form: median absolute error" in out
 
+    # the gloo model: executor steps cut into message-size ranges, which compare then prices per message
+    pieces_path = tmp_path / "pieces.yaml"
+    code, out, _ = run_cli(capsys, "calibrate", "--ranks", "2", "--pattern", "executor", "--piecewise", "--no-gamma",
+                           "--sizes", "1KiB:1MiB:4", "--iters", "3", "--budget", "0.2", "--out", str(pieces_path))
+    assert code == 0 and "# segments by message size" in out
+    pieces = load_profile(pieces_path)
+    assert pieces.segments_by == "message" and 1 <= len(pieces.segments) <= 2  # 6 sizes, at least 3 a range
+    assert pieces.segments[0].min_bytes == 0 and pieces.segments[-1].max_bytes is None
+    code, out, _ = run_cli(capsys, "compare", "--op", "allreduce", "--algo", "ring", "--profile", str(pieces_path),
+                           "--measured", str(tmp_path / "run.json"))
+    assert code == 0 and "engine: median absolute error" in out
+
     # the event simulator loads the calibrated profile too
     code, out, _ = run_cli(capsys, "simulate", "--op", "allreduce", "--algo", "ring", "--ranks", "2", "--size", "1MiB",
                            "--profile", str(profile_path), "--json")

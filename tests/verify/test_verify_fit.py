@@ -60,3 +60,35 @@ def test_rate_is_the_slope():
 def test_bad_points_are_clear_errors(sizes, times, needle):
     with pytest.raises(CollsimError, match=needle):
         fit_alpha_beta(sizes, times)
+
+
+def test_rate_of_differences_allows_noise_below_zero():
+    sizes = [2**20, 2**21, 2**22, 2**23]
+    extra = [n * 3e-10 for n in sizes]
+    extra[0] = -1e-4  # a noisy difference of two step times
+    assert fit_rate(sizes, extra, differences=True) == pytest.approx(3e-10, rel=0.15)
+    with pytest.raises(CollsimError, match="finite number > 0"):
+        fit_rate(sizes, extra)
+
+
+def test_piecewise_calibration_cuts_message_sizes_into_regimes():
+    """A 3 ms floor up to 256 KiB, then 1 ms + n / 1 GB/s, then 0.4 GB/s above 8 MiB (as gloo here, sharper)."""
+    from simulator.profile_adapter import ProfileAdapter
+    from verify.calibrate import combine
+
+    def curve(n: float) -> float:
+        return 3e-3 if n <= 2**18 else 1e-3 + n / 1e9 if n <= 2**23 else n / 0.4e9
+
+    sizes = [2**k for k in range(10, 27)]
+    results = [{"rank": r, "pair": (r, 1 - r), "pattern": "executor", "one_way_s": {n: curve(n) for n in sizes}}
+               for r in (0, 1)]
+    line = combine(results, "gloo")
+    assert line.profile().segments == () and line.profile().segments_by == "call"
+    profile = combine(results, "gloo", segments=3).profile()
+    assert profile.segments_by == "message" and len(profile.segments) == 3
+    adapter = ProfileAdapter(profile)
+    errors = [abs(adapter.message_regime(n)[0] + n / adapter.message_regime(n)[1] - curve(n)) / curve(n) for n in sizes]
+    assert max(errors) < 1e-6
+    assert [s.max_bytes for s in profile.segments] == [round((2**18 * 2**19) ** 0.5), round((2**23 * 2**24) ** 0.5), None]
+    one = max(abs(line.fit.predict([n])[0] - curve(n)) / curve(n) for n in sizes)
+    assert one > 0.3  # what the segments are for

@@ -154,8 +154,16 @@ def test_executor_calibration_times_one_shift_step():
     from verify.calibrate import CalibrateRequest, combine, pingpong_job, shift_schedule
 
     sched = shift_schedule(3, 8).validate()
-    assert [(t.src, t.dst, t.count) for t in sched.transfers] == [(0, 1, 8), (1, 2, 8), (2, 0, 8)]
-    req = CalibrateRequest(sizes=(1024, 65536), iters=3, warmup=1, gamma=False, pattern="executor")
-    cal = combine(run_local(pingpong_job, 2, "gloo", 30.0, (req,)), "gloo")
-    assert cal.pattern == "executor" and cal.fit.sizes == (1024, 65536) and min(cal.fit.times_s) > 0
-    assert "executor shift step" in cal.profile().source
+    assert [(t.src, t.dst, t.count) for t in sched.transfers] == [(0, 1, 2), (1, 2, 2), (2, 0, 2)]  # 8 B of float32
+    assert [t.count for t in shift_schedule(2, 5).transfers] == [5, 5]  # bytes that are no float32: uint8
+    reducing = shift_schedule(3, 64, reduce=True).validate()
+    assert [(t.src, t.dst, t.count, t.reduce) for t in reducing.transfers] == [(0, 1, 16, True), (1, 2, 16, True), (2, 0, 16, True)]
+    req = CalibrateRequest(sizes=(1024, 65536, 2**20), iters=3, warmup=1, gamma=True, pattern="executor", time_budget_s=0.2)
+    results = run_local(pingpong_job, 2, "gloo", 30.0, (req,))
+    cal = combine(results, "gloo")
+    assert cal.pattern == "executor" and cal.fit.sizes == (1024, 65536, 2**20) and min(cal.fit.times_s) > 0
+    assert "executor shift step" in cal.profile().source and cal.profile().segments == ()
+    # gamma as the executor reduces: the reducing step less the plain one, at 1..16 MiB
+    assert [n for n, _ in cal.reduce_step_points] == [2**k for k in range(20, 25)] and cal.gamma_s_per_byte >= 0
+    (whole,) = combine(results, "gloo", segments=3).profile().segments  # 3 sizes: too few to cut (3 per range)
+    assert (whole.min_bytes, whole.max_bytes, whole.alpha_s) == (0, None, pytest.approx(cal.fit.alpha_s, rel=1e-6))
