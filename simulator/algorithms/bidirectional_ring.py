@@ -7,19 +7,18 @@ time it with the event engine on ideal:P. This file is the whole algorithm (docs
 """
 
 from ..collective import Collective
-from ..schedule import Schedule, ScheduleBuilder
+from ..schedule import ArraySchedule, Schedule
+from .columns import concat_columns
 from .phases import block_segs
 from .registry import register
-from .ring import ring_allgather
+from .ring import ring_columns
 
 
 @register("allgather", "bidirectional_ring", "half of each block around the ring each way: p-1 steps of n/(2p) per direction")
 def allgather_bidirectional_ring(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "bidirectional_ring")
     segs = block_segs(coll.block_offsets)
     first = [(off, count - count // 2) for off, count in segs]
     second = [(off + count - count // 2, count // 2) for off, count in segs]
     ranks = list(range(coll.ranks))
-    ring_allgather(b, ranks, first)
-    ring_allgather(b, ranks[::-1], second[::-1])
-    return b.build()
+    rings = [ring_columns(ranks, first, reduce_scatter=False), ring_columns(ranks[::-1], second[::-1], reduce_scatter=False)]
+    return ArraySchedule(coll, "bidirectional_ring", concat_columns(rings))

@@ -25,12 +25,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..collective import Collective, offsets_of, split_counts
-from ..schedule import Schedule, ScheduleBuilder, Transfer, new_transfer
+from ..schedule import ArraySchedule, Schedule, ScheduleBuilder, Transfer, new_transfer
+from .columns import concat_columns
 from .forms import LinkModel
 from .hierarchical import GROUP, resolve_group
 from .phases import Seg, block_segs
 from .registry import CHUNKS, Param, register
-from .ring import _allgather_cost, _allreduce_cost, _reduce_scatter_cost, ring_allgather, ring_reduce_scatter, ring_transfers
+from .ring import _allgather_cost, _allreduce_cost, _reduce_scatter_cost, ring_allgather, ring_columns, ring_reduce_scatter
 
 DEFAULT_CHANNELS = 2
 CHANNELS = Param("channels", DEFAULT_CHANNELS, "rings run at once, each in its own order, the data split over them "
@@ -66,33 +67,26 @@ def split_seg(seg: Seg, parts: int) -> list[Seg]:
     return [(int(s), int(c)) for s, c in zip(starts, sizes)]
 
 
-def channel_transfers(coll: Collective, orders: Sequence[Sequence[int]], chunks: int, reduce_scatter: bool,
-                      allgather: bool) -> list[Transfer]:
-    """One ring per order; channel c moves piece c of every rank's block.
+def channel_columns(coll: Collective, orders: Sequence[Sequence[int]], chunks: int, reduce_scatter: bool,
+                    allgather: bool) -> dict[str, np.ndarray]:
+    """One ring per order (`ring_columns`); channel c moves piece c of every rank's block.
 
     Transfers are numbered step by step, channel after channel within a step (the channels
     advance together, as NCCL's do), with the dependencies renumbered to match.
     """
     blocks = block_segs(coll.block_offsets)
     pieces = [split_seg(seg, len(orders)) for seg in blocks]
-    rings = []
-    for c, order in enumerate(orders):
-        segs = [pieces[r][c] for r in order]
-        rings.append(ring_transfers(order, segs, chunks, reduce_scatter, allgather))
-    keys = sorted((t.step, c, t.id) for c, ring in enumerate(rings) for t in ring)
-    new_id = {(c, i): k for k, (_, c, i) in enumerate(keys)}
-    out: list[Transfer] = []
-    for k, (_, c, i) in enumerate(keys):
-        t = rings[c][i]
-        deps = tuple(sorted(new_id[(c, d)] for d in t.deps))
-        out.append(new_transfer(k, t.src, t.dst, t.pieces, t.reduce, deps, t.step))
-    return out
+    rings = [ring_columns(order, [pieces[r][c] for r in order], chunks, reduce_scatter, allgather)
+             for c, order in enumerate(orders)]
+    channel = np.repeat(np.arange(len(rings)), [ring["src"].size for ring in rings])
+    step = np.concatenate([ring["step"] for ring in rings])
+    return concat_columns(rings, order=np.lexsort((channel, step)))  # stable: each ring keeps its own order
 
 
 def _ring(coll: Collective, chunks: int, channels: int, node: int | None, rs: bool, ag: bool) -> Schedule:
     orders = rail_orders(coll.ranks, node, channels)
-    return Schedule(coll, "nccl_ring", channel_transfers(coll, orders, chunks, rs, ag),
-                    {"chunks": chunks, "channels": channels, "node": node})
+    return ArraySchedule(coll, "nccl_ring", channel_columns(coll, orders, chunks, rs, ag),
+                         {"chunks": chunks, "channels": channels, "node": node})
 
 
 # ---- closed forms ------------------------------------------------------------------------------------------

@@ -25,12 +25,15 @@ class Columns:
         self._parts: list[dict[str, np.ndarray]] = []
         self.size = 0
 
-    def send(self, src, dst, off, count, *, reduce: bool = False, step=0, deps=None, buf: str = "out") -> np.ndarray:
+    def send(self, src, dst, off, count, *, reduce: bool = False, step=0, deps=None, buf: str = "out",
+             src_buf: str | None = None, src_off=None) -> np.ndarray:
         """One transfer per element of the broadcast arrays: `count` elements at `off` of `buf` from src to dst (reduced
         there if `reduce`), in display step `step`, waiting for the ids in the rows of `deps` (an (n, k) table, NONE for
-        none; or one id per transfer). Returns the new ids, shaped like the broadcast arguments."""
-        src, dst, off, count, step = np.broadcast_arrays(*(np.asarray(a, dtype=np.int64) for a in (src, dst, off, count,
-                                                                                                   step)))
+        none; or one id per transfer). Read from `src_off` of `src_buf` when given (default: the same place as written).
+        Returns the new ids, shaped like the broadcast arguments."""
+        src_off = off if src_off is None else src_off
+        src, dst, off, count, step, src_off = np.broadcast_arrays(*(np.asarray(a, dtype=np.int64) for a in (
+            src, dst, off, count, step, src_off)))
         shape = src.shape
         n = src.size
         if deps is None:
@@ -41,7 +44,8 @@ class Columns:
         code = BUFFERS.index(buf)
         part = {"src": src.ravel(), "dst": dst.ravel(), "off": off.ravel(), "count": count.ravel(),
                 "reduce": np.full(n, reduce), "step": step.ravel(), "deps": table,
-                "buf": np.full(n, code, dtype=np.int64), "join": np.zeros(n, dtype=bool)}
+                "buf": np.full(n, code, dtype=np.int64), "join": np.zeros(n, dtype=bool),
+                "src_buf": np.full(n, BUFFERS.index(src_buf or buf), dtype=np.int64), "src_off": src_off.ravel()}
         return self._add(part, shape)
 
     def join(self, rank, deps, step=0) -> np.ndarray:
@@ -54,6 +58,7 @@ class Columns:
                 "reduce": np.zeros(m, dtype=bool), "step": np.broadcast_to(np.asarray(step, np.int64), (m,)).copy(),
                 "deps": table.reshape(m, -1), "buf": np.full(m, BUFFERS.index("out"), dtype=np.int64),
                 "join": np.ones(m, dtype=bool)}
+        part.update(src_buf=part["buf"], src_off=part["off"])
         return self._add(part, (m,))
 
     def _add(self, part: dict[str, np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
@@ -63,7 +68,7 @@ class Columns:
         return ids.reshape(shape)
 
     def schedule(self, coll: Collective, algorithm: str, params: dict | None = None) -> ArraySchedule:
-        """The ArraySchedule of everything added (one piece per transfer, read and written at the same place)."""
+        """The ArraySchedule of everything added (one piece per transfer)."""
         parts = self._parts
         n = self.size
         cat = (lambda k: np.concatenate([q[k] for q in parts])) if parts else (lambda k: np.zeros(0, np.int64))
@@ -75,9 +80,34 @@ class Columns:
             base += idx.size
         dep_ptr = np.concatenate(ptrs)
         dep_idx = np.concatenate(idxs) if idxs else np.zeros(0, np.int64)
-        off, buf = cat("off"), cat("buf")
         columns = {"src": cat("src"), "dst": cat("dst"), "reduce": cat("reduce").astype(bool), "step": cat("step"),
                    "dep_ptr": dep_ptr, "dep_idx": dep_idx, "piece_ptr": np.arange(n + 1, dtype=np.int64),
-                   "src_buf": buf, "dst_buf": buf, "src_off": off, "dst_off": off, "count": cat("count"),
+                   "src_buf": cat("src_buf"), "dst_buf": cat("buf"), "src_off": cat("src_off"), "dst_off": cat("off"),
+                   "count": cat("count"),
                    "join": cat("join").astype(bool)}
         return ArraySchedule(coll, algorithm, columns, params)
+
+
+def concat_columns(parts: list[dict[str, np.ndarray]], order: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Column sets of one piece per transfer (e.g. `ring_columns`) as one set, part k's ids after those of parts < k.
+
+    With `order` (a permutation of the joined ids) transfer order[k] becomes transfer k, its dependencies renumbered;
+    `order` must keep each part's transfers in their own order (so every dependency row stays sorted)."""
+    base = np.cumsum([0] + [q["src"].size for q in parts])
+    edges = np.cumsum([0] + [q["dep_idx"].size for q in parts])
+    n = int(base[-1])
+    if any(q["piece_ptr"][-1] != q["src"].size for q in parts):
+        raise ValueError("concat_columns: every transfer must have exactly one piece")
+    keys = ("src", "dst", "reduce", "step", "src_buf", "dst_buf", "src_off", "dst_off", "count")
+    out = {k: np.concatenate([q[k] for q in parts]) for k in keys}
+    dep_ptr = np.concatenate([np.zeros(1, np.int64)] + [q["dep_ptr"][1:] + e for q, e in zip(parts, edges)])
+    dep_idx = np.concatenate([q["dep_idx"] + b for q, b in zip(parts, base)])
+    if order is not None:
+        new_id = np.empty(n, dtype=np.int64)
+        new_id[order] = np.arange(n)
+        per_row = np.diff(dep_ptr)[order]
+        ptr = np.concatenate(([0], np.cumsum(per_row)))
+        at = np.repeat(dep_ptr[order] - ptr[:-1], per_row) + np.arange(ptr[-1])  # each new edge's old position
+        dep_ptr, dep_idx = ptr, new_id[dep_idx[at]]
+        out = {k: v[order] for k, v in out.items()}
+    return {**out, "dep_ptr": dep_ptr, "dep_idx": dep_idx, "piece_ptr": np.arange(n + 1, dtype=np.int64)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..collective import Collective
-from ..schedule import Piece, Schedule, ScheduleBuilder, region
+from ..schedule import Schedule, ScheduleBuilder, region
 from .columns import NONE, Columns
 from .forms import LinkModel
 from .phases import alltoall_offsets, block_segs, relative_group
@@ -106,15 +106,17 @@ def reduce_scatter_direct(coll: Collective) -> Schedule:
 @register("alltoall", "direct", "pairwise exchange: in step s rank r sends to r+s and receives from r-s; p-1 steps",
           cost=_one_port_cost)
 def alltoall_direct(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "direct")
+    """In step s (s = 0: each rank's own block, a local copy) rank r copies its block for d = r+s to d. Every message
+    reads and writes its own region, so none waits for another."""
     p = coll.ranks
     in_off, out_off = alltoall_offsets(coll)
-    for s in range(p):  # s = 0 is each rank's own block, a local copy
-        count = coll.pair_count(0, s)
-        for r in range(p):
-            d = (r + s) % p
-            b.send(r, d, Piece("in", int(in_off[r, d]), "out", int(out_off[d, r]), count), step=max(s - 1, 0))
-    return b.build()
+    s = np.arange(p)[:, None]
+    r = np.arange(p)[None, :]
+    d = (r + s) % p
+    c = Columns()
+    c.send(r, d, out_off[d, r], np.array([coll.pair_count(0, k) for k in range(p)])[s], step=np.maximum(s - 1, 0),
+           src_buf="in", src_off=in_off[r, d])
+    return c.schedule(coll, "direct")
 
 
 @register("gather", "direct", "every rank sends its block straight to the root: p-1 messages into one port",

@@ -14,7 +14,7 @@ from simulator.algorithms.phases import block_segs
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
 from simulator.engine.run import _Run
-from simulator.schedule import ScheduleBuilder
+from simulator.schedule import Piece, ScheduleBuilder
 from simulator.semantics import check
 from simulator.topology import parse_topology
 
@@ -111,3 +111,26 @@ def test_route_latencies_equal_path_cost(spec):
     run = _Run(build_schedule(Collective("alltoall", 16, 16 * 16 * 4), "direct"), topo, EngineOptions())
     for k, pair in enumerate(sorted({(s, d) for s in range(16) for d in range(16) if s != d})):
         assert run.pair_latency[k] == topo.path_cost(*pair)[0]
+
+
+def _alltoall_inferred(coll):
+    """Alltoall direct as it was built before the arrays: the same messages through the inferring builder."""
+    b = ScheduleBuilder(coll, "direct")
+    p = coll.ranks
+    for s in range(p):
+        for r in range(p):
+            d = (r + s) % p
+            piece = Piece("in", coll.pair_offset(r, d, "in"), "out", coll.pair_offset(d, r, "out"), coll.pair_count(r, d))
+            b.send(r, d, piece, step=max(s - 1, 0))
+    return b.build()
+
+
+def test_alltoall_array_form_is_the_inferred_form_and_correct():
+    for p in range(1, 20):
+        for count in (0, 1, p - 1, p * p + 3, 5 * p * p - 2):
+            coll = Collective("alltoall", p, count, "int8")
+            fast = build_schedule(coll, "direct")
+            result = check(fast)
+            assert result.ok, result.message
+            want = [(t.id, t.src, t.dst, t.pieces, t.reduce, t.step, t.deps) for t in _alltoall_inferred(coll).transfers]
+            assert [(t.id, t.src, t.dst, t.pieces, t.reduce, t.step, t.deps) for t in fast.transfers] == want, (p, count)
