@@ -162,7 +162,7 @@ def alltoall_bruck(coll: Collective) -> Schedule:
         after = np.where(half[i] == 0, 1, 0)
         waits = _alltoall_waits(p, size, k)
         deps = np.stack([p + s * p + (r + shift) % p for s, shift in waits], axis=1) if waits else None
-        c.send(r, (r + dist) % p, 0, 0, step=k, deps=deps)
+        c.send(r, (r + dist) % p, 0, 0, step=k, deps=deps)  # its pieces come from `blocks` (with_pieces)
         src, dst, slot = r[:, None], (r[:, None] + dist) % p, i[None, :]
         from_in, last = half[slot] < 0, slot < 2 * dist
         columns = (src, np.where(from_in, IN, SCRATCH),
