@@ -8,14 +8,13 @@ with `merged_piece_columns`. Engine times on a few machines are equal too, and t
 
 import numpy as np
 import pytest
+from same_times import MACHINES, assert_same_times
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.forms import lg
 from simulator.algorithms.pat import pat_inferred
 from simulator.collective import Collective
-from simulator.engine import EngineOptions, simulate
 from simulator.semantics import check
-from simulator.topology import parse_topology
 
 OPS = [("allgather", False), ("reduce_scatter", True)]
 
@@ -65,19 +64,10 @@ def test_dependencies_follow_the_trees():
         assert a["count"].sum() == p * (p - 1) * p  # every rank moves p - 1 blocks of p elements
 
 
-CASES = [(8, "switch:8", 1, 0.0), (8, "switch:8", 0, 0.0), (12, "ring:12", 1, 1e-10), (13, "torus:2x7", 2, 0.0),
-         (16, "cluster:nodes=4,gpus=4,oversub=2", 1, 2e-11), (16, "fat_tree:hosts=16,leaf=4,oversub=2", 1, 0.0),
-         (9, "ideal:9", 1, 3e-11)]
-
-
 @pytest.mark.parametrize("op, rs", OPS)
-@pytest.mark.parametrize("p, spec, ports, gamma", CASES)
+@pytest.mark.parametrize("p, spec, ports, gamma", MACHINES)
 def test_engine_times_equal_the_inferred_form(op, rs, p, spec, ports, gamma):
     for aggregate in (None, 2):
         coll = Collective(op, p, 4 * (p * 1000 + 3))
         fast, slow = build_schedule(coll, "pat", aggregate=aggregate), pat_inferred(coll, aggregate, rs)
-        options = EngineOptions(gamma=gamma, ports=ports)
-        a, b = simulate(fast, parse_topology(spec), options), simulate(slow, parse_topology(spec), options)
-        for k in ("start", "arrive", "end"):
-            assert np.array_equal(getattr(a, k), getattr(b, k)), (k, aggregate)
-        assert a.time == b.time
+        assert_same_times(fast, slow, spec, ports, gamma)
