@@ -7,15 +7,14 @@ dependencies from the data; the array form writes them (`_alltoall_waits`) and m
 
 import numpy as np
 import pytest
+from same_times import MACHINES, assert_same_times
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.bruck import alltoall_blocks, alltoall_bruck_inferred
 from simulator.algorithms.columns import merged_piece_columns
 from simulator.collective import Collective
-from simulator.engine import EngineOptions, simulate
 from simulator.schedule import BUFFERS
 from simulator.semantics import check
-from simulator.topology import parse_topology
 
 
 def _rows(sched):
@@ -70,17 +69,7 @@ def test_merged_piece_columns_merges_contiguous_and_fills_empty_transfers():
     assert got["dst_buf"].tolist() == [o, o, s, o, o]
 
 
-CASES = [(8, "switch:8", 1, 0.0), (8, "switch:8", 0, 0.0), (12, "ring:12", 1, 1e-10), (13, "torus:2x7", 2, 0.0),
-         (16, "cluster:nodes=4,gpus=4,oversub=2", 1, 2e-11), (16, "fat_tree:hosts=16,leaf=4,oversub=2", 1, 0.0),
-         (9, "ideal:9", 1, 3e-11)]
-
-
-@pytest.mark.parametrize("p, spec, ports, gamma", CASES)
+@pytest.mark.parametrize("p, spec, ports, gamma", MACHINES)
 def test_engine_times_equal_the_inferred_form(p, spec, ports, gamma):
     coll = Collective("alltoall", p, 4 * (p * p * 100 + 3))
-    fast, slow = build_schedule(coll, "bruck"), alltoall_bruck_inferred(coll)
-    options = EngineOptions(gamma=gamma, ports=ports)
-    a, b = simulate(fast, parse_topology(spec), options), simulate(slow, parse_topology(spec), options)
-    for k in ("start", "arrive", "end"):
-        assert np.array_equal(getattr(a, k), getattr(b, k)), k
-    assert a.time == b.time
+    assert_same_times(build_schedule(coll, "bruck"), alltoall_bruck_inferred(coll), spec, ports, gamma)
