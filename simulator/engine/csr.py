@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def scalar_backed(values: np.ndarray) -> tuple[array, np.ndarray]:
+    """A copy of int64 or float64 `values` as an array.array, and a numpy view of the same memory: reading or writing
+    one element of the array.array costs about half what it costs on a numpy array; array operations use the view."""
+    buf = array("q" if values.dtype == np.int64 else "d")
+    buf.frombytes(np.ascontiguousarray(values).tobytes())
+    return buf, np.frombuffer(buf, dtype=values.dtype)
 
 
 def gather(ptr: np.ndarray, idx: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -23,7 +23,7 @@ from ..schedule import Schedule
 from ..topology.model import Topology
 from ..trace import Trace
 from .clock import Clock
-from .csr import distinct, gather
+from .csr import distinct, gather, scalar_backed
 from .deadlock import DeadlockError, deadlock_report, format_deadlock
 from .flows import Flows
 from .loop import ARRIVE, BEGIN, DONE, OPEN, REDUCED, Agenda
@@ -99,7 +99,7 @@ class _Run:
         self.payload = arrays["bytes"]
         self.is_reduce = arrays["reduce"]
         dep_ptr, dep_idx = arrays["dep_ptr"], arrays["dep_idx"]
-        self.indeg = np.diff(dep_ptr)
+        self.s_indeg, self.indeg = scalar_backed(np.diff(dep_ptr).astype(np.int64))  # array.array and its numpy view
         join = arrays.get("join")
         self.join = join if join is not None and join.any() else None  # join nodes: end the instant they are released
         order = np.argsort(dep_idx, kind="stable")
@@ -130,6 +130,7 @@ class _Run:
         self.s_src, self.s_dst, self.s_local = mirror(self.src), mirror(self.dst), mirror(self.local)
         self.s_succ_ptr, self.s_succ_idx = mirror(self.succ_ptr), mirror(self.succ_idx)
         self.s_delay = mirror(self.duration if self.fast else self.latency)
+        self.s_nbytes = mirror(self.links.nbytes)
         self.s_kind = [ARRIVE] * n if self.fast else np.where(self.flowing, BEGIN, ARRIVE).tolist()
         self.ready: list = []
         self.pending = False
@@ -247,7 +248,7 @@ class _Run:
         for chunk in due[ARRIVE]:
             arrived.extend(chunk if isinstance(chunk, list) else chunk.tolist())
         if arrived:
-            arrive, src, dst, release = self.record.arrive, self.s_src, self.s_dst, self.ports.release_one
+            arrive, src, dst, release = self.record.s_arrive, self.s_src, self.s_dst, self.ports.release_one
             route, leave = self.routes.of, self.links.leave_one
             for t in arrived:
                 arrive[t] = now
@@ -303,8 +304,8 @@ class _Run:
             self._landed(loc, now)
 
     def _go_few(self, go: list[int], now: int) -> None:
-        start, local, post, delay, kind = self.record.start, self.s_local, self.agenda.post, self.s_delay, self.s_kind
-        route, enter, nbytes = self.routes.of, self.links.enter_one, self.links.nbytes
+        start, local, post, delay, kind = self.record.s_start, self.s_local, self.agenda.post, self.s_delay, self.s_kind
+        route, enter, nbytes = self.routes.of, self.links.enter_one, self.s_nbytes
         landed = []
         for t in go:
             start[t] = now
@@ -367,7 +368,7 @@ class _Run:
                 self.pending = True
 
     def _finish_few(self, ids: list[int], now: int) -> None:
-        end, indeg, ptr, succ = self.record.end, self.indeg, self.s_succ_ptr, self.s_succ_idx
+        end, indeg, ptr, succ = self.record.s_end, self.s_indeg, self.s_succ_ptr, self.s_succ_idx
         free = []
         for t in ids:
             end[t] = now
