@@ -201,8 +201,10 @@ class Ports:
         go, _ = self._match_small(sorted([t for t in cands if not started[t]]))
         heapify = heapq.heapify
         for q in readable:
-            q[:] = [t for t in q if not started[t]]
-            heapify(q)
+            kept = [t for t in q if not started[t]]
+            if len(kept) != len(q):  # else q is a heap already
+                q[:] = kept
+                heapify(q)
         self._count -= len([t for t in go if waiting[t]])
         wait = [t for t in ready if not started[t]]
         if wait:

@@ -73,6 +73,18 @@ def _few(due: list[list]) -> bool:
     return size <= _SMALL
 
 
+def _few_ready(chunks: list) -> list[int] | None:
+    """The ready transfers of `chunks` sorted, if at most _SMALL, else None."""
+    size = 0
+    for c in chunks:
+        size += len(c)
+    if size > _SMALL:
+        return None
+    if len(chunks) == 1 and isinstance(chunks[0], list):
+        return chunks[0]  # one chunk from _finish_few: sorted and distinct already
+    return sorted([int(t) for c in chunks for t in c])
+
+
 def _chunks(parts: list) -> np.ndarray:
     """One int64 array of the id chunks (arrays or lists) posted for an instant."""
     if len(parts) == 1:
@@ -149,7 +161,7 @@ class _Run:
 
     def _route_table(self, topology: Topology) -> None:
         """Every transfer's route, once per distinct (src, dst) pair (Routes; local transfers: the last pair, no links),
-        and each pair's latency (topology.path_cost's sums, in the same order)."""
+        and with contention each pair's latency (topology.path_cost's sums, in the same order)."""
         src, dst, p = self.src, self.dst, self.p
         net = np.flatnonzero(~self.local)
         uniq, inverse = _pairs(src[net] * p + dst[net], p * p)
@@ -157,6 +169,10 @@ class _Run:
         pair_of = np.full(src.size, uniq.size, dtype=np.int64)
         pair_of[net] = inverse
         self.routes = Routes(pair_of, [*routes, ()])
+        self.pair_of = pair_of
+        self.pair_src, self.pair_dst = uniq // p, uniq % p
+        if self.fast:  # durations come from _durations
+            return
         lengths = self.routes.pair_lengths[:-1]
         latency = getattr(topology, "latency", None)
         if (uniq.size and not topology.ideal and isinstance(latency, np.ndarray) and 0 < lengths.min()
@@ -164,8 +180,6 @@ class _Run:
             self.pair_latency = np.append(self.routes.per_pair(latency, np.add)[:-1], 0.0)
         else:
             self.pair_latency = np.array([topology.path_cost(int(k) // p, int(k) % p)[0] for k in uniq.tolist()] + [0.0])
-        self.pair_of = pair_of
-        self.pair_src, self.pair_dst = uniq // p, uniq % p
 
     def _routes(self, topology: Topology, options: EngineOptions, wire: np.ndarray, extra, other_s: float) -> None:
         """The clock, latency ticks and the flows' state, for runs with contention.
@@ -271,8 +285,8 @@ class _Run:
                 if not self.reducer_busy[r] and self.reducer_queue[r]:
                     self._start_reduction(heapq.heappop(self.reducer_queue[r])[1], r, now)
         chunks, self.ready = self.ready, []
-        if sum(len(c) for c in chunks) <= _SMALL:
-            few = sorted(int(t) for c in chunks for t in c)
+        few = _few_ready(chunks)
+        if few is not None:
             go_few = self.ports.match_few(few)
             if go_few is not None:
                 if go_few:
