@@ -70,6 +70,8 @@ def _few(due: list[list]) -> bool:
         size += len(c)
     for c in due[DONE]:
         size += len(c[0])
+    for c in due[REDUCED]:
+        size += len(c)
     return size <= _SMALL
 
 
@@ -143,6 +145,7 @@ class _Run:
         self.s_succ_ptr, self.s_succ_idx = mirror(self.succ_ptr), mirror(self.succ_idx)
         self.s_delay = mirror(self.duration if self.fast else self.latency)
         self.s_nbytes = mirror(self.links.nbytes)
+        self.s_reduce, self.s_payload = mirror(self.is_reduce), mirror(self.payload)
         self.s_kind = [ARRIVE] * n if self.fast else np.where(self.flowing, BEGIN, ARRIVE).tolist()
         self.ready: list = []
         self.pending = False
@@ -215,7 +218,7 @@ class _Run:
 
     # ---- one instant -------------------------------------------------------------------------------------------
     def _instant(self, now: int, due: list[list]) -> None:
-        if not due[OPEN] and not due[REDUCED] and _few(due):
+        if not due[OPEN] and _few(due):
             self._instant_few(now, due)
             return
         arrived = []
@@ -269,10 +272,9 @@ class _Run:
                 release(src[t], dst[t])
                 leave(route(t), now)
             self.pending = True
-            if self.gamma > 0:
-                self._landed(np.array(arrived, dtype=np.int64), now)
-            else:
-                self._finish_few(arrived, now)
+            self._landed_few(arrived, now)
+        if due[REDUCED]:
+            self._reduced_few([t for c in due[REDUCED] for t in c], now)
         while self.pending and not self.agenda.has(now):
             self.pending = False
             self._decide(now)
@@ -330,7 +332,7 @@ class _Run:
                 post(now + delay[t], kind[t], [t])
         if landed:
             self.record.arrive[landed] = now
-            self._landed(np.array(landed, dtype=np.int64), now)
+            self._landed_few(landed, now)
 
     # ---- arrivals, reductions, ends ----------------------------------------------------------------------------
     def _landed(self, ids: np.ndarray, now: int) -> None:
@@ -348,9 +350,27 @@ class _Run:
         if ids.size:
             self._finish(ids, now)
 
+    def _landed_few(self, ids: list[int], now: int) -> None:
+        """_landed for a handful of transfers, one at a time."""
+        if self.gamma > 0:
+            rest = []
+            is_reduce, dst, queues, busy = self.s_reduce, self.s_dst, self.reducer_queue, self.reducer_busy
+            for t in ids:
+                if is_reduce[t]:
+                    r = int(dst[t])
+                    heapq.heappush(queues[r], (now, t))
+                    if not busy[r]:
+                        self.reduce_dirty.add(r)
+                        self.pending = True
+                else:
+                    rest.append(t)
+            ids = rest
+        if ids:
+            self._finish_few(ids, now)
+
     def _start_reduction(self, t: int, r: int, now: int) -> None:
         self.reducer_busy[r] = True
-        self.agenda.post(now + self.clock.ticks(self.gamma * int(self.payload[t]) * self.slow[r]), REDUCED, [t])
+        self.agenda.post(now + self.clock.ticks(self.gamma * int(self.s_payload[t]) * self.slow[r]), REDUCED, [t])
 
     def _reduced(self, ids: np.ndarray, now: int) -> None:
         for t in ids.tolist():
@@ -360,6 +380,17 @@ class _Run:
                 self.reduce_dirty.add(r)
                 self.pending = True
         self._finish(ids, now)
+
+    def _reduced_few(self, ids: list[int], now: int) -> None:
+        """_reduced for a handful of transfers, one at a time."""
+        dst, busy, queues = self.s_dst, self.reducer_busy, self.reducer_queue
+        for t in ids:
+            r = int(dst[t])
+            busy[r] = False
+            if queues[r]:
+                self.reduce_dirty.add(r)
+                self.pending = True
+        self._finish_few(ids, now)
 
     def _finish(self, ids: np.ndarray, now: int) -> None:
         """Transfers `ids` have ended: release their dependents."""
