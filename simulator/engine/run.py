@@ -266,11 +266,11 @@ class _Run:
             arrived.extend(chunk if isinstance(chunk, list) else chunk.tolist())
         if arrived:
             arrive, src, dst, release = self.record.s_arrive, self.s_src, self.s_dst, self.ports.release_one
-            route, leave = self.routes.of, self.links.leave_one
+            routes, pair, leave = self.routes.tuples, self.routes.index, self.links.leave_one  # routes.of, inlined
             for t in arrived:
                 arrive[t] = now
                 release(src[t], dst[t])
-                leave(route(t), now)
+                leave(routes[pair[t]], now)
             self.pending = True
             self._landed_few(arrived, now)
         if due[REDUCED]:
@@ -321,14 +321,14 @@ class _Run:
 
     def _go_few(self, go: list[int], now: int) -> None:
         start, local, post, delay, kind = self.record.s_start, self.s_local, self.agenda.post, self.s_delay, self.s_kind
-        route, enter, nbytes = self.routes.of, self.links.enter_one, self.s_nbytes
+        routes, pair, enter, nbytes = self.routes.tuples, self.routes.index, self.links.enter_one, self.s_nbytes
         landed = []
         for t in go:
             start[t] = now
             if local[t]:
                 landed.append(t)
             else:
-                enter(route(t), nbytes[t], now)
+                enter(routes[pair[t]], nbytes[t], now)
                 post(now + delay[t], kind[t], [t])
         if landed:
             self.record.arrive[landed] = now
