@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .csr import scalar_backed
+from .csr import scalar_filled
 from .maxmin import progressive_filling
 from .routes import Routes
 
@@ -57,10 +57,10 @@ class Flows:
         with np.errstate(divide="ignore", invalid="ignore"):
             self.solo = np.rint(wire / bottleneck * ticks_per_s)  # ticks to move alone
         # numpy views for the array paths; the one-at-a-time paths use the array.arrays (bytearray) behind them
-        self._count, self.count = scalar_backed(np.zeros(capacity.size, dtype=np.int64))      # flows on each link now
-        self._owner, self.owner = scalar_backed(np.full(capacity.size, -1, dtype=np.int64))  # a link's one flow
+        self._count, self.count = scalar_filled(capacity.size, 0)   # flows on each link now
+        self._owner, self.owner = scalar_filled(capacity.size, -1)  # the flow of a link with exactly one
         self.shared: dict[int, set[int]] = {}                     # link -> its flows, for links with two or more
-        self._began, self.began = scalar_backed(np.zeros(n, dtype=np.int64))
+        self._began, self.began = scalar_filled(n, 0)
         self._finished = bytearray(n)
         self.finished = np.frombuffer(self._finished, dtype=bool)
         self.state: dict[int, list] = {}                          # explicit state of flows max-min has touched

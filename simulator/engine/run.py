@@ -113,7 +113,7 @@ class _Run:
         self.payload = arrays["bytes"]
         self.is_reduce = arrays["reduce"]
         dep_ptr, dep_idx = arrays["dep_ptr"], arrays["dep_idx"]
-        self.s_indeg, self.indeg = scalar_backed(np.diff(dep_ptr).astype(np.int64))  # array.array and its numpy view
+        self.s_indeg, self.indeg = scalar_backed(np.diff(dep_ptr).astype(np.int64, copy=False))  # array.array and its numpy view
         join = arrays.get("join")
         self.join = join if join is not None and join.any() else None  # join nodes: end the instant they are released
         order = np.argsort(dep_idx, kind="stable")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .clock import Clock
-from .csr import scalar_backed
+from .csr import scalar_filled
 from .routes import Routes
 
 
@@ -17,10 +17,9 @@ class Record:
     are the same memory as array.arrays, for the one-at-a-time paths."""
 
     def __init__(self, transfers: int):
-        unset = np.full(transfers, -1, dtype=np.int64)
-        self.s_start, self.start = scalar_backed(unset)
-        self.s_arrive, self.arrive = scalar_backed(unset)
-        self.s_end, self.end = scalar_backed(unset)
+        self.s_start, self.start = scalar_filled(transfers, -1)
+        self.s_arrive, self.arrive = scalar_filled(transfers, -1)
+        self.s_end, self.end = scalar_filled(transfers, -1)
         self.events = 0
         self.wall_s = 0.0
 
@@ -37,12 +36,11 @@ class LinkStats:
         self.routes = routes
         self.nbytes = nbytes                                 # bytes each transfer counts on every link it crosses
         # per link, each as an array.array (the one-at-a-time paths) and a numpy view of the same memory
-        zeros = np.zeros(num_links, dtype=np.int64)
-        self._occupied, self.occupied = scalar_backed(zeros)  # messages on each link now
-        self._since, self.since = scalar_backed(zeros)        # tick the link last became busy
-        self._busy, self.busy = scalar_backed(zeros)          # busy ticks so far
-        self._peak, self.peak = scalar_backed(zeros)
-        self._carried, self.carried = scalar_backed(np.zeros(num_links))
+        self._occupied, self.occupied = scalar_filled(num_links, 0)  # messages on each link now
+        self._since, self.since = scalar_filled(num_links, 0)        # tick the link last became busy
+        self._busy, self.busy = scalar_filled(num_links, 0)          # busy ticks so far
+        self._peak, self.peak = scalar_filled(num_links, 0)
+        self._carried, self.carried = scalar_filled(num_links, 0.0, np.float64)
         self._mult = np.zeros(num_links, dtype=np.int64)     # scratch: entries per link in one batch
 
     def enter_one(self, route, nbytes: float, now: int) -> None:

@@ -12,7 +12,7 @@ from simulator.collective import Collective
 from simulator.cost import LinkModel, predict
 from simulator.engine import EngineOptions, MessageModel, Regime, max_min_rates, simulate
 from simulator.engine.clock import TICKS_PER_S
-from simulator.engine.csr import scalar_backed
+from simulator.engine.csr import scalar_backed, scalar_filled
 from simulator.engine.flows import Flows
 from simulator.engine.loop import ARRIVE, DONE, Agenda
 from simulator.engine.ports import Ports
@@ -232,6 +232,12 @@ def test_scalar_backed_columns_share_memory_with_their_arrays():
         values[0] = 100                                  # a copy: the input stays apart
         assert buf[0] != 100
     assert scalar_backed(np.zeros(0, dtype=np.int64))[1].size == 0
+    buf, view = scalar_filled(4, -1)
+    buf[2] = 5
+    assert view.dtype == np.int64 and view.tolist() == [-1, -1, 5, -1]
+    buf, view = scalar_filled(2, 0.0, np.float64)
+    view[1] = 0.25
+    assert view.dtype == np.float64 and list(buf) == [0.0, 0.25]
 
 
 # ---- event loop --------------------------------------------------------------------------------------------------
