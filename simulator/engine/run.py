@@ -145,7 +145,8 @@ class _Run:
         self.s_succ_ptr, self.s_succ_idx = mirror(self.succ_ptr), mirror(self.succ_idx)
         self.s_delay = mirror(self.duration if self.fast else self.latency)
         self.s_nbytes = mirror(self.links.nbytes)
-        self.s_reduce, self.s_payload = mirror(self.is_reduce), mirror(self.payload)
+        if self.gamma > 0:  # read by reductions only
+            self.s_reduce, self.s_payload = mirror(self.is_reduce), mirror(self.payload)
         self.s_kind = [ARRIVE] * n if self.fast else np.where(self.flowing, BEGIN, ARRIVE).tolist()
         self.ready: list = []
         self.pending = False
