@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .csr import scalar_filled
 from .maxmin import progressive_filling
 from .routes import Routes
 
@@ -55,17 +56,19 @@ class Flows:
         self._forget = forget or (lambda when: None)
         with np.errstate(divide="ignore", invalid="ignore"):
             self.solo = np.rint(wire / bottleneck * ticks_per_s)  # ticks to move alone
-        self.count = np.zeros(capacity.size, dtype=np.int64)      # flows on each link now
-        self.owner = np.full(capacity.size, -1, dtype=np.int64)   # the flow of a link with exactly one
+        # numpy views for the array paths; the one-at-a-time paths use the array.arrays (bytearray) behind them
+        self._count, self.count = scalar_filled(capacity.size, 0)   # flows on each link now
+        self._owner, self.owner = scalar_filled(capacity.size, -1)  # the flow of a link with exactly one
         self.shared: dict[int, set[int]] = {}                     # link -> its flows, for links with two or more
-        self.began = np.zeros(n, dtype=np.int64)
-        self.finished = np.zeros(n, dtype=bool)
+        self._began, self.began = scalar_filled(n, 0)
+        self._finished = bytearray(n)
+        self.finished = np.frombuffer(self._finished, dtype=bool)
         self.state: dict[int, list] = {}                          # explicit state of flows max-min has touched
         self._seeds: set[int] = set()
 
     def is_due(self, f: int, version: int) -> bool:
         """True if flow f's completion for `version` is the valid one (version 1 for a flow that was always alone)."""
-        if self.finished[f]:
+        if self._finished[f]:
             return False
         st = self.state.get(f)
         return version == (1 if st is None else st[_VERSION])
@@ -73,7 +76,7 @@ class Flows:
     def _explicit(self, f: int) -> list:
         st = self.state.get(f)
         if st is None:  # always alone so far: at its bottleneck since it began
-            began = int(self.began[f])
+            began = self._began[f]
             st = self.state[f] = [float(self.wire[f]), float(self.bottleneck[f]), began, 1, began + int(self.solo[f])]
         return st
 
@@ -106,9 +109,9 @@ class Flows:
 
     def begin_few(self, ids: list[int], now: int) -> None:
         """begin() one flow at a time (numpy's fixed cost would dominate a handful)."""
-        count, owner, shared = self.count, self.owner, self.shared
+        count, owner, shared, began = self._count, self._owner, self.shared, self._began
         for t in ids:
-            self.began[t] = now
+            began[t] = now
             alone = True
             for link in self.route(t):
                 c = count[link] = count[link] + 1
@@ -129,7 +132,7 @@ class Flows:
 
     def _join(self, links: np.ndarray, flows: np.ndarray) -> None:
         """Links now crowded get their new flows added to their sets (made from the sole flow if there was one)."""
-        shared, owner, count = self.shared, self.owner, self.count
+        shared, owner, count = self.shared, self._owner, self._count
         new: dict[int, list[int]] = {}
         for link, f in zip(links.tolist(), flows.tolist()):
             new.setdefault(link, []).append(f)
@@ -165,10 +168,10 @@ class Flows:
 
     def done_few(self, ids: list[int]) -> None:
         """done() for flows already known to be due, one at a time."""
-        count, owner, shared, state = self.count, self.owner, self.shared, self.state
+        count, owner, shared, state, finished = self._count, self._owner, self.shared, self.state, self._finished
         for t in ids:
             state.pop(t, None)
-            self.finished[t] = True
+            finished[t] = True
             for link in self.route(t):
                 left = count[link] = count[link] - 1
                 users = shared.get(link)
@@ -184,7 +187,7 @@ class Flows:
                     self._seeds.add(link)
 
     def _leave(self, links: np.ndarray, flows: np.ndarray) -> None:
-        shared, owner, count = self.shared, self.owner, self.count
+        shared, owner, count = self.shared, self._owner, self._count
         for link, f in zip(links.tolist(), flows.tolist()):
             shared[link].discard(f)
         for link in set(links.tolist()):
@@ -201,7 +204,7 @@ class Flows:
         users = self.shared.get(link)
         if users is not None:
             return users
-        return (int(self.owner[link]),) if self.count[link] == 1 else ()
+        return (self._owner[link],) if self._count[link] == 1 else ()
 
     def _component(self, stack: list[int]) -> tuple[dict[int, list[int]], dict[int, object], dict[int, float]]:
         """The flows connected to `stack` through crowded links, for max-min: flow -> its crowded links and one

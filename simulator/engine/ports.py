@@ -30,6 +30,7 @@ _SMALL = 24  # below this many candidates the matching is a plain loop (numpy's 
 _MANY_DIRTY = 32  # with more ranks that freed ports than this and than a quarter of the waiting: the pool ...
 _POOL_RATIO = 16  # ... and back to queues when the pool holds more than this many per rank that freed ports
 _SHORT = 48  # queues to read holding up to this many entries are read whole, not merged
+_LIST_RANKS = 32  # up to this many ranks, free ports and open ranks are Python lists (cheap to read one at a time)
 
 
 class Ports:
@@ -40,16 +41,27 @@ class Ports:
         self.src, self.dst = src, dst
         small = len(src) <= 1 << 20  # the one-at-a-time paths read Python lists when they fit
         self._s_src, self._s_dst = (src.tolist(), dst.tolist()) if small else (src, dst)
-        self.free_send = np.full(ranks, per_rank, dtype=np.int64)
-        self.free_recv = np.full(ranks, per_rank, dtype=np.int64)
-        self.is_open = np.ones(ranks, dtype=bool)
+        # per rank: free send and receive ports, open or not; lists for the one-at-a-time paths when few ranks (the
+        # array paths convert them), else arrays
+        self._lists = ranks <= _LIST_RANKS
+        self.free_send: list[int] | np.ndarray = np.full(ranks, per_rank, dtype=np.int64)
+        self.free_recv: list[int] | np.ndarray = np.full(ranks, per_rank, dtype=np.int64)
+        self.is_open: list[bool] | np.ndarray = np.ones(ranks, dtype=bool)
         for r in closed:
             self.is_open[r] = False
-        self.started = np.zeros(len(src), dtype=bool)
-        self._waiting = np.zeros(len(src), dtype=bool)   # on its ranks' queues (until it starts)
+        if self._lists:
+            self.free_send, self.free_recv = self.free_send.tolist(), self.free_recv.tolist()
+            self.is_open = self.is_open.tolist()
+        # per transfer: started, and waiting on its ranks' queues (until it starts); bool arrays over bytearrays, which
+        # the one-at-a-time paths read and write (cheaper than an array's elements)
+        self._started = bytearray(len(src))
+        self._waits = bytearray(len(src))
+        self.started = np.frombuffer(self._started, dtype=bool)
+        self._waiting = np.frombuffer(self._waits, dtype=bool)
         # per rank, heaps of waiting ids: [sends, receives, local]; entries that started are dropped when met
         self._heaps: list[list[list[int]]] = [[[], [], []] for _ in range(ranks)]
-        self._listed = np.zeros(ranks, dtype=bool)       # rank has a non-empty queue
+        self._lists_buf = bytearray(ranks)
+        self._listed = np.frombuffer(self._lists_buf, dtype=bool)  # rank has a non-empty queue (and its bytearray)
         self.dirty: set[int] = set()                     # ranks with waiting transfers whose ports freed or that opened
         self._count = 0                                  # transfers waiting in the queues (started ones excluded)
         self._pool: np.ndarray | None = None             # the waiting transfers, when kept as one array (else queues)
@@ -58,8 +70,15 @@ class Ports:
     def release(self, ids: np.ndarray) -> None:
         """Messages `ids` (network transfers) have arrived: their send and receive ports are free again."""
         s, d = self.src[ids], self.dst[ids]
-        np.add.at(self.free_send, s, 1)
-        np.add.at(self.free_recv, d, 1)
+        if self._lists:
+            free_send, free_recv = self.free_send, self.free_recv
+            for r in s.tolist():
+                free_send[r] += 1
+            for r in d.tolist():
+                free_recv[r] += 1
+        else:
+            np.add.at(self.free_send, s, 1)
+            np.add.at(self.free_recv, d, 1)
         listed = self._listed
         for ranks in (s, d):
             hit = ranks[listed[ranks]]
@@ -70,14 +89,19 @@ class Ports:
         """release() for one message from s to d."""
         self.free_send[s] += 1
         self.free_recv[d] += 1
-        if self._listed[s]:
+        listed = self._lists_buf
+        if listed[s]:
             self.dirty.add(s)
-        if self._listed[d]:
+        if listed[d]:
             self.dirty.add(d)
 
     def open(self, ranks: np.ndarray) -> None:
         """Ranks may start transfers from now on."""
-        self.is_open[ranks] = True
+        if self._lists:
+            for r in np.asarray(ranks).tolist():
+                self.is_open[r] = True
+        else:
+            self.is_open[ranks] = True
         self.dirty.update(int(r) for r in ranks if self._listed[r])
 
     def _wait(self, ids: list[int]) -> None:
@@ -90,9 +114,9 @@ class Ports:
                 self._listed[self.dst[arr]] = True
             else:
                 for t in ids:
-                    self._listed[self._s_src[t]] = self._listed[self._s_dst[t]] = True
+                    self._lists_buf[self._s_src[t]] = self._lists_buf[self._s_dst[t]] = True
             return
-        src, dst, waiting, queues, listed = self._s_src, self._s_dst, self._waiting, self._heaps, self._listed
+        src, dst, waiting, queues, listed = self._s_src, self._s_dst, self._waits, self._heaps, self._lists_buf
         push = heapq.heappush
         for t in ids:
             if not waiting[t]:
@@ -116,7 +140,8 @@ class Ports:
             hopeless: list[int] = []
             if ready.size > _SMALL:  # those whose ports are taken already cannot start: they only join the queues
                 s, d = self.src[ready], self.dst[ready]
-                ok = self.is_open[s] & self.is_open[d] & ((s == d) | ((self.free_send[s] > 0) & (self.free_recv[d] > 0)))
+                free_send, free_recv, is_open = self._arrays()
+                ok = is_open[s] & is_open[d] & ((s == d) | ((free_send[s] > 0) & (free_recv[d] > 0)))
                 hopeless = ready[~ok].tolist()
                 ready = ready[ok]
             go = self._match_queues(ready.tolist())
@@ -153,33 +178,42 @@ class Ports:
         for r in self.dirty:
             if is_open[r]:
                 sends, recvs, local = heaps[r]
-                for q, ok in ((sends, free_send[r] > 0), (recvs, free_recv[r] > 0), (local, True)):
-                    if q and ok:
-                        readable.append(q)
-                        total += len(q)
-                        if total > _SHORT:
-                            return self._match_merge(ready)
+                if sends and free_send[r] > 0:
+                    readable.append(sends)
+                    total += len(sends)
+                if recvs and free_recv[r] > 0:
+                    readable.append(recvs)
+                    total += len(recvs)
+                if local:
+                    readable.append(local)
+                    total += len(local)
+                if total > _SHORT:
+                    return self._match_merge(ready)
         return self._match_short(ready, readable)
 
     def _match_short(self, ready: list[int], readable: list[list[int]]) -> list[int]:
         """_match_merge when the queues to read hold a handful of entries: every entry of them and `ready`, sorted,
         in one greedy pass; the queues keep (re-heaped) what did not start, the newly ready that did not start wait."""
-        started, waiting = self.started, self._waiting
+        started, waiting = self._started, self._waits
         cands = set(ready)
         for q in readable:
             cands.update(q)
-        go, _ = self._match_small(sorted(t for t in cands if not started[t]))
+        go, _ = self._match_small(sorted([t for t in cands if not started[t]]))
+        heapify = heapq.heapify
         for q in readable:
-            q[:] = [t for t in q if not started[t]]
-            heapq.heapify(q)
-        self._count -= sum(1 for t in go if waiting[t])
+            kept = [t for t in q if not started[t]]
+            if len(kept) != len(q):  # else q is a heap already
+                q[:] = kept
+                heapify(q)
+        self._count -= len([t for t in go if waiting[t]])
         wait = [t for t in ready if not started[t]]
         if wait:
             self._wait(wait)
         dirty, self.dirty = self.dirty, set()
-        heaps = self._heaps
+        heaps, listed = self._heaps, self._lists_buf
         for r in dirty:
-            self._listed[r] = any(heaps[r])
+            sends, recvs, local = heaps[r]
+            listed[r] = bool(sends or recvs or local)
         return go
 
     def _match_merge(self, ready: list[int]) -> list[int]:
@@ -188,7 +222,7 @@ class Ports:
         A rank's send (receive) queue is read only while the rank is open and has a free send (receive) port: any later
         entry would fail on that port, as ports only get taken during a matching. Entries met that cannot start stay
         in their queues; newly ready ones that cannot start join the queues."""
-        src, dst, is_open, started = self._s_src, self._s_dst, self.is_open, self.started
+        src, dst, is_open, started = self._s_src, self._s_dst, self.is_open, self._started
         free_send, free_recv, heaps = self.free_send, self.free_recv, self._heaps
         pop, push = heapq.heappop, heapq.heappush
         dirty, self.dirty = self.dirty, set()
@@ -221,8 +255,9 @@ class Ports:
             push(q, t)
         if wait:
             self._wait(wait)
+        listed = self._lists_buf
         for r in dirty:
-            self._listed[r] = any(heaps[r])
+            listed[r] = any(heaps[r])
         return go
 
     def _to_pool(self) -> bool:
@@ -280,7 +315,7 @@ class Ports:
 
     def _match_small(self, cands: list[int]) -> tuple[list[int], list[int]]:
         src, dst, is_open = self._s_src, self._s_dst, self.is_open
-        free_send, free_recv, started = self.free_send, self.free_recv, self.started
+        free_send, free_recv, started = self.free_send, self.free_recv, self._started
         go, wait = [], []
         for t in cands:
             s, d = src[t], dst[t]
@@ -294,12 +329,19 @@ class Ports:
                 wait.append(t)
         return go, wait
 
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Free send ports, free receive ports and open ranks as arrays (copies when kept as lists)."""
+        if not self._lists:
+            return self.free_send, self.free_recv, self.is_open
+        return (np.array(self.free_send, dtype=np.int64), np.array(self.free_recv, dtype=np.int64),
+                np.array(self.is_open, dtype=bool))
+
     def _match_many(self, cands: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The greedy id-order matching in rounds: a candidate whose ranks have more free ports than there are
         earlier eligible candidates wanting them starts for sure (earlier ones only ever give ports back by failing);
         the rest are looked at again after those took their ports."""
-        src, dst, is_open = self.src, self.dst, self.is_open
-        free_send, free_recv = self.free_send, self.free_recv
+        src, dst = self.src, self.dst
+        free_send, free_recv, is_open = self._arrays()
         go, wait = [], []
         while cands.size:
             s, d = src[cands], dst[cands]
@@ -322,6 +364,8 @@ class Ports:
             np.subtract.at(free_send, s[taken], 1)
             np.subtract.at(free_recv, d[taken], 1)
             cands = cands[~take]
+        if self._lists:
+            self.free_send, self.free_recv = free_send.tolist(), free_recv.tolist()
         started = np.concatenate(go) if go else np.zeros(0, dtype=np.int64)
         started.sort()
         self.started[started] = True

@@ -23,7 +23,7 @@ from ..schedule import Schedule
 from ..topology.model import Topology
 from ..trace import Trace
 from .clock import Clock
-from .csr import distinct, gather
+from .csr import distinct, gather, scalar_backed
 from .deadlock import DeadlockError, deadlock_report, format_deadlock
 from .flows import Flows
 from .loop import ARRIVE, BEGIN, DONE, OPEN, REDUCED, Agenda
@@ -70,7 +70,21 @@ def _few(due: list[list]) -> bool:
         size += len(c)
     for c in due[DONE]:
         size += len(c[0])
+    for c in due[REDUCED]:
+        size += len(c)
     return size <= _SMALL
+
+
+def _few_ready(chunks: list) -> list[int] | None:
+    """The ready transfers of `chunks` sorted, if at most _SMALL, else None."""
+    size = 0
+    for c in chunks:
+        size += len(c)
+    if size > _SMALL:
+        return None
+    if len(chunks) == 1 and isinstance(chunks[0], list):
+        return chunks[0]  # one chunk from _finish_few: sorted and distinct already
+    return sorted([int(t) for c in chunks for t in c])
 
 
 def _chunks(parts: list) -> np.ndarray:
@@ -99,7 +113,7 @@ class _Run:
         self.payload = arrays["bytes"]
         self.is_reduce = arrays["reduce"]
         dep_ptr, dep_idx = arrays["dep_ptr"], arrays["dep_idx"]
-        self.indeg = np.diff(dep_ptr)
+        self.s_indeg, self.indeg = scalar_backed(np.diff(dep_ptr).astype(np.int64, copy=False))  # array.array and its numpy view
         join = arrays.get("join")
         self.join = join if join is not None and join.any() else None  # join nodes: end the instant they are released
         order = np.argsort(dep_idx, kind="stable")
@@ -130,6 +144,9 @@ class _Run:
         self.s_src, self.s_dst, self.s_local = mirror(self.src), mirror(self.dst), mirror(self.local)
         self.s_succ_ptr, self.s_succ_idx = mirror(self.succ_ptr), mirror(self.succ_idx)
         self.s_delay = mirror(self.duration if self.fast else self.latency)
+        self.s_nbytes = mirror(self.links.nbytes)
+        if self.gamma > 0:  # read by reductions only
+            self.s_reduce, self.s_payload = mirror(self.is_reduce), mirror(self.payload)
         self.s_kind = [ARRIVE] * n if self.fast else np.where(self.flowing, BEGIN, ARRIVE).tolist()
         self.ready: list = []
         self.pending = False
@@ -148,7 +165,7 @@ class _Run:
 
     def _route_table(self, topology: Topology) -> None:
         """Every transfer's route, once per distinct (src, dst) pair (Routes; local transfers: the last pair, no links),
-        and each pair's latency (topology.path_cost's sums, in the same order)."""
+        and with contention each pair's latency (topology.path_cost's sums, in the same order)."""
         src, dst, p = self.src, self.dst, self.p
         net = np.flatnonzero(~self.local)
         uniq, inverse = _pairs(src[net] * p + dst[net], p * p)
@@ -156,6 +173,10 @@ class _Run:
         pair_of = np.full(src.size, uniq.size, dtype=np.int64)
         pair_of[net] = inverse
         self.routes = Routes(pair_of, [*routes, ()])
+        self.pair_of = pair_of
+        self.pair_src, self.pair_dst = uniq // p, uniq % p
+        if self.fast:  # durations come from _durations
+            return
         lengths = self.routes.pair_lengths[:-1]
         latency = getattr(topology, "latency", None)
         if (uniq.size and not topology.ideal and isinstance(latency, np.ndarray) and 0 < lengths.min()
@@ -163,8 +184,6 @@ class _Run:
             self.pair_latency = np.append(self.routes.per_pair(latency, np.add)[:-1], 0.0)
         else:
             self.pair_latency = np.array([topology.path_cost(int(k) // p, int(k) % p)[0] for k in uniq.tolist()] + [0.0])
-        self.pair_of = pair_of
-        self.pair_src, self.pair_dst = uniq // p, uniq % p
 
     def _routes(self, topology: Topology, options: EngineOptions, wire: np.ndarray, extra, other_s: float) -> None:
         """The clock, latency ticks and the flows' state, for runs with contention.
@@ -200,7 +219,7 @@ class _Run:
 
     # ---- one instant -------------------------------------------------------------------------------------------
     def _instant(self, now: int, due: list[list]) -> None:
-        if not due[OPEN] and not due[REDUCED] and _few(due):
+        if not due[OPEN] and _few(due):
             self._instant_few(now, due)
             return
         arrived = []
@@ -247,17 +266,16 @@ class _Run:
         for chunk in due[ARRIVE]:
             arrived.extend(chunk if isinstance(chunk, list) else chunk.tolist())
         if arrived:
-            arrive, src, dst, release = self.record.arrive, self.s_src, self.s_dst, self.ports.release_one
-            route, leave = self.routes.of, self.links.leave_one
+            arrive, src, dst, release = self.record.s_arrive, self.s_src, self.s_dst, self.ports.release_one
+            routes, pair, leave = self.routes.tuples, self.routes.index, self.links.leave_one  # routes.of, inlined
             for t in arrived:
                 arrive[t] = now
                 release(src[t], dst[t])
-                leave(route(t), now)
+                leave(routes[pair[t]], now)
             self.pending = True
-            if self.gamma > 0:
-                self._landed(np.array(arrived, dtype=np.int64), now)
-            else:
-                self._finish_few(arrived, now)
+            self._landed_few(arrived, now)
+        if due[REDUCED]:
+            self._reduced_few([t for c in due[REDUCED] for t in c], now)
         while self.pending and not self.agenda.has(now):
             self.pending = False
             self._decide(now)
@@ -270,8 +288,8 @@ class _Run:
                 if not self.reducer_busy[r] and self.reducer_queue[r]:
                     self._start_reduction(heapq.heappop(self.reducer_queue[r])[1], r, now)
         chunks, self.ready = self.ready, []
-        if sum(len(c) for c in chunks) <= _SMALL:
-            few = sorted(int(t) for c in chunks for t in c)
+        few = _few_ready(chunks)
+        if few is not None:
             go_few = self.ports.match_few(few)
             if go_few is not None:
                 if go_few:
@@ -303,19 +321,19 @@ class _Run:
             self._landed(loc, now)
 
     def _go_few(self, go: list[int], now: int) -> None:
-        start, local, post, delay, kind = self.record.start, self.s_local, self.agenda.post, self.s_delay, self.s_kind
-        route, enter, nbytes = self.routes.of, self.links.enter_one, self.links.nbytes
+        start, local, post, delay, kind = self.record.s_start, self.s_local, self.agenda.post, self.s_delay, self.s_kind
+        routes, pair, enter, nbytes = self.routes.tuples, self.routes.index, self.links.enter_one, self.s_nbytes
         landed = []
         for t in go:
             start[t] = now
             if local[t]:
                 landed.append(t)
             else:
-                enter(route(t), nbytes[t], now)
+                enter(routes[pair[t]], nbytes[t], now)
                 post(now + delay[t], kind[t], [t])
         if landed:
             self.record.arrive[landed] = now
-            self._landed(np.array(landed, dtype=np.int64), now)
+            self._landed_few(landed, now)
 
     # ---- arrivals, reductions, ends ----------------------------------------------------------------------------
     def _landed(self, ids: np.ndarray, now: int) -> None:
@@ -333,9 +351,27 @@ class _Run:
         if ids.size:
             self._finish(ids, now)
 
+    def _landed_few(self, ids: list[int], now: int) -> None:
+        """_landed for a handful of transfers, one at a time."""
+        if self.gamma > 0:
+            rest = []
+            is_reduce, dst, queues, busy = self.s_reduce, self.s_dst, self.reducer_queue, self.reducer_busy
+            for t in ids:
+                if is_reduce[t]:
+                    r = int(dst[t])
+                    heapq.heappush(queues[r], (now, t))
+                    if not busy[r]:
+                        self.reduce_dirty.add(r)
+                        self.pending = True
+                else:
+                    rest.append(t)
+            ids = rest
+        if ids:
+            self._finish_few(ids, now)
+
     def _start_reduction(self, t: int, r: int, now: int) -> None:
         self.reducer_busy[r] = True
-        self.agenda.post(now + self.clock.ticks(self.gamma * int(self.payload[t]) * self.slow[r]), REDUCED, [t])
+        self.agenda.post(now + self.clock.ticks(self.gamma * int(self.s_payload[t]) * self.slow[r]), REDUCED, [t])
 
     def _reduced(self, ids: np.ndarray, now: int) -> None:
         for t in ids.tolist():
@@ -345,6 +381,17 @@ class _Run:
                 self.reduce_dirty.add(r)
                 self.pending = True
         self._finish(ids, now)
+
+    def _reduced_few(self, ids: list[int], now: int) -> None:
+        """_reduced for a handful of transfers, one at a time."""
+        dst, busy, queues = self.s_dst, self.reducer_busy, self.reducer_queue
+        for t in ids:
+            r = int(dst[t])
+            busy[r] = False
+            if queues[r]:
+                self.reduce_dirty.add(r)
+                self.pending = True
+        self._finish_few(ids, now)
 
     def _finish(self, ids: np.ndarray, now: int) -> None:
         """Transfers `ids` have ended: release their dependents."""
@@ -367,7 +414,7 @@ class _Run:
                 self.pending = True
 
     def _finish_few(self, ids: list[int], now: int) -> None:
-        end, indeg, ptr, succ = self.record.end, self.indeg, self.s_succ_ptr, self.s_succ_idx
+        end, indeg, ptr, succ = self.record.s_end, self.s_indeg, self.s_succ_ptr, self.s_succ_idx
         free = []
         for t in ids:
             end[t] = now

@@ -8,16 +8,18 @@ from __future__ import annotations
 import numpy as np
 
 from .clock import Clock
+from .csr import scalar_filled
 from .routes import Routes
 
 
 class Record:
-    """Per-transfer instants in ticks (-1 until they happen) and the engine's event count."""
+    """Per-transfer instants in ticks (-1 until they happen) and the engine's event count; s_start, s_arrive and s_end
+    are the same memory as array.arrays, for the one-at-a-time paths."""
 
     def __init__(self, transfers: int):
-        self.start = np.full(transfers, -1, dtype=np.int64)
-        self.arrive = np.full(transfers, -1, dtype=np.int64)
-        self.end = np.full(transfers, -1, dtype=np.int64)
+        self.s_start, self.start = scalar_filled(transfers, -1)
+        self.s_arrive, self.arrive = scalar_filled(transfers, -1)
+        self.s_end, self.end = scalar_filled(transfers, -1)
         self.events = 0
         self.wall_s = 0.0
 
@@ -33,31 +35,32 @@ class LinkStats:
     def __init__(self, num_links: int, routes: Routes, nbytes: np.ndarray):
         self.routes = routes
         self.nbytes = nbytes                                 # bytes each transfer counts on every link it crosses
-        self.occupied = np.zeros(num_links, dtype=np.int64)  # messages on each link now
-        self.since = np.zeros(num_links, dtype=np.int64)     # tick the link last became busy
-        self.busy = np.zeros(num_links, dtype=np.int64)      # busy ticks so far
-        self.peak = np.zeros(num_links, dtype=np.int64)
-        self.carried = np.zeros(num_links)
+        # per link, each as an array.array (the one-at-a-time paths) and a numpy view of the same memory
+        self._occupied, self.occupied = scalar_filled(num_links, 0)  # messages on each link now
+        self._since, self.since = scalar_filled(num_links, 0)        # tick the link last became busy
+        self._busy, self.busy = scalar_filled(num_links, 0)          # busy ticks so far
+        self._peak, self.peak = scalar_filled(num_links, 0)
+        self._carried, self.carried = scalar_filled(num_links, 0.0, np.float64)
         self._mult = np.zeros(num_links, dtype=np.int64)     # scratch: entries per link in one batch
 
     def enter_one(self, route, nbytes: float, now: int) -> None:
         """A message starts on the links of `route`."""
-        occupied, peak = self.occupied, self.peak
+        occupied, peak, carried = self._occupied, self._peak, self._carried
         for link in route:
             n = occupied[link] = occupied[link] + 1
             if n == 1:
-                self.since[link] = now
+                self._since[link] = now
             if n > peak[link]:
                 peak[link] = n
-            self.carried[link] += nbytes
+            carried[link] += nbytes
 
     def leave_one(self, route, now: int) -> None:
         """A message on the links of `route` has arrived."""
-        occupied = self.occupied
+        occupied = self._occupied
         for link in route:
             n = occupied[link] = occupied[link] - 1
             if n == 0:
-                self.busy[link] += now - self.since[link]
+                self._busy[link] += now - self._since[link]
 
     def _entries(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return self.routes.rows(ids)

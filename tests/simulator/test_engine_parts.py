@@ -12,6 +12,7 @@ from simulator.collective import Collective
 from simulator.cost import LinkModel, predict
 from simulator.engine import EngineOptions, MessageModel, Regime, max_min_rates, simulate
 from simulator.engine.clock import TICKS_PER_S
+from simulator.engine.csr import scalar_backed, scalar_filled
 from simulator.engine.flows import Flows
 from simulator.engine.loop import ARRIVE, DONE, Agenda
 from simulator.engine.ports import Ports
@@ -188,7 +189,8 @@ def _greedy_rounds(src, dst, ranks, ports_per_rank, closed, rounds):
 
 
 @pytest.mark.parametrize("ports_per_rank,ranks,per_round,trickle", [
-    (1, 80, 60, None), (2, 64, 90, None), (1, 40, 6, None), (0, 50, 40, None), (1, 300, 200, 3)])
+    (1, 80, 60, None), (2, 64, 90, None), (1, 40, 6, None), (0, 50, 40, None), (1, 300, 200, 3),
+    (1, 24, 20, None), (2, 16, 12, None), (1, 30, 25, 3), (0, 12, 10, None)])  # up to 32 ranks: ports kept as lists
 def test_matching_over_many_rounds_with_ports_freeing_equals_the_rule(ports_per_rank, ranks, per_round, trickle):
     # many ranks freeing ports at once switch the waiting transfers to one array (the pool), few back to per-rank
     # queues (trickle: from that round on, at most two messages arrive per round); every form must match the rule,
@@ -217,6 +219,25 @@ def test_matching_over_many_rounds_with_ports_freeing_equals_the_rule(ports_per_
         running += go
     assert got == _greedy_rounds(src, dst, ranks, ports_per_rank, [3, 7], rounds)
     assert sum(map(len, got)) == n
+
+
+def test_scalar_backed_columns_share_memory_with_their_arrays():
+    # the one-at-a-time paths write the array.array, the batched ones the numpy view: each must see the other's writes
+    for values in (np.array([5, -1, 7], dtype=np.int64), np.array([0.5, 2.0, -3.25])):
+        buf, view = scalar_backed(values)
+        assert view.dtype == values.dtype and view.tolist() == values.tolist()
+        buf[1] += 3
+        view[[0, 2]] += 1
+        assert list(buf) == view.tolist() == [values[0] + 1, values[1] + 3, values[2] + 1]
+        values[0] = 100                                  # a copy: the input stays apart
+        assert buf[0] != 100
+    assert scalar_backed(np.zeros(0, dtype=np.int64))[1].size == 0
+    buf, view = scalar_filled(4, -1)
+    buf[2] = 5
+    assert view.dtype == np.int64 and view.tolist() == [-1, -1, 5, -1]
+    buf, view = scalar_filled(2, 0.0, np.float64)
+    view[1] = 0.25
+    assert view.dtype == np.float64 and list(buf) == [0.0, 0.25]
 
 
 # ---- event loop --------------------------------------------------------------------------------------------------
