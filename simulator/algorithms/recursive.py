@@ -7,14 +7,16 @@ the first 2r ranks pair up, the odd one of each pair hands its data to the even 
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..collective import Collective, offsets_of, split_counts
-from ..schedule import Schedule, ScheduleBuilder, region
+from ..schedule import ArraySchedule, Schedule, ScheduleBuilder, region
+from .columns import NONE, Columns
 from .forms import LinkModel, floor_lg, fold_extra, pof2, pow2, window_blocks
 from .phases import (
     binomial_gather,
     block_segs,
     doubling_allgather,
-    doubling_allreduce,
     fold,
     halving_reduce_scatter,
     merge,
@@ -60,14 +62,39 @@ def _allreduce_doubling_cost(p, n, m: LinkModel):
 @register("allreduce", "recursive_doubling",
           "swap and reduce whole vectors with partners at distance 1, 2, 4, ...: lg p steps of n",
           cost=_allreduce_doubling_cost)
-def allreduce_recursive_doubling(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "recursive_doubling")
-    group, whole = list(range(coll.ranks)), (0, coll.count)
-    survivors, _ = fold(coll.ranks)
-    step = _fold_in(b, group, whole, True, 0)
-    step = doubling_allreduce(b, [group[s] for s in survivors], whole, step)
-    _fold_out(b, group, lambda extra: [whole], step)
-    return b.build()
+def allreduce_recursive_doubling(coll: Collective) -> ArraySchedule:
+    """Built as arrays, with the dependencies `doubling_allreduce` and the fold steps would infer: member i sends its
+    whole `out` into partner i^d's scratch (after everything that wrote that `out` and what last used that scratch),
+    then reduces its scratch into its `out` (after that copy and every send that read its `out`)."""
+    p, n = coll.ranks, coll.count
+    c = Columns()
+    survivors, pairs = fold(p)
+    extra, keep = np.array(pairs, dtype=np.int64).reshape(-1, 2).T  # keep k is member k
+    folded = c.send(extra, keep, 0, n, reduce=True)
+    members, i = np.array(survivors, dtype=np.int64), np.arange(len(survivors))
+    none = np.full(i.size, NONE)
+    wrote_out = [none.copy()]  # what wrote each member's out
+    wrote_out[0][:keep.size] = folded
+    read_out, copied, reduced = [], none, none  # sends that read each out; last copy into, last reduce from, scratch
+    step, d = (1 if pairs else 0), 1
+    while d < i.size:
+        deps = wrote_out + [reduced[i ^ d], copied[i ^ d]]
+        sent = c.send(members, members[i ^ d], 0, n, buf="scratch", src_buf="out", step=step, deps=_live(deps, n))
+        read_out.append(sent)
+        copied = sent[i ^ d]
+        reduced = c.send(members, members, 0, n, reduce=True, src_buf="scratch", step=step,
+                         deps=_live([copied] + read_out, n))
+        wrote_out.append(reduced)
+        d, step = 2 * d, step + 1
+    back = [w[:keep.size] for w in wrote_out] + [folded]
+    c.send(keep, extra, 0, n, step=step, deps=_live(back, n))
+    return c.schedule(coll, "recursive_doubling", scratch=n)
+
+
+def _live(deps: list[np.ndarray], count: int) -> np.ndarray:
+    """Dependency lists (one array of ids per list, one id per transfer) as a table; none when nothing moves."""
+    table = np.stack(deps, axis=1)
+    return table if count > 0 else np.full_like(table, NONE)
 
 
 # Rabenseifner, published (p a power of two): 2 lg(p) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma:
