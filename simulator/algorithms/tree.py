@@ -9,12 +9,11 @@ import numpy as np
 
 from ..collective import Collective
 from ..errors import CollsimError
-from ..schedule import Schedule, ScheduleBuilder
+from ..schedule import ArraySchedule, Schedule, ScheduleBuilder
+from .columns import NONE, Columns
 from .forms import LinkModel, lg, pow2
 from .phases import (
-    binomial_broadcast,
     binomial_gather,
-    binomial_reduce,
     binomial_scatter,
     block_segs,
     chunked,
@@ -65,28 +64,66 @@ def _scatter_allgather_cost(p, n, m: LinkModel):
 
 
 @register("broadcast", "binomial", "binomial tree from the root: ceil(lg p) steps of n", cost=_broadcast_binomial_cost)
-def broadcast_binomial(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "binomial")
-    binomial_broadcast(b, relative_group(coll.ranks, coll.root), [(0, coll.count)])
-    return b.build()
+def broadcast_binomial(coll: Collective) -> ArraySchedule:
+    c = Columns()
+    _binomial_broadcast(c, relative_group(coll.ranks, coll.root), coll.count)
+    return c.schedule(coll, "binomial")
 
 
 @register("reduce", "binomial", "binomial tree reduction to the root: ceil(lg p) steps of n",
           cost=_reduce_binomial_cost, exact=pow2)
-def reduce_binomial(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "binomial")
-    binomial_reduce(b, relative_group(coll.ranks, coll.root), [(0, coll.count)])
-    return b.build()
+def reduce_binomial(coll: Collective) -> ArraySchedule:
+    c = Columns()
+    _binomial_reduce(c, relative_group(coll.ranks, coll.root), coll.count)
+    return c.schedule(coll, "binomial")
 
 
 @register("allreduce", "binomial", "binomial reduce to rank 0 then binomial broadcast: 2 ceil(lg p) steps of n",
           cost=_allreduce_binomial_cost, exact=pow2)
-def allreduce_binomial(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "binomial")
-    group, whole = list(range(coll.ranks)), [(0, coll.count)]
-    step = binomial_reduce(b, group, whole)
-    binomial_broadcast(b, group, whole, step=step)
-    return b.build()
+def allreduce_binomial(coll: Collective) -> ArraySchedule:
+    c = Columns()
+    group = list(range(coll.ranks))
+    sent, into, step = _binomial_reduce(c, group, coll.count)
+    _binomial_broadcast(c, group, coll.count, step, into, np.column_stack([sent, into]))
+    return c.schedule(coll, "binomial")
+
+
+def _binomial_reduce(c: Columns, group: list[int], count: int, step: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+    """`binomial_reduce` of the whole `out` (count elements) as arrays: member v reduces into v - lowbit(v) after
+    everything its children reduced into it. Returns per member its send's id (NONE for member 0), the ids reduced
+    into it (a (q, rounds) table, NONE for none) and the next free step."""
+    q = len(group)
+    ranks = np.asarray(group, dtype=np.int64)
+    rounds = max(q - 1, 0).bit_length()
+    sent, into = np.full(q, NONE), np.full((q, rounds), NONE)
+    for k in range(rounds):
+        v = np.arange(1 << k, q, 2 << k)
+        sent[v] = c.send(ranks[v], ranks[v - (1 << k)], 0, count, reduce=True, step=step + k,
+                         deps=into[v] if count > 0 else None)
+        into[v - (1 << k), k] = sent[v]
+    return sent, into, step + rounds
+
+
+def _binomial_broadcast(c: Columns, group: list[int], count: int, step: int = 0, wrote: np.ndarray | None = None,
+                        used: np.ndarray | None = None) -> int:
+    """`binomial_broadcast` of the whole `out` as arrays: member v sends to v + mask after what wrote v's `out` (the
+    copy into it; at member 0, the rows of `wrote`) and what used the receiver's `out` before (the rows of `used`).
+    Returns the next free step."""
+    q = len(group)
+    ranks = np.asarray(group, dtype=np.int64)
+    rounds = max(q - 1, 0).bit_length()
+    used = np.full((q, 0), NONE) if used is None else used
+    have = np.full((q, max(1, 0 if wrote is None else wrote.shape[1])), NONE)  # what wrote each member's out
+    if wrote is not None:
+        have[0, :wrote.shape[1]] = wrote[0]
+    for k in reversed(range(rounds)):
+        v = np.arange(0, q - (1 << k), 2 << k)
+        w = v + (1 << k)
+        ids = c.send(ranks[v], ranks[w], 0, count, step=step + rounds - 1 - k,
+                     deps=np.column_stack([have[v], used[w]]) if count > 0 else None)
+        have[w] = NONE
+        have[w, 0] = ids
+    return step + rounds
 
 
 def _member_blocks(coll: Collective) -> tuple[list[int], list]:
