@@ -1,14 +1,15 @@
-"""Binomial broadcast, reduce and allreduce built as arrays (written dependencies) equal the inferred-dependency form.
+"""Binomial broadcast, reduce, allreduce and the double binary tree built as arrays equal the inferred-dependency form.
 
 The inferred form is what ScheduleBuilder finds from the data for the same messages in the same order
-(`binomial_reduce` / `binomial_broadcast`, as the builders were written before the arrays).
+(`binomial_reduce` / `binomial_broadcast`, and the double binary tree loop as it was written before the arrays).
 """
 
 import pytest
 from test_recursive_columns import _rows, _same_engine_times
 
 from simulator.algorithms import build_schedule
-from simulator.algorithms.phases import binomial_broadcast, binomial_reduce, relative_group
+from simulator.algorithms.phases import binomial_broadcast, binomial_reduce, chunked, relative_group
+from simulator.algorithms.tree import dtree_parents, tree_depths
 from simulator.collective import Collective
 from simulator.schedule import ScheduleBuilder
 from simulator.semantics import check
@@ -47,3 +48,48 @@ CASES = [("allreduce", 8, "switch:8", 1, 0.0), ("allreduce", 12, "ring:12", 1, 1
 def test_binomial_engine_times_equal_the_inferred_form(op, p, spec, ports, gamma):
     coll = Collective(op, p, 4 * (p * 1000 + 3), root=p // 3 if op != "allreduce" else 0)
     _same_engine_times(build_schedule(coll, "binomial"), _binomial_inferred(coll), spec, ports, gamma)
+
+
+def _dbt_inferred(coll, chunks):
+    """The double binary tree as it was built before the arrays: the same messages through the inferring builder."""
+    b = ScheduleBuilder(coll, "double_binary_tree")
+    p = coll.ranks
+    if p == 1:
+        return b.build()
+    orders = []
+    for parent in dtree_parents(p):
+        depth = tree_depths(parent)
+        orders.append((parent, sorted((r for r in range(p) if parent[r] >= 0), key=lambda r: depth[r]), depth))
+    height = max(max(depth) for _, _, depth in orders)
+    half = (coll.count + 1) // 2
+    pieces = [chunked((0, half), chunks), chunked((half, coll.count - half), chunks)]
+    for c in range(chunks):
+        for (parent, nodes, depth), chunk in zip(orders, pieces):
+            if c < len(chunk):
+                for r in reversed(nodes):
+                    b.reduce(r, parent[r], "out", *chunk[c], step=c + height - depth[r])
+        for (parent, nodes, depth), chunk in zip(orders, pieces):
+            if c < len(chunk):
+                for r in nodes:
+                    b.copy(parent[r], r, "out", *chunk[c], step=c + height + depth[r] - 1)
+    return b.build()
+
+
+@pytest.mark.parametrize("chunks", [1, 2, 5])
+def test_double_binary_tree_array_form_is_the_inferred_form_and_correct(chunks):
+    for p in range(1, 40):
+        for count in (0, 1, p - 1, 3 * p + 2):
+            coll = Collective("allreduce", p, count, "int8")
+            fast = build_schedule(coll, "double_binary_tree", chunks=chunks)
+            result = check(fast)
+            assert result.ok, result.message
+            assert _rows(fast) == _rows(_dbt_inferred(coll, chunks)), (p, count)
+
+
+@pytest.mark.parametrize("p, spec, ports, gamma, chunks", [
+    (8, "switch:8", 1, 0.0, 1), (12, "ring:12", 1, 1e-10, 3), (13, "cluster:nodes=4,gpus=4,oversub=2", 0, 2e-11, 2),
+    (16, "fat_tree:hosts=16,leaf=4,oversub=2", 1, 1e-10, 4), (7, "ideal:7", 2, 3e-11, 1)])
+def test_double_binary_tree_engine_times_equal_the_inferred_form(p, spec, ports, gamma, chunks):
+    coll = Collective("allreduce", p, 4 * (p * 1000 + 3))
+    fast = build_schedule(coll, "double_binary_tree", chunks=chunks)
+    _same_engine_times(fast, _dbt_inferred(coll, chunks), spec, ports, gamma)
