@@ -79,22 +79,16 @@ def allreduce_recursive_doubling(coll: Collective) -> ArraySchedule:
     step, d = (1 if pairs else 0), 1
     while d < i.size:
         deps = wrote_out + [reduced[i ^ d], copied[i ^ d]]
-        sent = c.send(members, members[i ^ d], 0, n, buf="scratch", src_buf="out", step=step, deps=_live(deps, n))
+        sent = c.send(members, members[i ^ d], 0, n, buf="scratch", src_buf="out", step=step, deps=_moving(deps, n))
         read_out.append(sent)
         copied = sent[i ^ d]
         reduced = c.send(members, members, 0, n, reduce=True, src_buf="scratch", step=step,
-                         deps=_live([copied] + read_out, n))
+                         deps=_moving([copied] + read_out, n))
         wrote_out.append(reduced)
         d, step = 2 * d, step + 1
     back = [w[:keep.size] for w in wrote_out] + [folded]
-    c.send(keep, extra, 0, n, step=step, deps=_live(back, n))
+    c.send(keep, extra, 0, n, step=step, deps=_moving(back, n))
     return c.schedule(coll, "recursive_doubling", scratch=n)
-
-
-def _live(deps: list[np.ndarray], count: int) -> np.ndarray:
-    """Dependency lists (one array of ids per list, one id per transfer) as a table; none when nothing moves."""
-    table = np.stack(deps, axis=1)
-    return table if count > 0 else np.full_like(table, NONE)
 
 
 # Rabenseifner, published (p a power of two): 2 lg(p) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma:
@@ -169,15 +163,49 @@ def _reduce_scatter_halving_cost(p, n, m: LinkModel):
 @register("reduce_scatter", "recursive_halving",
           "reduce ever smaller halves with partners at distance p/2, p/4, ...: lg p steps, n(p-1)/p bytes",
           cost=_reduce_scatter_halving_cost, exact=pow2)
-def reduce_scatter_recursive_halving(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "recursive_halving")
-    p = coll.ranks
-    group, blocks = list(range(p)), block_segs(coll.block_offsets)
-    survivors, _ = fold(p)
-    step = _fold_in(b, group, (0, coll.count), True, 0)
-    step = halving_reduce_scatter(b, [group[s] for s in survivors], _survivor_segs(coll, p), step=step)
-    _fold_out(b, group, lambda extra: [blocks[extra]], step)
-    return b.build()
+def reduce_scatter_recursive_halving(coll: Collective) -> ArraySchedule:
+    """Built as arrays, with the dependencies the fold steps and `halving_reduce_scatter` would infer."""
+    p, n = coll.ranks, coll.count
+    c = Columns()
+    survivors, pairs = fold(p)
+    extra, keep = np.array(pairs, dtype=np.int64).reshape(-1, 2).T  # keep k is member k
+    folded = c.send(extra, keep, 0, n, reduce=True)
+    starts = np.array([off for off, _ in _survivor_segs(coll, p)] + [n], dtype=np.int64)
+    into, step = _halving(c, np.array(survivors, dtype=np.int64), starts, folded, 1 if pairs else 0)
+    block_start = np.asarray(coll.block_offsets, dtype=np.int64)
+    count = np.diff(block_start)[extra]
+    off = np.where(count > 0, block_start[extra], 0)
+    c.send(keep, extra, off, count, step=step, deps=_moving([w[:keep.size] for w in into], count))
+    return c.schedule(coll, "recursive_halving")
+
+
+def _halving(c: Columns, members: np.ndarray, starts: np.ndarray, folded: np.ndarray,
+             step: int) -> tuple[list[np.ndarray], int]:
+    """`halving_reduce_scatter` as arrays (member i's segment is starts[i]:starts[i + 1]; members 0.. got `folded`
+    before): member i reduces the half of its window it gives up into partner i^d after everything that reduced into
+    its own `out`. Returns, per round (the fold first), what reduced into each member (NONE where nothing moved), and
+    the next free step."""
+    q = members.size
+    i, lo, hi = np.arange(q), np.zeros(q, dtype=np.int64), np.full(q, q)
+    into = [np.full(q, NONE)]
+    into[0][:folded.size] = folded
+    d = q // 2
+    while d >= 1:
+        mid, up = (lo + hi) // 2, (i & d) > 0
+        give_lo, give_hi = np.where(up, lo, mid), np.where(up, mid, hi)
+        count = starts[give_hi] - starts[give_lo]
+        sent = c.send(members, members[i ^ d], np.where(count > 0, starts[give_lo], 0), count, reduce=True, step=step,
+                      deps=_moving(into, count))
+        into.append(np.where(count[i ^ d] > 0, sent[i ^ d], NONE))
+        lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
+        d, step = d // 2, step + 1
+    return into, step
+
+
+def _moving(waits: list[np.ndarray], count) -> np.ndarray:
+    """Dependency lists (each one id per transfer) as a table, emptied for transfers that move nothing (`count` 0):
+    such a transfer touches no data, so the inferring builder gives it no dependencies."""
+    return np.where(np.reshape(count, (-1, 1)) > 0, np.stack(waits, axis=1), NONE)
 
 
 # Reduce Rabenseifner (reduce-scatter + binomial gather), published (p a power of two):

@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 from simulator.algorithms import build_schedule
-from simulator.algorithms.phases import doubling_allreduce, fold
+from simulator.algorithms.phases import (
+    block_segs,
+    doubling_allreduce,
+    fold,
+    halving_reduce_scatter,
+    merge,
+    pieces_of,
+    survivor_spans,
+)
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
 from simulator.schedule import ScheduleBuilder, region
@@ -59,3 +67,33 @@ def _same_engine_times(fast, slow, spec, ports, gamma):
     for k in ("start", "arrive", "end"):
         assert np.array_equal(getattr(a, k), getattr(b, k)), k
     assert a.time == b.time
+
+
+def _halving_inferred(coll):
+    """Reduce-scatter recursive halving as it was built before the arrays, through the inferring builder."""
+    b = ScheduleBuilder(coll, "recursive_halving")
+    p, blocks = coll.ranks, block_segs(coll.block_offsets)
+    survivors, pairs = fold(p)
+    for extra, keep in pairs:
+        b.send(extra, keep, region("out", 0, coll.count), reduce=True, step=0)
+    segs = [merge(blocks[lo:hi]) for lo, hi in survivor_spans(p)]
+    step = halving_reduce_scatter(b, survivors, segs, step=1 if pairs else 0)
+    for extra, keep in pairs:
+        b.send(keep, extra, pieces_of([blocks[extra]]), step=step)
+    return b.build()
+
+
+def test_halving_array_form_is_the_inferred_form_and_correct():
+    for p in range(1, 40):
+        for count in (0, 1, 2, p - 1, p + 1, 3 * p + 2):
+            coll = Collective("reduce_scatter", p, count, "int8")
+            fast = build_schedule(coll, "recursive_halving")
+            result = check(fast)
+            assert result.ok, result.message
+            assert _rows(fast) == _rows(_halving_inferred(coll)), (p, count)
+
+
+@pytest.mark.parametrize("p, spec, ports, gamma", CASES)
+def test_halving_engine_times_equal_the_inferred_form(p, spec, ports, gamma):
+    coll = Collective("reduce_scatter", p, 4 * (p * 1000 + 3))
+    _same_engine_times(build_schedule(coll, "recursive_halving"), _halving_inferred(coll), spec, ports, gamma)
