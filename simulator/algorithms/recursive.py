@@ -105,17 +105,42 @@ def _allreduce_rabenseifner_cost(p, n, m: LinkModel):
 @register("allreduce", "rabenseifner",
           "recursive-halving reduce-scatter then recursive-doubling allgather: 2 lg p steps, 2n(p-1)/p bytes",
           cost=_allreduce_rabenseifner_cost, exact=pow2)
-def allreduce_rabenseifner(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "rabenseifner")
-    group, whole = list(range(coll.ranks)), (0, coll.count)
-    survivors, _ = fold(coll.ranks)
-    members = [group[s] for s in survivors]
-    segs = _split_segs(whole, len(members))
-    step = _fold_in(b, group, whole, True, 0)
-    step = halving_reduce_scatter(b, members, segs, step=step)
-    step = doubling_allgather(b, members, segs, step=step)
-    _fold_out(b, group, lambda extra: [whole], step)
-    return b.build()
+def allreduce_rabenseifner(coll: Collective) -> ArraySchedule:
+    """Built as arrays, with the dependencies the fold steps, `halving_reduce_scatter` and `doubling_allgather` would
+    infer (the survivors split the vector evenly)."""
+    p, n = coll.ranks, coll.count
+    c = Columns()
+    survivors, pairs = fold(p)
+    extra, keep = np.array(pairs, dtype=np.int64).reshape(-1, 2).T  # keep k is member k
+    folded = c.send(extra, keep, 0, n, reduce=True)
+    members = np.array(survivors, dtype=np.int64)
+    starts = offsets_of(split_counts(n, members.size))
+    into, step = _halving(c, members, starts, folded, 1 if pairs else 0)
+    wrote, step = _doubling_allgather(c, members, starts, into, step)
+    c.send(keep, extra, 0, n, step=step, deps=_moving([folded] + [w[:keep.size] for w in wrote], n))
+    return c.schedule(coll, "rabenseifner")
+
+
+def _doubling_allgather(c: Columns, members: np.ndarray, starts: np.ndarray, into: list[np.ndarray],
+                        step: int) -> tuple[list[np.ndarray], int]:
+    """`doubling_allgather` as arrays after `_halving` (whose `into` it takes): member i copies its window of d
+    segments to partner j = i^d after what wrote them at i and what used them at j (j's halving send of exactly that
+    window, and what reduced into j before it). Returns what last wrote each member's `out` (per list: one id per
+    member, NONE for none) and the next free step."""
+    q, rounds = members.size, len(into) - 1
+    i = np.arange(q)
+    own = starts[i + 1] > starts[i]
+    wrote = [np.where(own, w, NONE) for w in into]  # own segment: the fold and the halving reductions
+    d, u = 1, 0
+    while d < q:
+        lo, j = i & ~(d - 1), i ^ d
+        count = starts[lo + d] - starts[lo]
+        waits = wrote + [into[rounds - u]] + [w[j] for w in into[:rounds - u]]
+        sent = c.send(members, members[j], np.where(count > 0, starts[lo], 0), count, step=step,
+                      deps=_moving(waits, count))
+        wrote.append(np.where(count[j] > 0, sent[j], NONE))
+        d, u, step = 2 * d, u + 1, step + 1
+    return wrote, step
 
 
 def _survivor_segs(coll: Collective, p: int) -> list:

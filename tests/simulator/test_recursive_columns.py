@@ -1,7 +1,7 @@
-"""Recursive doubling allreduce built as arrays (written dependencies) equals the inferred-dependency form.
+"""Recursive doubling and halving (allreduce, reduce-scatter, Rabenseifner) built as arrays equal the inferred form.
 
 The inferred form is what ScheduleBuilder finds from the data for the same messages in the same order (the fold
-steps and `doubling_allreduce`, as the builder was written before the arrays).
+steps and the phases of phases.py, as the builders were written before the arrays).
 """
 
 import numpy as np
@@ -10,6 +10,7 @@ import pytest
 from simulator.algorithms import build_schedule
 from simulator.algorithms.phases import (
     block_segs,
+    doubling_allgather,
     doubling_allreduce,
     fold,
     halving_reduce_scatter,
@@ -17,7 +18,7 @@ from simulator.algorithms.phases import (
     pieces_of,
     survivor_spans,
 )
-from simulator.collective import Collective
+from simulator.collective import Collective, offsets_of, split_counts
 from simulator.engine import EngineOptions, simulate
 from simulator.schedule import ScheduleBuilder, region
 from simulator.semantics import check
@@ -83,17 +84,37 @@ def _halving_inferred(coll):
     return b.build()
 
 
-def test_halving_array_form_is_the_inferred_form_and_correct():
+def _rabenseifner_inferred(coll):
+    """Allreduce Rabenseifner as it was built before the arrays, through the inferring builder."""
+    b = ScheduleBuilder(coll, "rabenseifner")
+    survivors, pairs = fold(coll.ranks)
+    whole = region("out", 0, coll.count)
+    for extra, keep in pairs:
+        b.send(extra, keep, whole, reduce=True, step=0)
+    segs = block_segs(offsets_of(split_counts(coll.count, len(survivors))))
+    step = halving_reduce_scatter(b, survivors, segs, step=1 if pairs else 0)
+    step = doubling_allgather(b, survivors, segs, step=step)
+    for extra, keep in pairs:
+        b.send(keep, extra, whole, step=step)
+    return b.build()
+
+
+HALVING = [("reduce_scatter", "recursive_halving", _halving_inferred), ("allreduce", "rabenseifner", _rabenseifner_inferred)]
+
+
+@pytest.mark.parametrize("op, name, inferred", HALVING)
+def test_halving_array_form_is_the_inferred_form_and_correct(op, name, inferred):
     for p in range(1, 40):
         for count in (0, 1, 2, p - 1, p + 1, 3 * p + 2):
-            coll = Collective("reduce_scatter", p, count, "int8")
-            fast = build_schedule(coll, "recursive_halving")
+            coll = Collective(op, p, count, "int8")
+            fast = build_schedule(coll, name)
             result = check(fast)
             assert result.ok, result.message
-            assert _rows(fast) == _rows(_halving_inferred(coll)), (p, count)
+            assert _rows(fast) == _rows(inferred(coll)), (p, count)
 
 
+@pytest.mark.parametrize("op, name, inferred", HALVING)
 @pytest.mark.parametrize("p, spec, ports, gamma", CASES)
-def test_halving_engine_times_equal_the_inferred_form(p, spec, ports, gamma):
-    coll = Collective("reduce_scatter", p, 4 * (p * 1000 + 3))
-    _same_engine_times(build_schedule(coll, "recursive_halving"), _halving_inferred(coll), spec, ports, gamma)
+def test_halving_engine_times_equal_the_inferred_form(op, name, inferred, p, spec, ports, gamma):
+    coll = Collective(op, p, 4 * (p * 1000 + 3))
+    _same_engine_times(build_schedule(coll, name), inferred(coll), spec, ports, gamma)
