@@ -14,11 +14,9 @@ from ..schedule import ArraySchedule, Schedule, ScheduleBuilder, region
 from .columns import NONE, Columns
 from .forms import LinkModel, floor_lg, fold_extra, pof2, pow2, window_blocks
 from .phases import (
-    binomial_gather,
     block_segs,
     doubling_allgather,
     fold,
-    halving_reduce_scatter,
     merge,
     pieces_of,
     relative_group,
@@ -27,26 +25,12 @@ from .phases import (
 from .registry import register
 
 
-def _fold_in(b: ScheduleBuilder, group: list[int], seg, reduce: bool, step: int) -> int:
-    """Pre step: each extra member hands `seg` to its survivor (reducing it there if `reduce`)."""
-    _, pairs = fold(len(group))
-    for extra, keep in pairs:
-        b.send(group[extra], group[keep], region("out", *seg), reduce=reduce, step=step)
-    return step + (1 if pairs else 0)
-
-
 def _fold_out(b: ScheduleBuilder, group: list[int], segs_of_extra, step: int) -> int:
     """Post step: each survivor hands the extra member its result (the regions `segs_of_extra(extra)`)."""
     _, pairs = fold(len(group))
     for extra, keep in pairs:
         b.send(group[keep], group[extra], pieces_of(segs_of_extra(extra)), step=step)
     return step + (1 if pairs else 0)
-
-
-def _split_segs(seg, parts: int) -> list:
-    """A region cut into `parts` near-equal consecutive regions."""
-    off, count = seg
-    return block_segs(offsets_of(split_counts(count, parts)) + off)
 
 
 # ---- closed forms (Thakur, Rabenseifner & Gropp 2005; REFERENCE.md) -------------------------------
@@ -121,24 +105,26 @@ def allreduce_rabenseifner(coll: Collective) -> ArraySchedule:
     return c.schedule(coll, "rabenseifner")
 
 
-def _doubling_allgather(c: Columns, members: np.ndarray, starts: np.ndarray, into: list[np.ndarray],
-                        step: int) -> tuple[list[np.ndarray], int]:
-    """`doubling_allgather` as arrays after `_halving` (whose `into` it takes): member i copies its window of d
-    segments to partner j = i^d after what wrote them at i and what used them at j (j's halving send of exactly that
-    window, and what reduced into j before it). Returns what last wrote each member's `out` (per list: one id per
-    member, NONE for none) and the next free step."""
+def _doubling_allgather(c: Columns, members: np.ndarray, starts: np.ndarray, into: list[np.ndarray], step: int,
+                        gather: bool = False) -> tuple[list[np.ndarray], int]:
+    """`doubling_allgather` (or with `gather`, `binomial_gather`: only the members v with lowest bit d send) as arrays
+    after `_halving` (whose `into` it takes): member i copies its window of d segments to partner j = i^d after what
+    wrote them at i and what used them at j (j's halving send of exactly that window, and what reduced into j before
+    it). Returns what last wrote each member's `out` (per list: one id per member, NONE for none) and the next step."""
     q, rounds = members.size, len(into) - 1
     i = np.arange(q)
     own = starts[i + 1] > starts[i]
     wrote = [np.where(own, w, NONE) for w in into]  # own segment: the fold and the halving reductions
     d, u = 1, 0
     while d < q:
-        lo, j = i & ~(d - 1), i ^ d
+        who = np.arange(d, q, 2 * d) if gather else i
+        lo, j = who & ~(d - 1), who ^ d
         count = starts[lo + d] - starts[lo]
-        waits = wrote + [into[rounds - u]] + [w[j] for w in into[:rounds - u]]
-        sent = c.send(members, members[j], np.where(count > 0, starts[lo], 0), count, step=step,
+        waits = [w[who] for w in wrote] + [into[rounds - u][who]] + [w[j] for w in into[:rounds - u]]
+        sent = c.send(members[who], members[j], np.where(count > 0, starts[lo], 0), count, step=step,
                       deps=_moving(waits, count))
-        wrote.append(np.where(count[j] > 0, sent[j], NONE))
+        wrote.append(np.full(q, NONE))
+        wrote[-1][j] = np.where(count > 0, sent, NONE)
         d, u, step = 2 * d, u + 1, step + 1
     return wrote, step
 
@@ -246,14 +232,17 @@ def _reduce_rabenseifner_cost(p, n, m: LinkModel):
 @register("reduce", "rabenseifner",
           "recursive-halving reduce-scatter then binomial gather to the root: 2 lg p steps, 2n(p-1)/p bytes",
           cost=_reduce_rabenseifner_cost, exact=pow2)
-def reduce_rabenseifner(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "rabenseifner")
-    group, whole = relative_group(coll.ranks, coll.root), (0, coll.count)
-    survivors, _ = fold(coll.ranks)  # member 0 (the root) always survives
-    members = [group[s] for s in survivors]
-    segs = _split_segs(whole, len(members))
-    step = _fold_in(b, group, whole, True, 0)
-    step = halving_reduce_scatter(b, members, segs, step=step)
-    binomial_gather(b, members, segs, step=step)
-    return b.build()
-
+def reduce_rabenseifner(coll: Collective) -> ArraySchedule:
+    """Built as arrays on ranks relative to the root (member 0, a survivor), with the dependencies the fold step,
+    `halving_reduce_scatter` and `binomial_gather` would infer."""
+    p, n = coll.ranks, coll.count
+    c = Columns()
+    group = np.array(relative_group(p, coll.root), dtype=np.int64)
+    survivors, pairs = fold(p)
+    extra, keep = np.array(pairs, dtype=np.int64).reshape(-1, 2).T  # keep k is member k
+    folded = c.send(group[extra], group[keep], 0, n, reduce=True)
+    members = group[np.array(survivors, dtype=np.int64)]
+    starts = offsets_of(split_counts(n, members.size))
+    into, step = _halving(c, members, starts, folded, 1 if pairs else 0)
+    _doubling_allgather(c, members, starts, into, step, gather=True)
+    return c.schedule(coll, "rabenseifner")

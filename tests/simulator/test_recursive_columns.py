@@ -9,6 +9,7 @@ import pytest
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.phases import (
+    binomial_gather,
     block_segs,
     doubling_allgather,
     doubling_allreduce,
@@ -16,6 +17,7 @@ from simulator.algorithms.phases import (
     halving_reduce_scatter,
     merge,
     pieces_of,
+    relative_group,
     survivor_spans,
 )
 from simulator.collective import Collective, offsets_of, split_counts
@@ -99,22 +101,38 @@ def _rabenseifner_inferred(coll):
     return b.build()
 
 
-HALVING = [("reduce_scatter", "recursive_halving", _halving_inferred), ("allreduce", "rabenseifner", _rabenseifner_inferred)]
+def _reduce_rabenseifner_inferred(coll):
+    """Reduce Rabenseifner as it was built before the arrays (ranks relative to the root), through the inferring
+    builder."""
+    b = ScheduleBuilder(coll, "rabenseifner")
+    group = relative_group(coll.ranks, coll.root)
+    survivors, pairs = fold(coll.ranks)
+    for extra, keep in pairs:
+        b.send(group[extra], group[keep], region("out", 0, coll.count), reduce=True, step=0)
+    members = [group[s] for s in survivors]
+    segs = block_segs(offsets_of(split_counts(coll.count, len(members))))
+    binomial_gather(b, members, segs, step=halving_reduce_scatter(b, members, segs, step=1 if pairs else 0))
+    return b.build()
+
+
+HALVING = [("reduce_scatter", "recursive_halving", _halving_inferred), ("allreduce", "rabenseifner", _rabenseifner_inferred),
+           ("reduce", "rabenseifner", _reduce_rabenseifner_inferred)]
 
 
 @pytest.mark.parametrize("op, name, inferred", HALVING)
 def test_halving_array_form_is_the_inferred_form_and_correct(op, name, inferred):
     for p in range(1, 40):
         for count in (0, 1, 2, p - 1, p + 1, 3 * p + 2):
-            coll = Collective(op, p, count, "int8")
-            fast = build_schedule(coll, name)
-            result = check(fast)
-            assert result.ok, result.message
-            assert _rows(fast) == _rows(inferred(coll)), (p, count)
+            for root in sorted({0, p // 2, p - 1}) if op == "reduce" else (0,):
+                coll = Collective(op, p, count, "int8", root=root)
+                fast = build_schedule(coll, name)
+                result = check(fast)
+                assert result.ok, result.message
+                assert _rows(fast) == _rows(inferred(coll)), (p, count, root)
 
 
 @pytest.mark.parametrize("op, name, inferred", HALVING)
 @pytest.mark.parametrize("p, spec, ports, gamma", CASES)
 def test_halving_engine_times_equal_the_inferred_form(op, name, inferred, p, spec, ports, gamma):
-    coll = Collective(op, p, 4 * (p * 1000 + 3))
+    coll = Collective(op, p, 4 * (p * 1000 + 3), root=p // 3 if op == "reduce" else 0)
     _same_engine_times(build_schedule(coll, name), inferred(coll), spec, ports, gamma)
