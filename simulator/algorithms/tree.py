@@ -150,13 +150,15 @@ def scatter_binomial(coll: Collective) -> Schedule:
 
 @register("broadcast", "pipelined_chain", "chain from the root, data cut into k chunks: p + k - 2 steps of n/k",
           (CHUNKS,), cost=_chain_cost)
-def broadcast_pipelined_chain(coll: Collective, chunks: int = 1) -> Schedule:
-    b = ScheduleBuilder(coll, "pipelined_chain")
-    group = relative_group(coll.ranks, coll.root)
-    for c, (off, count) in enumerate(chunked((0, coll.count), chunks)):
-        for i in range(len(group) - 1):
-            b.copy(group[i], group[i + 1], "out", off, count, step=c + i)
-    return b.build()
+def broadcast_pipelined_chain(coll: Collective, chunks: int = 1) -> ArraySchedule:
+    """Built as arrays: chunk k goes hop i (member i to i + 1) in step k + i, after its hop i - 1."""
+    c = Columns()
+    group = np.asarray(relative_group(coll.ranks, coll.root), dtype=np.int64)
+    for k, (off, count) in enumerate(chunked((0, coll.count), chunks)):
+        hop = np.arange(group.size - 1)
+        prev = np.where((hop > 0) & (count > 0), c.size + hop - 1, NONE)  # the id of the hop before
+        c.send(group[:-1], group[1:], off, count, step=k + hop, deps=prev[:, None])
+    return c.schedule(coll, "pipelined_chain")
 
 
 @register("broadcast", "scatter_allgather",

@@ -93,3 +93,27 @@ def test_double_binary_tree_engine_times_equal_the_inferred_form(p, spec, ports,
     coll = Collective("allreduce", p, 4 * (p * 1000 + 3))
     fast = build_schedule(coll, "double_binary_tree", chunks=chunks)
     _same_engine_times(fast, _dbt_inferred(coll, chunks), spec, ports, gamma)
+
+
+def _chain_inferred(coll, chunks):
+    """The pipelined chain as it was built before the arrays, through the inferring builder."""
+    b = ScheduleBuilder(coll, "pipelined_chain")
+    group = relative_group(coll.ranks, coll.root)
+    for c, (off, count) in enumerate(chunked((0, coll.count), chunks)):
+        for i in range(len(group) - 1):
+            b.copy(group[i], group[i + 1], "out", off, count, step=c + i)
+    return b.build()
+
+
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_pipelined_chain_array_form_is_the_inferred_form(chunks):
+    for p in range(1, 20):
+        for count in (0, 1, p + 2):
+            for root in sorted({0, p - 1}):
+                coll = Collective("broadcast", p, count, "int8", root=root)
+                fast = build_schedule(coll, "pipelined_chain", chunks=chunks)
+                assert check(fast).ok
+                assert _rows(fast) == _rows(_chain_inferred(coll, chunks)), (p, count, root)
+    coll = Collective("broadcast", 12, 4 * 12003, root=5)
+    fast = build_schedule(coll, "pipelined_chain", chunks=chunks)
+    _same_engine_times(fast, _chain_inferred(coll, chunks), "ring:12", 1, 0.0)
