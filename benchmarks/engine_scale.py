@@ -8,6 +8,7 @@ cannot hang the table; cases the previous engine cannot finish on this machine a
 
     python -m benchmarks.engine_scale                 # the issue's table (about 10 minutes on 2 shared cores)
     python -m benchmarks.engine_scale --quick         # the p <= 256 cases
+    python -m benchmarks.engine_scale --only 8192     # the cases whose name contains 8192
     python -m benchmarks.engine_scale --json docs/engine_scale.json
 """
 
@@ -116,6 +117,7 @@ def _fmt(row: dict, key: str, digits: int = 2) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="only the p <= 256 cases")
+    parser.add_argument("--only", metavar="TEXT", help="only the cases whose name contains TEXT (e.g. 8192)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--timeout", type=float, default=300, help="seconds allowed per process (default 300)")
     parser.add_argument("--no-ref", action="store_true", help="do not run the previous engine")
@@ -129,7 +131,7 @@ def main() -> int:
     load_before = os.getloadavg()
     rows = []
     for name, argv, ref_ok, issue in CASES:
-        if args.quick and name not in QUICK:
+        if (args.quick and name not in QUICK) or (args.only and args.only not in name):
             continue
         row = {"case": name, "argv": argv, "issue_main": issue, "new": run_case("new", argv, args.timeout)}
         if ref_ok and not args.no_ref:

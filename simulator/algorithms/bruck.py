@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
+
 from ..collective import Collective
-from ..schedule import Piece, Schedule, ScheduleBuilder
+from ..schedule import BUFFERS, Piece, Schedule, ScheduleBuilder
+from .columns import Columns, merged_piece_columns, with_pieces
 from .forms import LinkModel, lg, pow2
 from .phases import alltoall_offsets, block_segs, pieces_of
 from .registry import register
@@ -77,9 +80,8 @@ def _merged(pieces: list[Piece]) -> list[Piece]:
     return out or [Piece("scratch", 0, "scratch", 0, 0)]
 
 
-@register("alltoall", "bruck", "slots with bit k set move 2^k ranks forward: ceil(lg p) steps of about n/2",
-          cost=_alltoall_cost, exact=pow2)
-def alltoall_bruck(coll: Collective) -> Schedule:
+def alltoall_bruck_inferred(coll: Collective) -> Schedule:
+    """Bruck's alltoall through the inferring builder: the reference `alltoall_bruck`'s arrays are tested equal to."""
     b = ScheduleBuilder(coll, "bruck")
     p = coll.ranks
     size = [coll.pair_count(0, i) for i in range(p)]  # slot i's size is the same on every rank
@@ -117,3 +119,58 @@ def alltoall_bruck(coll: Collective) -> Schedule:
         dist <<= 1
         step += 1
     return b.build()
+
+
+def _alltoall_waits(p: int, size: np.ndarray, k: int) -> list[tuple[int, int]]:
+    """(step, rank shift) of the transfers rank r's step-k transfer waits for: over the non-empty slots i it moves,
+    with k1 > k2 the highest bits of i below k (the slot's previous two hops): the step-k1 transfer that brought it
+    (from r - 2^k1); and, unless this is its last hop (i >= 2^(k+1), it lands in scratch) and when it has a hop k2,
+    the step-k2 transfer into the receiver that wrote the scratch half it lands in and the receiver's own step-k1
+    transfer that read it since."""
+    dist, waits = 1 << k, set()
+    for i in range(1, p):
+        lower = i & (dist - 1)
+        if not i & dist or not size[i] or not lower:
+            continue
+        k1 = lower.bit_length() - 1
+        waits.add((k1, -(1 << k1)))
+        lower2 = lower ^ (1 << k1)
+        if i >= 2 * dist and lower2:  # the scratch half it lands in was written (step k2) and read (step k1) before
+            k2 = lower2.bit_length() - 1
+            waits.update(((k1, dist), (k2, dist - (1 << k2))))
+    return sorted(waits)
+
+
+@register("alltoall", "bruck", "slots with bit k set move 2^k ranks forward: ceil(lg p) steps of about n/2",
+          cost=_alltoall_cost, exact=pow2)
+def alltoall_bruck(coll: Collective) -> Schedule:
+    """`alltoall_bruck_inferred` as arrays with written dependencies (`_alltoall_waits`), each step's messages built
+    for all ranks at once: the same transfers, pieces and dependencies."""
+    p, n = coll.ranks, coll.count
+    size = np.array([coll.pair_count(0, i) for i in range(p)], dtype=np.int64)
+    start = np.cumsum(size) - size
+    in_off, out_off = alltoall_offsets(coll)
+    r = np.arange(p)
+    c = Columns()
+    c.send(r, r, out_off[r, r], size[0], src_buf="in", src_off=in_off[r, r])  # the own block never moves
+    half = np.full(p, -1)  # where slot i is now: -1 in 'in', else scratch half 0 or 1
+    IN, OUT, SCRATCH = (BUFFERS.index(b) for b in ("in", "out", "scratch"))
+    blocks = []
+    dist, k = 1, 0
+    while dist < p:
+        i = np.flatnonzero(np.arange(p) & dist)
+        after = np.where(half[i] == 0, 1, 0)
+        waits = _alltoall_waits(p, size, k)
+        deps = np.stack([p + s * p + (r + shift) % p for s, shift in waits], axis=1) if waits else None
+        c.send(r, (r + dist) % p, 0, 0, step=k, deps=deps)  # its pieces come from `blocks` (with_pieces)
+        src, dst, slot = r[:, None], (r[:, None] + dist) % p, i[None, :]
+        from_in, last = half[slot] < 0, slot < 2 * dist
+        columns = (src, np.where(from_in, IN, SCRATCH),
+                   np.where(from_in, in_off[src, (src + slot) % p], start[slot] + half[slot] * n),
+                   np.where(last, OUT, SCRATCH), np.where(last, out_off[dst, (dst - slot) % p], start[slot] + after[None, :] * n),
+                   size[slot])
+        blocks.append(merged_piece_columns(p, *(np.broadcast_to(v, (p, i.size)) for v in columns)))
+        half[i] = after
+        dist <<= 1
+        k += 1
+    return with_pieces(c.schedule(coll, "bruck"), p, blocks, 2 * n)

@@ -111,3 +111,50 @@ def concat_columns(parts: list[dict[str, np.ndarray]], order: np.ndarray | None 
         dep_ptr, dep_idx = ptr, new_id[dep_idx[at]]
         out = {k: v[order] for k, v in out.items()}
     return {**out, "dep_ptr": dep_ptr, "dep_idx": dep_idx, "piece_ptr": np.arange(n + 1, dtype=np.int64)}
+
+
+def merged_piece_columns(n: int, owner, src_buf, src_off, dst_buf, dst_off, count,
+                         empty_buf: str = "scratch") -> dict[str, np.ndarray]:
+    """Per-piece columns of multi-piece transfers: pieces given in order, piece k belonging to transfer owner[k]
+    (non-decreasing, in 0..n-1; buffers as BUFFERS indices). Empty pieces are dropped and a piece contiguous with the
+    one before it in the same transfer (on both sides, same buffers) is merged into it; a transfer left with no piece
+    gets one empty piece at offset 0 of `empty_buf`. Returns piece_ptr (CSR over the n transfers) and the piece columns
+    src_buf, src_off, dst_buf, dst_off, count, as ArraySchedule reads them."""
+    cols = [np.asarray(a, dtype=np.int64).ravel() for a in (owner, src_buf, src_off, dst_buf, dst_off, count)]
+    keep = cols[5] > 0
+    owner, sb, so, db, do, cnt = (a[keep] for a in cols)
+    new_run = np.ones(owner.size, dtype=bool)
+    new_run[1:] = ((owner[1:] != owner[:-1]) | (sb[1:] != sb[:-1]) | (db[1:] != db[:-1])
+                   | (so[1:] != so[:-1] + cnt[:-1]) | (do[1:] != do[:-1] + cnt[:-1]))
+    first = np.flatnonzero(new_run)
+    run_owner = owner[first]
+    run_count = np.add.reduceat(cnt, first) if first.size else np.zeros(0, np.int64)
+    runs = np.bincount(run_owner, minlength=n)
+    piece_ptr = np.zeros(n + 1, dtype=np.int64)
+    piece_ptr[1:] = np.cumsum(np.maximum(runs, 1))
+    run_ptr = np.concatenate(([0], np.cumsum(runs)))
+    at = piece_ptr[run_owner] + np.arange(first.size) - run_ptr[run_owner]  # each run's slot
+    total = int(piece_ptr[-1])
+    code = BUFFERS.index(empty_buf)
+    out = {"src_buf": np.full(total, code, np.int64), "src_off": np.zeros(total, np.int64),
+           "dst_buf": np.full(total, code, np.int64), "dst_off": np.zeros(total, np.int64),
+           "count": np.zeros(total, np.int64)}
+    for key, values in (("src_buf", sb), ("src_off", so), ("dst_buf", db), ("dst_off", do)):
+        out[key][at] = values[first]
+    out["count"][at] = run_count
+    return {"piece_ptr": piece_ptr, **out}
+
+
+def with_pieces(sched: ArraySchedule, first: int, blocks: list[dict[str, np.ndarray]],
+                scratch_count: int = 0) -> ArraySchedule:
+    """`sched` (one piece per transfer, from `Columns.schedule`) with transfers first.. carrying the multi-piece columns
+    `blocks` (each from `merged_piece_columns`, over consecutive transfers) in place of their one piece each."""
+    c = sched.columns
+    keys = ("src_buf", "src_off", "dst_buf", "dst_off", "count")
+    ptrs, base = [c["piece_ptr"][:first + 1]], first
+    for q in blocks:
+        ptrs.append(q["piece_ptr"][1:] + base)
+        base += int(q["piece_ptr"][-1])
+    columns = {**c, **{k: np.concatenate([c[k][:first]] + [q[k] for q in blocks]) for k in keys},
+               "piece_ptr": np.concatenate(ptrs)}
+    return ArraySchedule(sched.collective, sched.algorithm, columns, sched.params, scratch_count)

@@ -29,8 +29,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
+
 from ..collective import Collective
-from ..schedule import Schedule, ScheduleBuilder
+from ..schedule import BUFFERS, Schedule, ScheduleBuilder
+from .columns import NONE, Columns, merged_piece_columns, with_pieces
 from .forms import LinkModel, lg, pow2
 from .phases import block_segs, pieces_of
 from .registry import Param, register
@@ -54,7 +57,8 @@ def _messages(p: int, aggregate: int | None) -> list[tuple[int, list[list[int]]]
     return out
 
 
-def _pat(coll: Collective, aggregate: int | None, reduce_scatter: bool) -> Schedule:
+def pat_inferred(coll: Collective, aggregate: int | None, reduce_scatter: bool) -> Schedule:
+    """PAT through the inferring builder: the reference `_pat`'s arrays are tested equal to."""
     b = ScheduleBuilder(coll, "pat", {"aggregate": aggregate})
     p, blocks = coll.ranks, block_segs(coll.block_offsets)
     steps = _messages(p, aggregate)
@@ -71,6 +75,52 @@ def _pat(coll: Collective, aggregate: int | None, reduce_scatter: bool) -> Sched
                 b.send(r, dst, pieces_of(segs), reduce=reduce_scatter, step=step)
             step += 1
     return b.build()
+
+
+def _pat(coll: Collective, aggregate: int | None, reduce_scatter: bool) -> Schedule:
+    """`pat_inferred` as arrays: each message built for all ranks at once, its dependencies written.
+
+    Allgather: rank r sends the block of X = r + j (j > 0) after receiving it, and it received it once, from
+    r + 2^e along dimension e = the lowest set bit of j (an earlier step: farthest dimension first), in the message
+    of that step carrying offset j - 2^e. The receiver r - 2^d has neither read nor written that block before (it
+    gets each block once), so there is nothing else to wait for; j = 0 (r's own block) waits for nothing.
+    Reduce-scatter: rank r sends the partial block of X = r + s (s = 2^d + j) after every reduction into it, one from
+    each r - 2^e with e < d and s + 2^e < p, in dimension e's message carrying offset s (all earlier: nearest dimension
+    first). The receiver r + 2^d reads block X only later (when it sends it on, in dimension lowbit(j) > d, or never
+    when j = 0), so the write waits for no reader. Empty blocks (count < p) carry no data and give no dependency."""
+    p = coll.ranks
+    offsets_of = np.asarray(coll.block_offsets, dtype=np.int64)
+    size = np.diff(offsets_of)
+    steps = _messages(p, aggregate)
+    if reduce_scatter:
+        steps = steps[::-1]
+    out = BUFFERS.index("out")
+    r = np.arange(p, dtype=np.int64)
+    c = Columns()
+    carrier: dict[tuple[int, int], int] = {}  # (dimension, block offset) -> id of the first of its message's p transfers
+    blocks = []
+    step = 0
+    for d, messages in steps:
+        for offsets in messages:
+            j = np.asarray(offsets, dtype=np.int64)
+            if reduce_scatter:  # r reduces the partial blocks of r + 2^d + j into r + 2^d
+                dst, block = (r + (1 << d)) % p, (r[:, None] + (1 << d) + j[None, :]) % p
+                waits = [(k, carrier[e, (1 << d) + jk] + (r - (1 << e)) % p) for k, jk in enumerate(offsets)
+                         for e in range(d) if (1 << d) + jk + (1 << e) < p]
+            else:  # r forwards the blocks of r + j to r - 2^d
+                dst, block = (r - (1 << d)) % p, (r[:, None] + j[None, :]) % p
+                waits = [(k, carrier[e, jk - (1 << e)] + (r + (1 << e)) % p) for k, jk in enumerate(offsets) if jk
+                         for e in [(jk & -jk).bit_length() - 1]]
+            deps = None
+            if waits:  # one column per (block, transfer it waits for), NONE where the block is empty
+                deps = np.stack([np.where(size[block[:, k]] > 0, ids, NONE) for k, ids in waits], axis=1)
+            first = int(c.send(r, dst, 0, 0, reduce=reduce_scatter, step=step, deps=deps)[0])
+            carrier.update(((d, jk), first) for jk in offsets)
+            at, buf = offsets_of[block], np.full(block.shape, out)
+            owner = np.broadcast_to(r[:, None], block.shape)
+            blocks.append(merged_piece_columns(p, owner, buf, at, buf, at, size[block], empty_buf="out"))
+            step += 1
+    return with_pieces(c.schedule(coll, "pat", {"aggregate": aggregate}), 0, blocks)
 
 
 # ---- closed forms (derived) -----------------------------------------------------------------------

@@ -165,6 +165,52 @@ def broadcast_pipelined_chain(coll: Collective, chunks: int = 1) -> ArraySchedul
           "van de Geijn: binomial scatter of n/p blocks, then ring allgather: lg p + p - 1 steps, 2n(p-1)/p bytes",
           cost=_scatter_allgather_cost)
 def broadcast_scatter_allgather(coll: Collective) -> Schedule:
+    """`broadcast_scatter_allgather_inferred` as arrays with written dependencies: the same transfers, pieces and
+    dependencies. Members are ranks relative to the root; member u holds block u (segs in member order).
+
+    Scatter: member u > 0 receives blocks u .. hi(u) - 1 (hi(u) = min(u + lowbit(u), p); the root's range is all)
+    from u - lowbit(u), in the round of its mask; it waits for the scatter transfer into its sender (which wrote what
+    it forwards), unless the sender is the root or it carries nothing. Ring allgather: member i sends block
+    b = i - s (mod p) to j = i + 1 in its step s, waiting for (1) the ring transfer that brought b to i (step s - 1,
+    from i - 1); (2) in step 0, the scatter transfer into i, which wrote i's own block; and, when j's scatter range
+    holds b (j < b < hi(j)), (3) the scatter transfer into j, which wrote b there (write after write), and (4) j's
+    scatter transfer to its child j + 2^floor(lg(b - j)), the one whose subtree holds b, which read it (write after
+    read). Empty blocks carry no data and give no dependency."""
+    p = coll.ranks
+    offs = np.asarray(coll.block_offsets, dtype=np.int64)
+    size = np.diff(offs)
+    group = (np.arange(p, dtype=np.int64) + coll.root) % p
+    member = np.arange(p, dtype=np.int64)
+    low = member & -member
+    hi = np.where(member > 0, np.minimum(member + low, p), p)
+    c = Columns()
+    into = np.full(p, NONE, dtype=np.int64)  # id of the scatter transfer into each member
+    mask, rounds = (1 << (p - 1).bit_length() >> 1 if p > 1 else 0), 0
+    while mask:
+        u = np.arange(mask, p, 2 * mask, dtype=np.int64)
+        count = offs[hi[u]] - offs[u]
+        deps = np.where(count > 0, into[u - mask], NONE)
+        into[u] = c.send(group[u - mask], group[u], np.where(count > 0, offs[u], 0), count, step=rounds, deps=deps)
+        mask >>= 1
+        rounds += 1
+    first = c.size
+    for s in range(p - 1):
+        i = member
+        b, j = (i - s) % p, (i + 1) % p
+        full = size[b] > 0
+        held = full & (b > j) & (b < hi[j])
+        child = j + (1 << (np.frexp(np.maximum(b - j, 1))[1] - 1))  # j + the highest power of two <= b - j
+        chain = first + (s - 1) * p + (i - 1) % p if s else np.full(p, NONE)
+        own = into[i] if s == 0 else np.full(p, NONE)
+        deps = np.stack([np.where(full, chain, NONE), np.where(full, own, NONE), np.where(held, into[j], NONE),
+                         np.where(held, into[np.minimum(child, p - 1)], NONE)], axis=1)
+        c.send(group[i], group[j], offs[b], size[b], step=rounds + s, deps=deps)
+    return c.schedule(coll, "scatter_allgather")
+
+
+def broadcast_scatter_allgather_inferred(coll: Collective) -> Schedule:
+    """van de Geijn's broadcast through the inferring builder: the reference `broadcast_scatter_allgather`'s arrays
+    are tested equal to."""
     b = ScheduleBuilder(coll, "scatter_allgather")
     group, segs = relative_group(coll.ranks, coll.root), block_segs(coll.block_offsets)
     step = binomial_scatter(b, group, segs)

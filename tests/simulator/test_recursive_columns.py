@@ -4,8 +4,8 @@ The inferred form is what ScheduleBuilder finds from the data for the same messa
 steps and the phases of phases.py, as the builders were written before the arrays).
 """
 
-import numpy as np
 import pytest
+from same_times import assert_same_times
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.phases import (
@@ -21,10 +21,8 @@ from simulator.algorithms.phases import (
     survivor_spans,
 )
 from simulator.collective import Collective, offsets_of, split_counts
-from simulator.engine import EngineOptions, simulate
 from simulator.schedule import ScheduleBuilder, region
 from simulator.semantics import check
-from simulator.topology import parse_topology
 
 
 def _doubling_inferred(coll):
@@ -60,16 +58,7 @@ CASES = [(8, "switch:8", 1, 0.0), (12, "ring:12", 1, 1e-10), (16, "cluster:nodes
 @pytest.mark.parametrize("p, spec, ports, gamma", CASES)
 def test_doubling_engine_times_equal_the_inferred_form(p, spec, ports, gamma):
     coll = Collective("allreduce", p, 4 * (p * 1000 + 3))
-    _same_engine_times(build_schedule(coll, "recursive_doubling"), _doubling_inferred(coll), spec, ports, gamma)
-
-
-def _same_engine_times(fast, slow, spec, ports, gamma):
-    """Both schedules (no joins) give every transfer the same start, arrival and end, bit for bit."""
-    options, topo = EngineOptions(gamma=gamma, ports=ports), parse_topology(spec)
-    a, b = simulate(fast, topo, options), simulate(slow, topo, options)
-    for k in ("start", "arrive", "end"):
-        assert np.array_equal(getattr(a, k), getattr(b, k)), k
-    assert a.time == b.time
+    assert_same_times(build_schedule(coll, "recursive_doubling"), _doubling_inferred(coll), spec, ports, gamma)
 
 
 def _halving_inferred(coll):
@@ -135,4 +124,4 @@ def test_halving_array_form_is_the_inferred_form_and_correct(op, name, inferred)
 @pytest.mark.parametrize("p, spec, ports, gamma", CASES)
 def test_halving_engine_times_equal_the_inferred_form(op, name, inferred, p, spec, ports, gamma):
     coll = Collective(op, p, 4 * (p * 1000 + 3), root=p // 3 if op == "reduce" else 0)
-    _same_engine_times(build_schedule(coll, name), inferred(coll), spec, ports, gamma)
+    assert_same_times(build_schedule(coll, name), inferred(coll), spec, ports, gamma)

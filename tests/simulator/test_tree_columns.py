@@ -5,7 +5,8 @@ The inferred form is what ScheduleBuilder finds from the data for the same messa
 """
 
 import pytest
-from test_recursive_columns import _rows, _same_engine_times
+from same_times import assert_same_times
+from test_recursive_columns import _rows
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.phases import binomial_broadcast, binomial_reduce, chunked, relative_group
@@ -47,7 +48,7 @@ CASES = [("allreduce", 8, "switch:8", 1, 0.0), ("allreduce", 12, "ring:12", 1, 1
 @pytest.mark.parametrize("op, p, spec, ports, gamma", CASES)
 def test_binomial_engine_times_equal_the_inferred_form(op, p, spec, ports, gamma):
     coll = Collective(op, p, 4 * (p * 1000 + 3), root=p // 3 if op != "allreduce" else 0)
-    _same_engine_times(build_schedule(coll, "binomial"), _binomial_inferred(coll), spec, ports, gamma)
+    assert_same_times(build_schedule(coll, "binomial"), _binomial_inferred(coll), spec, ports, gamma)
 
 
 def _dbt_inferred(coll, chunks):
@@ -92,7 +93,7 @@ def test_double_binary_tree_array_form_is_the_inferred_form_and_correct(chunks):
 def test_double_binary_tree_engine_times_equal_the_inferred_form(p, spec, ports, gamma, chunks):
     coll = Collective("allreduce", p, 4 * (p * 1000 + 3))
     fast = build_schedule(coll, "double_binary_tree", chunks=chunks)
-    _same_engine_times(fast, _dbt_inferred(coll, chunks), spec, ports, gamma)
+    assert_same_times(fast, _dbt_inferred(coll, chunks), spec, ports, gamma)
 
 
 def _chain_inferred(coll, chunks):
@@ -116,4 +117,4 @@ def test_pipelined_chain_array_form_is_the_inferred_form(chunks):
                 assert _rows(fast) == _rows(_chain_inferred(coll, chunks)), (p, count, root)
     coll = Collective("broadcast", 12, 4 * 12003, root=5)
     fast = build_schedule(coll, "pipelined_chain", chunks=chunks)
-    _same_engine_times(fast, _chain_inferred(coll, chunks), "ring:12", 1, 0.0)
+    assert_same_times(fast, _chain_inferred(coll, chunks), "ring:12", 1, 0.0)
