@@ -67,8 +67,8 @@ class Columns:
         self.size += ids.size
         return ids.reshape(shape)
 
-    def schedule(self, coll: Collective, algorithm: str, params: dict | None = None) -> ArraySchedule:
-        """The ArraySchedule of everything added (one piece per transfer)."""
+    def schedule(self, coll: Collective, algorithm: str, params: dict | None = None, scratch: int = 0) -> ArraySchedule:
+        """The ArraySchedule of everything added (one piece per transfer), each rank with `scratch` scratch elements."""
         parts = self._parts
         n = self.size
         cat = (lambda k: np.concatenate([q[k] for q in parts])) if parts else (lambda k: np.zeros(0, np.int64))
@@ -85,7 +85,7 @@ class Columns:
                    "src_buf": cat("src_buf"), "dst_buf": cat("buf"), "src_off": cat("src_off"), "dst_off": cat("off"),
                    "count": cat("count"),
                    "join": cat("join").astype(bool)}
-        return ArraySchedule(coll, algorithm, columns, params)
+        return ArraySchedule(coll, algorithm, columns, params, scratch)
 
 
 def concat_columns(parts: list[dict[str, np.ndarray]], order: np.ndarray | None = None) -> dict[str, np.ndarray]:

@@ -7,16 +7,16 @@ the first 2r ranks pair up, the odd one of each pair hands its data to the even 
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..collective import Collective, offsets_of, split_counts
-from ..schedule import Schedule, ScheduleBuilder, region
+from ..schedule import ArraySchedule, Schedule, ScheduleBuilder, region
+from .columns import NONE, Columns
 from .forms import LinkModel, floor_lg, fold_extra, pof2, pow2, window_blocks
 from .phases import (
-    binomial_gather,
     block_segs,
     doubling_allgather,
-    doubling_allreduce,
     fold,
-    halving_reduce_scatter,
     merge,
     pieces_of,
     relative_group,
@@ -25,26 +25,12 @@ from .phases import (
 from .registry import register
 
 
-def _fold_in(b: ScheduleBuilder, group: list[int], seg, reduce: bool, step: int) -> int:
-    """Pre step: each extra member hands `seg` to its survivor (reducing it there if `reduce`)."""
-    _, pairs = fold(len(group))
-    for extra, keep in pairs:
-        b.send(group[extra], group[keep], region("out", *seg), reduce=reduce, step=step)
-    return step + (1 if pairs else 0)
-
-
 def _fold_out(b: ScheduleBuilder, group: list[int], segs_of_extra, step: int) -> int:
     """Post step: each survivor hands the extra member its result (the regions `segs_of_extra(extra)`)."""
     _, pairs = fold(len(group))
     for extra, keep in pairs:
         b.send(group[keep], group[extra], pieces_of(segs_of_extra(extra)), step=step)
     return step + (1 if pairs else 0)
-
-
-def _split_segs(seg, parts: int) -> list:
-    """A region cut into `parts` near-equal consecutive regions."""
-    off, count = seg
-    return block_segs(offsets_of(split_counts(count, parts)) + off)
 
 
 # ---- closed forms (Thakur, Rabenseifner & Gropp 2005; REFERENCE.md) -------------------------------
@@ -60,14 +46,33 @@ def _allreduce_doubling_cost(p, n, m: LinkModel):
 @register("allreduce", "recursive_doubling",
           "swap and reduce whole vectors with partners at distance 1, 2, 4, ...: lg p steps of n",
           cost=_allreduce_doubling_cost)
-def allreduce_recursive_doubling(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "recursive_doubling")
-    group, whole = list(range(coll.ranks)), (0, coll.count)
-    survivors, _ = fold(coll.ranks)
-    step = _fold_in(b, group, whole, True, 0)
-    step = doubling_allreduce(b, [group[s] for s in survivors], whole, step)
-    _fold_out(b, group, lambda extra: [whole], step)
-    return b.build()
+def allreduce_recursive_doubling(coll: Collective) -> ArraySchedule:
+    """Built as arrays, with the dependencies `doubling_allreduce` and the fold steps would infer: member i sends its
+    whole `out` into partner i^d's scratch (after everything that wrote that `out` and what last used that scratch),
+    then reduces its scratch into its `out` (after that copy and every send that read its `out`)."""
+    p, n = coll.ranks, coll.count
+    c = Columns()
+    survivors, pairs = fold(p)
+    extra, keep = np.array(pairs, dtype=np.int64).reshape(-1, 2).T  # keep k is member k
+    folded = c.send(extra, keep, 0, n, reduce=True)
+    members, i = np.array(survivors, dtype=np.int64), np.arange(len(survivors))
+    none = np.full(i.size, NONE)
+    wrote_out = [none.copy()]  # what wrote each member's out
+    wrote_out[0][:keep.size] = folded
+    read_out, copied, reduced = [], none, none  # sends that read each out; last copy into, last reduce from, scratch
+    step, d = (1 if pairs else 0), 1
+    while d < i.size:
+        deps = wrote_out + [reduced[i ^ d], copied[i ^ d]]
+        sent = c.send(members, members[i ^ d], 0, n, buf="scratch", src_buf="out", step=step, deps=_moving(deps, n))
+        read_out.append(sent)
+        copied = sent[i ^ d]
+        reduced = c.send(members, members, 0, n, reduce=True, src_buf="scratch", step=step,
+                         deps=_moving([copied] + read_out, n))
+        wrote_out.append(reduced)
+        d, step = 2 * d, step + 1
+    back = [w[:keep.size] for w in wrote_out] + [folded]
+    c.send(keep, extra, 0, n, step=step, deps=_moving(back, n))
+    return c.schedule(coll, "recursive_doubling", scratch=n)
 
 
 # Rabenseifner, published (p a power of two): 2 lg(p) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma:
@@ -84,17 +89,44 @@ def _allreduce_rabenseifner_cost(p, n, m: LinkModel):
 @register("allreduce", "rabenseifner",
           "recursive-halving reduce-scatter then recursive-doubling allgather: 2 lg p steps, 2n(p-1)/p bytes",
           cost=_allreduce_rabenseifner_cost, exact=pow2)
-def allreduce_rabenseifner(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "rabenseifner")
-    group, whole = list(range(coll.ranks)), (0, coll.count)
-    survivors, _ = fold(coll.ranks)
-    members = [group[s] for s in survivors]
-    segs = _split_segs(whole, len(members))
-    step = _fold_in(b, group, whole, True, 0)
-    step = halving_reduce_scatter(b, members, segs, step=step)
-    step = doubling_allgather(b, members, segs, step=step)
-    _fold_out(b, group, lambda extra: [whole], step)
-    return b.build()
+def allreduce_rabenseifner(coll: Collective) -> ArraySchedule:
+    """Built as arrays, with the dependencies the fold steps, `halving_reduce_scatter` and `doubling_allgather` would
+    infer (the survivors split the vector evenly)."""
+    p, n = coll.ranks, coll.count
+    c = Columns()
+    survivors, pairs = fold(p)
+    extra, keep = np.array(pairs, dtype=np.int64).reshape(-1, 2).T  # keep k is member k
+    folded = c.send(extra, keep, 0, n, reduce=True)
+    members = np.array(survivors, dtype=np.int64)
+    starts = offsets_of(split_counts(n, members.size))
+    into, step = _halving(c, members, starts, folded, 1 if pairs else 0)
+    wrote, step = _doubling_allgather(c, members, starts, into, step)
+    c.send(keep, extra, 0, n, step=step, deps=_moving([folded] + [w[:keep.size] for w in wrote], n))
+    return c.schedule(coll, "rabenseifner")
+
+
+def _doubling_allgather(c: Columns, members: np.ndarray, starts: np.ndarray, into: list[np.ndarray], step: int,
+                        gather: bool = False) -> tuple[list[np.ndarray], int]:
+    """`doubling_allgather` (or with `gather`, `binomial_gather`: only the members v with lowest bit d send) as arrays
+    after `_halving` (whose `into` it takes): member i copies its window of d segments to partner j = i^d after what
+    wrote them at i and what used them at j (j's halving send of exactly that window, and what reduced into j before
+    it). Returns what last wrote each member's `out` (per list: one id per member, NONE for none) and the next step."""
+    q, rounds = members.size, len(into) - 1
+    i = np.arange(q)
+    own = starts[i + 1] > starts[i]
+    wrote = [np.where(own, w, NONE) for w in into]  # own segment: the fold and the halving reductions
+    d, u = 1, 0
+    while d < q:
+        who = np.arange(d, q, 2 * d) if gather else i
+        lo, j = who & ~(d - 1), who ^ d
+        count = starts[lo + d] - starts[lo]
+        waits = [w[who] for w in wrote] + [into[rounds - u][who]] + [w[j] for w in into[:rounds - u]]
+        sent = c.send(members[who], members[j], np.where(count > 0, starts[lo], 0), count, step=step,
+                      deps=_moving(waits, count))
+        wrote.append(np.full(q, NONE))
+        wrote[-1][j] = np.where(count > 0, sent, NONE)
+        d, u, step = 2 * d, u + 1, step + 1
+    return wrote, step
 
 
 def _survivor_segs(coll: Collective, p: int) -> list:
@@ -142,15 +174,49 @@ def _reduce_scatter_halving_cost(p, n, m: LinkModel):
 @register("reduce_scatter", "recursive_halving",
           "reduce ever smaller halves with partners at distance p/2, p/4, ...: lg p steps, n(p-1)/p bytes",
           cost=_reduce_scatter_halving_cost, exact=pow2)
-def reduce_scatter_recursive_halving(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "recursive_halving")
-    p = coll.ranks
-    group, blocks = list(range(p)), block_segs(coll.block_offsets)
-    survivors, _ = fold(p)
-    step = _fold_in(b, group, (0, coll.count), True, 0)
-    step = halving_reduce_scatter(b, [group[s] for s in survivors], _survivor_segs(coll, p), step=step)
-    _fold_out(b, group, lambda extra: [blocks[extra]], step)
-    return b.build()
+def reduce_scatter_recursive_halving(coll: Collective) -> ArraySchedule:
+    """Built as arrays, with the dependencies the fold steps and `halving_reduce_scatter` would infer."""
+    p, n = coll.ranks, coll.count
+    c = Columns()
+    survivors, pairs = fold(p)
+    extra, keep = np.array(pairs, dtype=np.int64).reshape(-1, 2).T  # keep k is member k
+    folded = c.send(extra, keep, 0, n, reduce=True)
+    starts = np.array([off for off, _ in _survivor_segs(coll, p)] + [n], dtype=np.int64)
+    into, step = _halving(c, np.array(survivors, dtype=np.int64), starts, folded, 1 if pairs else 0)
+    block_start = np.asarray(coll.block_offsets, dtype=np.int64)
+    count = np.diff(block_start)[extra]
+    off = np.where(count > 0, block_start[extra], 0)
+    c.send(keep, extra, off, count, step=step, deps=_moving([w[:keep.size] for w in into], count))
+    return c.schedule(coll, "recursive_halving")
+
+
+def _halving(c: Columns, members: np.ndarray, starts: np.ndarray, folded: np.ndarray,
+             step: int) -> tuple[list[np.ndarray], int]:
+    """`halving_reduce_scatter` as arrays (member i's segment is starts[i]:starts[i + 1]; members 0.. got `folded`
+    before): member i reduces the half of its window it gives up into partner i^d after everything that reduced into
+    its own `out`. Returns, per round (the fold first), what reduced into each member (NONE where nothing moved), and
+    the next free step."""
+    q = members.size
+    i, lo, hi = np.arange(q), np.zeros(q, dtype=np.int64), np.full(q, q)
+    into = [np.full(q, NONE)]
+    into[0][:folded.size] = folded
+    d = q // 2
+    while d >= 1:
+        mid, up = (lo + hi) // 2, (i & d) > 0
+        give_lo, give_hi = np.where(up, lo, mid), np.where(up, mid, hi)
+        count = starts[give_hi] - starts[give_lo]
+        sent = c.send(members, members[i ^ d], np.where(count > 0, starts[give_lo], 0), count, reduce=True, step=step,
+                      deps=_moving(into, count))
+        into.append(np.where(count[i ^ d] > 0, sent[i ^ d], NONE))
+        lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
+        d, step = d // 2, step + 1
+    return into, step
+
+
+def _moving(waits: list[np.ndarray], count) -> np.ndarray:
+    """Dependency lists (each one id per transfer) as a table, emptied for transfers that move nothing (`count` 0):
+    such a transfer touches no data, so the inferring builder gives it no dependencies."""
+    return np.where(np.reshape(count, (-1, 1)) > 0, np.stack(waits, axis=1), NONE)
 
 
 # Reduce Rabenseifner (reduce-scatter + binomial gather), published (p a power of two):
@@ -166,14 +232,17 @@ def _reduce_rabenseifner_cost(p, n, m: LinkModel):
 @register("reduce", "rabenseifner",
           "recursive-halving reduce-scatter then binomial gather to the root: 2 lg p steps, 2n(p-1)/p bytes",
           cost=_reduce_rabenseifner_cost, exact=pow2)
-def reduce_rabenseifner(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "rabenseifner")
-    group, whole = relative_group(coll.ranks, coll.root), (0, coll.count)
-    survivors, _ = fold(coll.ranks)  # member 0 (the root) always survives
-    members = [group[s] for s in survivors]
-    segs = _split_segs(whole, len(members))
-    step = _fold_in(b, group, whole, True, 0)
-    step = halving_reduce_scatter(b, members, segs, step=step)
-    binomial_gather(b, members, segs, step=step)
-    return b.build()
-
+def reduce_rabenseifner(coll: Collective) -> ArraySchedule:
+    """Built as arrays on ranks relative to the root (member 0, a survivor), with the dependencies the fold step,
+    `halving_reduce_scatter` and `binomial_gather` would infer."""
+    p, n = coll.ranks, coll.count
+    c = Columns()
+    group = np.array(relative_group(p, coll.root), dtype=np.int64)
+    survivors, pairs = fold(p)
+    extra, keep = np.array(pairs, dtype=np.int64).reshape(-1, 2).T  # keep k is member k
+    folded = c.send(group[extra], group[keep], 0, n, reduce=True)
+    members = group[np.array(survivors, dtype=np.int64)]
+    starts = offsets_of(split_counts(n, members.size))
+    into, step = _halving(c, members, starts, folded, 1 if pairs else 0)
+    _doubling_allgather(c, members, starts, into, step, gather=True)
+    return c.schedule(coll, "rabenseifner")

@@ -9,13 +9,11 @@ import numpy as np
 
 from ..collective import Collective
 from ..errors import CollsimError
-from ..schedule import Schedule, ScheduleBuilder
+from ..schedule import ArraySchedule, Schedule, ScheduleBuilder
 from .columns import NONE, Columns
 from .forms import LinkModel, lg, pow2
 from .phases import (
-    binomial_broadcast,
     binomial_gather,
-    binomial_reduce,
     binomial_scatter,
     block_segs,
     chunked,
@@ -66,28 +64,66 @@ def _scatter_allgather_cost(p, n, m: LinkModel):
 
 
 @register("broadcast", "binomial", "binomial tree from the root: ceil(lg p) steps of n", cost=_broadcast_binomial_cost)
-def broadcast_binomial(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "binomial")
-    binomial_broadcast(b, relative_group(coll.ranks, coll.root), [(0, coll.count)])
-    return b.build()
+def broadcast_binomial(coll: Collective) -> ArraySchedule:
+    c = Columns()
+    _binomial_broadcast(c, relative_group(coll.ranks, coll.root), coll.count)
+    return c.schedule(coll, "binomial")
 
 
 @register("reduce", "binomial", "binomial tree reduction to the root: ceil(lg p) steps of n",
           cost=_reduce_binomial_cost, exact=pow2)
-def reduce_binomial(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "binomial")
-    binomial_reduce(b, relative_group(coll.ranks, coll.root), [(0, coll.count)])
-    return b.build()
+def reduce_binomial(coll: Collective) -> ArraySchedule:
+    c = Columns()
+    _binomial_reduce(c, relative_group(coll.ranks, coll.root), coll.count)
+    return c.schedule(coll, "binomial")
 
 
 @register("allreduce", "binomial", "binomial reduce to rank 0 then binomial broadcast: 2 ceil(lg p) steps of n",
           cost=_allreduce_binomial_cost, exact=pow2)
-def allreduce_binomial(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "binomial")
-    group, whole = list(range(coll.ranks)), [(0, coll.count)]
-    step = binomial_reduce(b, group, whole)
-    binomial_broadcast(b, group, whole, step=step)
-    return b.build()
+def allreduce_binomial(coll: Collective) -> ArraySchedule:
+    c = Columns()
+    group = list(range(coll.ranks))
+    sent, into, step = _binomial_reduce(c, group, coll.count)
+    _binomial_broadcast(c, group, coll.count, step, into, np.column_stack([sent, into]))
+    return c.schedule(coll, "binomial")
+
+
+def _binomial_reduce(c: Columns, group: list[int], count: int, step: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+    """`binomial_reduce` of the whole `out` (count elements) as arrays: member v reduces into v - lowbit(v) after
+    everything its children reduced into it. Returns per member its send's id (NONE for member 0), the ids reduced
+    into it (a (q, rounds) table, NONE for none) and the next free step."""
+    q = len(group)
+    ranks = np.asarray(group, dtype=np.int64)
+    rounds = max(q - 1, 0).bit_length()
+    sent, into = np.full(q, NONE), np.full((q, rounds), NONE)
+    for k in range(rounds):
+        v = np.arange(1 << k, q, 2 << k)
+        sent[v] = c.send(ranks[v], ranks[v - (1 << k)], 0, count, reduce=True, step=step + k,
+                         deps=into[v] if count > 0 else None)
+        into[v - (1 << k), k] = sent[v]
+    return sent, into, step + rounds
+
+
+def _binomial_broadcast(c: Columns, group: list[int], count: int, step: int = 0, wrote: np.ndarray | None = None,
+                        used: np.ndarray | None = None) -> int:
+    """`binomial_broadcast` of the whole `out` as arrays: member v sends to v + mask after what wrote v's `out` (the
+    copy into it; at member 0, the rows of `wrote`) and what used the receiver's `out` before (the rows of `used`).
+    Returns the next free step."""
+    q = len(group)
+    ranks = np.asarray(group, dtype=np.int64)
+    rounds = max(q - 1, 0).bit_length()
+    used = np.full((q, 0), NONE) if used is None else used
+    have = np.full((q, max(1, 0 if wrote is None else wrote.shape[1])), NONE)  # what wrote each member's out
+    if wrote is not None:
+        have[0, :wrote.shape[1]] = wrote[0]
+    for k in reversed(range(rounds)):
+        v = np.arange(0, q - (1 << k), 2 << k)
+        w = v + (1 << k)
+        ids = c.send(ranks[v], ranks[w], 0, count, step=step + rounds - 1 - k,
+                     deps=np.column_stack([have[v], used[w]]) if count > 0 else None)
+        have[w] = NONE
+        have[w, 0] = ids
+    return step + rounds
 
 
 def _member_blocks(coll: Collective) -> tuple[list[int], list]:
@@ -114,13 +150,15 @@ def scatter_binomial(coll: Collective) -> Schedule:
 
 @register("broadcast", "pipelined_chain", "chain from the root, data cut into k chunks: p + k - 2 steps of n/k",
           (CHUNKS,), cost=_chain_cost)
-def broadcast_pipelined_chain(coll: Collective, chunks: int = 1) -> Schedule:
-    b = ScheduleBuilder(coll, "pipelined_chain")
-    group = relative_group(coll.ranks, coll.root)
-    for c, (off, count) in enumerate(chunked((0, coll.count), chunks)):
-        for i in range(len(group) - 1):
-            b.copy(group[i], group[i + 1], "out", off, count, step=c + i)
-    return b.build()
+def broadcast_pipelined_chain(coll: Collective, chunks: int = 1) -> ArraySchedule:
+    """Built as arrays: chunk k goes hop i (member i to i + 1) in step k + i, after its hop i - 1."""
+    c = Columns()
+    group = np.asarray(relative_group(coll.ranks, coll.root), dtype=np.int64)
+    for k, (off, count) in enumerate(chunked((0, coll.count), chunks)):
+        hop = np.arange(group.size - 1)
+        prev = np.where((hop > 0) & (count > 0), c.size + hop - 1, NONE)  # the id of the hop before
+        c.send(group[:-1], group[1:], off, count, step=k + hop, deps=prev[:, None])
+    return c.schedule(coll, "pipelined_chain")
 
 
 @register("broadcast", "scatter_allgather",
@@ -260,15 +298,8 @@ def dtree_counts(p: int) -> tuple[tuple[tuple[int, int], ...], int]:
 def _tree_up_down(par: np.ndarray, child: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Messages from the leaves up to each node (`up`) and from the root down to it (`down`), for one tree."""
     p = par.size
-    by_parent = child[np.argsort(par[child], kind="stable")]  # children grouped by parent, each group by rank
-    owner = par[by_parent]
-    first = np.searchsorted(owner, owner)  # where each child's group starts
-    pos = np.arange(by_parent.size) - first  # rank order among siblings, from 0
-    width = int(pos.max()) + 1 if pos.size else 1
-    table = np.full((p, width), -1, dtype=np.int64)  # each node's children, -1 for none
-    table[owner, pos] = by_parent
-    order = np.zeros(p, dtype=np.int64)
-    order[by_parent] = pos + 1
+    table, order = _child_table(par, child)
+    width = table.shape[1]
     has, shift = table >= 0, width - np.arange(width)
     none = np.iinfo(np.int64).min // 2
     depth = np.zeros(p, dtype=np.int64)
@@ -291,6 +322,19 @@ def _tree_up_down(par: np.ndarray, child: np.ndarray) -> tuple[np.ndarray, np.nd
     return up, down
 
 
+def _child_table(par: np.ndarray, child: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each node's children (`child`: the nodes with a parent) as a (p, width) table by rank, -1 for none, and each
+    node's place among its siblings (from 1; 0 for the root)."""
+    by_parent = child[np.argsort(par[child], kind="stable")]  # children grouped by parent, each group by rank
+    owner = par[by_parent]
+    pos = np.arange(by_parent.size) - np.searchsorted(owner, owner)  # rank order among siblings, from 0
+    table = np.full((par.size, int(pos.max()) + 1 if pos.size else 1), -1, dtype=np.int64)
+    table[owner, pos] = by_parent
+    order = np.zeros(par.size, dtype=np.int64)
+    order[by_parent] = pos + 1
+    return table, order
+
+
 def _dbt_exact(p: int, model: LinkModel, chunks: int = 1) -> bool:
     return pow2(p, model) and chunks == 1 and model.gamma == 0
 
@@ -307,31 +351,56 @@ def _dbt_cost(p, n, m: LinkModel, chunks=1):
 @register("allreduce", "double_binary_tree",
           "NCCL: two complementary binary trees each reduce then broadcast half the data, pipelined in k chunks",
           (CHUNKS,), cost=_dbt_cost, exact=_dbt_exact)
-def allreduce_double_binary_tree(coll: Collective, chunks: int = 1) -> Schedule:
-    b = ScheduleBuilder(coll, "double_binary_tree")
+def allreduce_double_binary_tree(coll: Collective, chunks: int = 1) -> ArraySchedule:
+    """Built as arrays, chunk after chunk, with the dependencies the data gives: per tree and chunk, a node reduces
+    into its parent (deepest first) after its children did, then gets the result from its parent (root's children
+    first) after the parent has it and after its own reduce and its children's (which used its `out`)."""
+    c = Columns()
     p = coll.ranks
     if p == 1:
-        return b.build()
-    trees = dtree_parents(p)
-    orders = []
-    for parent in trees:
-        depth = tree_depths(parent)
-        if max(depth) >= p:
-            raise CollsimError(f"double_binary_tree: tree for p={p} is malformed")
-        nodes = sorted((r for r in range(p) if parent[r] >= 0), key=lambda r: depth[r])
-        orders.append((parent, nodes, depth))
-    height = max(max(depth) for _, _, depth in orders)
+        return c.schedule(coll, "double_binary_tree")
+    trees = [_Tree(parent) for parent in dtree_parent_arrays(p)]
+    height = max(int(t.depth.max()) for t in trees)
     half = (coll.count + 1) // 2
     pieces = [chunked((0, half), chunks), chunked((half, coll.count - half), chunks)]
-    for c in range(chunks):
-        for (parent, nodes, depth), chunk in zip(orders, pieces):
-            if c < len(chunk):
-                off, count = chunk[c]
-                for r in reversed(nodes):  # leaves first: reduce up
-                    b.reduce(r, parent[r], "out", off, count, step=c + height - depth[r])
-        for (parent, nodes, depth), chunk in zip(orders, pieces):
-            if c < len(chunk):
-                off, count = chunk[c]
-                for r in nodes:  # root's children first: broadcast down
-                    b.copy(parent[r], r, "out", off, count, step=c + height + depth[r] - 1)
-    return b.build()
+    for k in range(chunks):
+        live = [(t, chunk[k]) for t, chunk in zip(trees, pieces) if k < len(chunk)]
+        ups = [t.reduce_up(c, off, count, k + height) for t, (off, count) in live]
+        for (t, (off, count)), up in zip(live, ups):
+            t.broadcast_down(c, off, count, k + height - 1, up)
+    return c.schedule(coll, "double_binary_tree")
+
+
+class _Tree:
+    """One tree of the double binary tree, its region sent up (reduced) and down as blocks of arrays."""
+
+    def __init__(self, parent: np.ndarray):
+        depth = np.array(tree_depths(parent.tolist()), dtype=np.int64)
+        if depth.max() >= parent.size:
+            raise CollsimError(f"double_binary_tree: tree for p={parent.size} is malformed")
+        self.parent, self.depth = parent, depth
+        order = np.argsort(depth, kind="stable")
+        self.nodes = order[parent[order] >= 0]  # root's children first, each level by rank
+        self.kids = _child_table(parent, self.nodes)[0]
+
+    def _children(self, ids: np.ndarray) -> np.ndarray:
+        """Per node, `ids` of its children (NONE for none)."""
+        return np.where(self.kids >= 0, ids[self.kids], NONE)
+
+    def reduce_up(self, c: Columns, off: int, count: int, at: int) -> np.ndarray:
+        """Every node but the root reduces into its parent, deepest first, in step `at` - depth; ids by node."""
+        nodes, ids = self.nodes[::-1], np.full(self.parent.size, NONE)
+        ids[nodes] = c.size + np.arange(nodes.size)
+        c.send(nodes, self.parent[nodes], off, count, reduce=True, step=at - self.depth[nodes],
+               deps=self._children(ids)[nodes] if count > 0 else None)
+        return ids
+
+    def broadcast_down(self, c: Columns, off: int, count: int, at: int, up: np.ndarray) -> None:
+        """The root's result to every node, root's children first, in step `at` + depth (`up`: reduce_up's ids)."""
+        nodes, into = self.nodes, self._children(up)
+        have = np.full(into.shape, NONE)  # what wrote each node's out: the copy into it, at the root the reductions
+        have[nodes, 0] = c.size + np.arange(nodes.size)
+        root = self.parent < 0
+        have[root] = into[root]
+        deps = np.column_stack([have[self.parent[nodes]], up[nodes], into[nodes]])
+        c.send(self.parent[nodes], nodes, off, count, step=at + self.depth[nodes], deps=deps if count > 0 else None)
