@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..collective import Collective, offsets_of, split_counts
-from ..schedule import ArraySchedule, Schedule, ScheduleBuilder, region
-from .columns import NONE, Columns
+from ..schedule import BUFFERS, ArraySchedule, Schedule, ScheduleBuilder, region
+from .columns import NONE, Columns, merged_piece_columns, with_pieces
 from .forms import LinkModel, floor_lg, fold_extra, pof2, pow2, window_blocks
 from .phases import (
     block_segs,
@@ -149,6 +149,42 @@ def _allgather_doubling_cost(p, n, m: LinkModel):
           "exchange ever larger halves with partners at distance 1, 2, 4, ...: lg p steps, n(p-1)/p bytes",
           cost=_allgather_doubling_cost, exact=pow2)
 def allgather_recursive_doubling(coll: Collective) -> Schedule:
+    """`allgather_recursive_doubling_inferred` as arrays. The fold sends extra 2k+1's block to survivor k (rank 2k),
+    waiting for nothing. In the round of distance d survivor i copies its window (survivors lo .. lo + d - 1, lo =
+    i & ~(d - 1): one contiguous region) to i ^ d, after what wrote that window at i: the fold into i and each earlier
+    round's transfer into i. The window was neither read nor written at i ^ d before. Survivor k then sends extra 2k+1
+    every block but its own (two pieces, merged when that block is empty) after each round's transfer into k.
+    Transfers that carry no data wait for nothing, and give no dependency."""
+    p = coll.ranks
+    offs = np.asarray(coll.block_offsets, dtype=np.int64)
+    survivors, pairs = fold(p)
+    extra, keep = np.array(pairs, dtype=np.int64).reshape(-1, 2).T  # rank 2k, survivor k
+    members = np.array(survivors, dtype=np.int64)
+    starts = offs[[lo for lo, _ in survivor_spans(p)] + [p]]
+    c, i = Columns(), np.arange(members.size)
+    size = np.diff(offs)[extra]
+    wrote = [np.full(i.size, NONE)]  # per list, what wrote part of each survivor's out (NONE for none)
+    wrote[0][:keep.size] = np.where(size > 0, c.send(extra, keep, offs[extra], size), NONE)
+    d, step = 1, (1 if pairs else 0)
+    while d < i.size:
+        lo = i & ~(d - 1)
+        count = starts[lo + d] - starts[lo]
+        sent = c.send(members, members[i ^ d], np.where(count > 0, starts[lo], 0), count, step=step,
+                      deps=_moving(wrote, count))
+        wrote.append(np.where(count > 0, sent, NONE)[i ^ d])
+        d, step = 2 * d, step + 1
+    first, at = c.size, np.stack([np.zeros_like(extra) + offs[0], offs[extra + 1]], axis=1)  # blocks < e, > e
+    counts = np.stack([offs[extra] - offs[0], offs[p] - offs[extra + 1]], axis=1)
+    c.send(keep, extra, 0, 0, step=step, deps=_moving([w[:keep.size] for w in wrote[1:]], counts.sum(axis=1))
+           if len(wrote) > 1 else None)
+    buf, owner = np.full(at.shape, BUFFERS.index("out")), np.repeat(np.arange(extra.size), 2)
+    blocks = [merged_piece_columns(extra.size, owner, buf, at, buf, at, counts, "out")]
+    return with_pieces(c.schedule(coll, "recursive_doubling"), first, blocks)
+
+
+def allgather_recursive_doubling_inferred(coll: Collective) -> Schedule:
+    """The recursive doubling allgather through the inferring builder: the reference `allgather_recursive_doubling`'s
+    arrays are tested equal to."""
     b = ScheduleBuilder(coll, "recursive_doubling")
     p = coll.ranks
     group, blocks = list(range(p)), block_segs(coll.block_offsets)

@@ -9,8 +9,8 @@ import numpy as np
 
 from ..collective import Collective
 from ..errors import CollsimError
-from ..schedule import ArraySchedule, Schedule, ScheduleBuilder
-from .columns import NONE, Columns
+from ..schedule import BUFFERS, ArraySchedule, Schedule, ScheduleBuilder
+from .columns import NONE, Columns, merged_piece_columns, with_pieces
 from .forms import LinkModel, lg, pow2
 from .phases import (
     binomial_gather,
@@ -132,9 +132,47 @@ def _member_blocks(coll: Collective) -> tuple[list[int], list]:
     return group, [blocks[r] for r in group]
 
 
+def _subtree_pieces(coll: Collective, senders: np.ndarray) -> dict[str, np.ndarray]:
+    """Pieces of binomial subtree transfers, one per member u of `senders` (in transfer order): the blocks of members
+    u .. min(u + lowbit(u), p) - 1 (ranks relative to the root, so a subtree can wrap past rank p - 1 to rank 0)."""
+    p, offs = coll.ranks, np.asarray(coll.block_offsets, dtype=np.int64)
+    width = np.minimum(senders + (senders & -senders), p) - senders
+    owner = np.repeat(np.arange(senders.size), width)
+    start = np.cumsum(width) - width
+    rank = (np.repeat(senders - start, width) + np.arange(owner.size) + coll.root) % p
+    buf = np.full(owner.size, BUFFERS.index("out"))
+    return merged_piece_columns(senders.size, owner, buf, offs[rank], buf, offs[rank], np.diff(offs)[rank], "out")
+
+
+def _subtree_sizes(coll: Collective, members: np.ndarray) -> np.ndarray:
+    """Elements in the blocks of members u .. min(u + lowbit(u), p) - 1, per member u > 0 of `members`."""
+    p, offs = coll.ranks, np.asarray(coll.block_offsets, dtype=np.int64)
+    total = np.concatenate(([0], np.cumsum(np.diff(offs)[(np.arange(p) + coll.root) % p])))  # member-order prefix
+    return total[np.minimum(members + (members & -members), p)] - total[members]
+
+
 @register("gather", "binomial", "binomial tree to the root, subtrees forwarding their blocks: ceil(lg p) steps",
           cost=_gather_scatter_binomial_cost)
 def gather_binomial(coll: Collective) -> Schedule:
+    """`gather_binomial_inferred` as arrays. In round k member v (lowbit 2^k) sends its subtree's blocks to v - 2^k,
+    after every transfer into v from its children v + 2^j (j < k), which wrote what it forwards; a child whose subtree
+    holds no data wrote nothing and gives no dependency. The receiver's blocks there were neither read nor written."""
+    p = coll.ranks
+    c, into, senders = Columns(), np.full((p, max(p - 1, 0).bit_length()), NONE), []
+    for k in range(into.shape[1]):
+        v = np.arange(1 << k, p, 2 << k)
+        full = _subtree_sizes(coll, v) > 0
+        ids = c.send((v + coll.root) % p, (v - (1 << k) + coll.root) % p, 0, 0, step=k,
+                     deps=np.where(full[:, None], into[v], NONE))
+        into[v - (1 << k), k] = np.where(full, ids, NONE)
+        senders.append(v)
+    blocks = [_subtree_pieces(coll, np.concatenate(senders))] if senders else []
+    return with_pieces(c.schedule(coll, "binomial"), 0, blocks)
+
+
+def gather_binomial_inferred(coll: Collective) -> Schedule:
+    """The binomial gather through the inferring builder: the reference `gather_binomial`'s arrays are tested
+    equal to."""
     b = ScheduleBuilder(coll, "binomial")
     binomial_gather(b, *_member_blocks(coll))
     return b.build()
@@ -143,6 +181,23 @@ def gather_binomial(coll: Collective) -> Schedule:
 @register("scatter", "binomial", "binomial tree from the root, each send carrying a subtree's blocks: ceil(lg p) steps",
           cost=_gather_scatter_binomial_cost)
 def scatter_binomial(coll: Collective) -> Schedule:
+    """`scatter_binomial_inferred` as arrays. Member u > 0 receives its subtree's blocks from u - lowbit(u), farthest
+    subtree first; it waits for the transfer into its sender (which wrote what it forwards) unless the sender is the
+    root or the subtree holds no data. The receiver's blocks there were neither read nor written before."""
+    p = coll.ranks
+    c, into, senders = Columns(), np.full(p, NONE), []
+    for k in reversed(range(max(p - 1, 0).bit_length())):
+        u = np.arange(1 << k, p, 2 << k)
+        deps = np.where(_subtree_sizes(coll, u) > 0, into[u - (1 << k)], NONE)
+        into[u] = c.send((u - (1 << k) + coll.root) % p, (u + coll.root) % p, 0, 0, step=len(senders), deps=deps)
+        senders.append(u)
+    blocks = [_subtree_pieces(coll, np.concatenate(senders))] if senders else []
+    return with_pieces(c.schedule(coll, "binomial"), 0, blocks)
+
+
+def scatter_binomial_inferred(coll: Collective) -> Schedule:
+    """The binomial scatter through the inferring builder: the reference `scatter_binomial`'s arrays are tested
+    equal to."""
     b = ScheduleBuilder(coll, "binomial")
     binomial_scatter(b, *_member_blocks(coll))
     return b.build()

@@ -1,11 +1,12 @@
-"""Recursive doubling and halving (allreduce, reduce-scatter, Rabenseifner) built as arrays equal the inferred form.
+"""Recursive doubling and halving (allreduce, allgather, reduce-scatter, Rabenseifner) built as arrays equal the
+inferred form.
 
 The inferred form is what ScheduleBuilder finds from the data for the same messages in the same order (the fold
 steps and the phases of phases.py, as the builders were written before the arrays).
 """
 
 import pytest
-from same_times import assert_same_times
+from same_times import MACHINES, assert_same_times
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.phases import (
@@ -20,6 +21,7 @@ from simulator.algorithms.phases import (
     relative_group,
     survivor_spans,
 )
+from simulator.algorithms.recursive import allgather_recursive_doubling_inferred
 from simulator.collective import Collective, offsets_of, split_counts
 from simulator.schedule import ScheduleBuilder, region
 from simulator.semantics import check
@@ -125,3 +127,28 @@ def test_halving_array_form_is_the_inferred_form_and_correct(op, name, inferred)
 def test_halving_engine_times_equal_the_inferred_form(op, name, inferred, p, spec, ports, gamma):
     coll = Collective(op, p, 4 * (p * 1000 + 3), root=p // 3 if op == "reduce" else 0)
     assert_same_times(build_schedule(coll, name), inferred(coll), spec, ports, gamma)
+
+
+def test_allgather_doubling_array_form_is_the_inferred_form_and_correct():
+    # the fold-out carries every block but the extra's own: two pieces, one when that block is empty
+    for p in list(range(1, 34)) + [48, 100, 127]:
+        for count in sorted({0, 1, 2, p - 1, p + 1, 3 * p + 2, 7 * p - 2}):
+            coll = Collective("allgather", p, count, "int8")
+            fast, slow = build_schedule(coll, "recursive_doubling"), allgather_recursive_doubling_inferred(coll)
+            assert _rows(fast) == _rows(slow), (p, count)
+            assert fast.scratch_count == slow.scratch_count == 0
+            result = check(fast)
+            assert result.ok, (p, count, result.message)
+
+
+def test_allgather_doubling_fold_out_has_two_pieces():
+    # p = 6, 12 elements (2 per rank): rank 2 hands rank 3 blocks 0-2 and 4-5 (elements 0..5 and 8..11)
+    t = build_schedule(Collective("allgather", 6, 12, "int8"), "recursive_doubling").transfers[-1]
+    assert (t.src, t.dst, [(q.src_off, q.count) for q in t.pieces]) == (2, 3, [(0, 6), (8, 4)])
+
+
+@pytest.mark.parametrize("p, spec, ports, gamma", MACHINES)
+def test_allgather_doubling_engine_times_equal_the_inferred_form(p, spec, ports, gamma):
+    coll = Collective("allgather", p, 4 * (p * 1000 + 3))
+    fast, slow = build_schedule(coll, "recursive_doubling"), allgather_recursive_doubling_inferred(coll)
+    assert_same_times(fast, slow, spec, ports, gamma)

@@ -1,16 +1,22 @@
-"""Binomial broadcast, reduce, allreduce and the double binary tree built as arrays equal the inferred-dependency form.
+"""Binomial broadcast, reduce, allreduce, gather, scatter and the double binary tree built as arrays equal the
+inferred-dependency form.
 
 The inferred form is what ScheduleBuilder finds from the data for the same messages in the same order
 (`binomial_reduce` / `binomial_broadcast`, and the double binary tree loop as it was written before the arrays).
 """
 
 import pytest
-from same_times import assert_same_times
+from same_times import MACHINES, assert_same_times
 from test_recursive_columns import _rows
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.phases import binomial_broadcast, binomial_reduce, chunked, relative_group
-from simulator.algorithms.tree import dtree_parents, tree_depths
+from simulator.algorithms.tree import (
+    dtree_parents,
+    gather_binomial_inferred,
+    scatter_binomial_inferred,
+    tree_depths,
+)
 from simulator.collective import Collective
 from simulator.schedule import ScheduleBuilder
 from simulator.semantics import check
@@ -118,3 +124,39 @@ def test_pipelined_chain_array_form_is_the_inferred_form(chunks):
     coll = Collective("broadcast", 12, 4 * 12003, root=5)
     fast = build_schedule(coll, "pipelined_chain", chunks=chunks)
     assert_same_times(fast, _chain_inferred(coll, chunks), "ring:12", 1, 0.0)
+
+
+SUBTREE = [("scatter", scatter_binomial_inferred), ("gather", gather_binomial_inferred)]
+
+
+def _roots(p):
+    return sorted({0, min(1, p - 1), p // 2, p - 1})
+
+
+@pytest.mark.parametrize("op, inferred", SUBTREE)
+def test_binomial_subtree_array_form_is_the_inferred_form_and_correct(op, inferred):
+    # subtrees wrap past rank p - 1 when the root is not 0: a transfer then carries two pieces
+    for p in list(range(1, 34)) + [48, 64, 100]:
+        for count in sorted({0, 1, p - 1, p + 1, 3 * p + 2, 7 * p - 2}):
+            for root in _roots(p):
+                coll = Collective(op, p, count, "int8", root=root)
+                fast, slow = build_schedule(coll, "binomial"), inferred(coll)
+                assert _rows(fast) == _rows(slow), (p, count, root)
+                assert fast.scratch_count == slow.scratch_count == 0
+                result = check(fast)
+                assert result.ok, (p, count, root, result.message)
+
+
+def test_binomial_subtree_pieces_wrap_around_the_root():
+    # p = 6, root 3: member 2 (rank 5) sends members 2, 3 (ranks 5, 0) to the root: two pieces, blocks 5 then 0
+    coll = Collective("gather", 6, 12, "int8", root=3)
+    t = next(t for t in build_schedule(coll, "binomial").transfers if t.src == 5)
+    assert (t.dst, [(q.src_off, q.count) for q in t.pieces]) == (3, [(10, 2), (0, 2)])
+
+
+@pytest.mark.parametrize("op, inferred", SUBTREE)
+@pytest.mark.parametrize("p, spec, ports, gamma", MACHINES)
+def test_binomial_subtree_engine_times_equal_the_inferred_form(op, inferred, p, spec, ports, gamma):
+    for root in (0, p // 3):
+        coll = Collective(op, p, 4 * (p * 1000 + 3), root=root)
+        assert_same_times(build_schedule(coll, "binomial"), inferred(coll), spec, ports, gamma)
