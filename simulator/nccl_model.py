@@ -151,10 +151,11 @@ class System:
 
     @property
     def nvls_enabled(self) -> bool:
-        """NVLS (NVLink SHARP) is available: Hopper or newer on NVLink switches, one node (no CollNet)."""
+        """NVLS (NVLink SHARP) is available: Hopper or newer on NVLink switches, one node (no CollNet), and an NVLS
+        graph fits the links (init.cc: no NVLS graph channels, no NVLS)."""
         if self.nvls is not None:
             return self.nvls
-        return self.arch in ("hopper", "blackwell") and self.link == "nvlink" and self.nodes == 1
+        return self.arch in ("hopper", "blackwell") and self.link == "nvlink" and self.nodes == 1 and nvls_graph(self) is not None
 
 
 def nvls_graph(system: System) -> tuple[int, float, float] | None:

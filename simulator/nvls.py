@@ -53,7 +53,8 @@ def nvls_allreduce(coll: Collective, chunks: int = 1, window: int = 2) -> Schedu
 def nvls_allgather(coll: Collective, chunks: int = 1) -> Schedule:
     """NVLS allgather (all_gather.h, NCCL_ALGO_NVLS, one node): each GPU multimem-stores its block to the switch,
     which replicates it to every GPU, its owner included (a multicast reaches every member of the team; NCCL's
-    kernel then copies each block out of the GPU's own NVLS buffer). Per GPU link: n/p up, n down."""
+    kernel then copies each block out of the GPU's own NVLS buffer). Per GPU link: n/p up, n down. A GPU stores
+    its `chunks` pieces one after another, so one piece's multicast overlaps the next piece's store."""
     if coll.op != "allgather":
         raise CollsimError(f"op: NVLS allgather is for allgather; not {coll.op}")
     return _nvls(coll, chunks, 0)
@@ -61,7 +62,8 @@ def nvls_allgather(coll: Collective, chunks: int = 1) -> Schedule:
 
 def nvls_reduce_scatter(coll: Collective, chunks: int = 1) -> Schedule:
     """NVLS reduce-scatter (reduce_scatter.h, NCCL_ALGO_NVLS, one node): GPU d multimem.ld_reduce's its block, so
-    the switch reads block d from every GPU, reduces it and returns the sum to d. Per GPU link: n up, n/p down."""
+    the switch reads block d from every GPU, reduces it and returns the sum to d. Per GPU link: n up, n/p down.
+    The `chunks` pieces of a block are loaded one after another, so one piece's sum overlaps the next one's loads."""
     if coll.op != "reduce_scatter":
         raise CollsimError(f"op: NVLS reduce-scatter is for reduce_scatter; not {coll.op}")
     return _nvls(coll, chunks, 0)
@@ -90,19 +92,28 @@ def _nvls(coll: Collective, chunks: int, window: int) -> Schedule:
         b.use_scratch((p + 1) * count)  # slot r: GPU r's contribution; slot p: the owner's store (multicast)
         offsets = coll.block_offsets
         stored: dict[tuple[int, int], int] = {}  # (shard, piece) -> the owner's store of that piece
-        after: dict[int, int] = {}  # load transfer -> the owner's store it waits for (`window` pieces of a shard in flight)
+        # transfer -> the one it also waits for: allreduce, the owner's store `window` pieces back (at most `window`
+        # pieces of a shard in flight); allgather, reduce-scatter, the same GPU's load or store of the previous piece
+        after: dict[int, int] = {}
+        issued: dict[int, list[int]] = {}  # shard -> its last piece's loads (reduce-scatter) or store (allgather)
         for c in range(chunks):
             for d in range(p):
                 lo, size = int(offsets[d]), int(offsets[d + 1] - offsets[d])
                 start, stop = lo + size * c // chunks, lo + size * (c + 1) // chunks
                 if stop == start:
                     continue
+                first = []
                 if loads:
-                    for tid in _load_reduce(b, d, start, stop - start):
+                    first = _load_reduce(b, d, start, stop - start)
+                    for tid in first if stores else ():
                         if (d, c - window) in stored:
                             after[tid] = stored[(d, c - window)]
                 if stores:
                     stored[(d, c)] = _store_multicast(b, d, start, stop - start, to_owner=not loads)
+                    first = first or [stored[(d, c)]]
+                if not (loads and stores):
+                    after.update(zip(first, issued.get(d, ())))
+                    issued[d] = first
     schedule = b.build()
     schedule.transfers = [replace(t, deps=tuple(sorted({*t.deps, after[t.id]}))) if t.id in after else t
                           for t in schedule.transfers]

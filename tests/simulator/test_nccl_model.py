@@ -81,6 +81,8 @@ def test_nvls_graph_as_search_cc_builds_it():
     assert nvls_graph(System("blackwell", 8, 1)) == (8, 80.0, 90.0)
     assert nvls_graph(System("blackwell", 2, 1)) == (2, 90.0, 90.0)  # 3 x 90 fits
     assert nvls_graph(System("ampere", 8, 1)) is None
+    slow = System("hopper", 8, 1, bus_bw_GBps=20.0)  # 9 x 3 GB/s (sm90's slowest speed) does not fit: no NVLS graph
+    assert nvls_graph(slow) is None and not any(a == "nvls" for a, _ in tune(slow, "allreduce"))
 
 
 def test_nvls_latency_and_bandwidth():

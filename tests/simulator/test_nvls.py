@@ -175,3 +175,26 @@ def test_a_calibration_leaves_nvls_bandwidth_alone_and_adds_its_step_latency_onc
     calibrated = predict(apply(build_preset("p5"), cal), "allreduce", [size])[0]
     assert calibrated.algorithm == plain.algorithm == "nvls"
     assert calibrated.time_s - plain.time_s == pytest.approx(7e-6, rel=1e-6)
+
+
+@pytest.mark.parametrize("preset", ["p5", "hgx-b200"])
+@pytest.mark.parametrize("op", ["allgather", "reduce_scatter"])
+def test_predict_runs_a_ring_for_allgather_and_reduce_scatter_where_nccls_model_does(preset, op):
+    # NCCL's model (tuning.cc v2.27.3; simulator/nccl_model.py) ranks NVLS below the ring for these on one 8-GPU node
+    rows = predict(parse_topology(preset), op, [64 << 10, 8 << 20, 1 << 30, 16 << 30])
+    assert all(r.nccl_algo == "ring" and r.algorithm == "nccl_ring" for r in rows)
+
+
+@pytest.mark.parametrize("op", ["allgather", "reduce_scatter"])
+def test_nvls_allgather_and_reduce_scatter_timed_on_the_switch(op):
+    # forced NVLS on hgx-b200 at 16 GiB: the busiest link direction carries (1 + 1/32 per piece) ~ n at NCCL's
+    # nvlsEfficiency, 0.74 x 900 GB/s = 666 GB/s, so busbw ~ 666 x 7/8 = 583 GB/s (not the ring's 900)
+    from simulator.predict import machine_of, run_pick
+
+    topo = parse_topology("hgx-b200")
+    system, per_node = machine_of(topo, 8)
+    n = 16 << 30
+    row = run_pick(topo, system, per_node, op, n, 8, "nvls", "Simple")
+    assert (row.nccl_algo, row.algorithm, row.channels) == ("nvls", "nvls", 24)
+    assert row.base_s == pytest.approx(25e-6)  # tuning.cc hwLat[NVLINK][NVLS][Simple], once; no step cost asked
+    assert n * 7 / 8 / row.time_s / 1e9 == pytest.approx(0.74 * 900 * 7 / 8, rel=0.02)
