@@ -163,7 +163,8 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
         # min(C, G) rings carrying the same bytes, which times the same under max-min sharing.
         params = {"channels": min(channels, per_node), "node": per_node}
     cost = protocol(proto if algo != "nvls" else "Simple", family, system.link, multinode)
-    cost = replace(cost, base_s=cost.base_s + plugin_latency_s(system, op, family, cost.name), net_s=cost.net_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s,
+    plugin_s = plugin_latency_s(system, op, family, cost.name)
+    cost = replace(cost, base_s=cost.base_s + plugin_s, net_s=cost.net_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s,
                    byte_factor=cost.byte_factor * system.n_channels / channels)  # a channel's share of the graph
     if cost.name == "LL" and not multinode:  # tuning.cc caps LL's bus bandwidth at llMaxBw (one node)
         link_bw = topology.path_cost(0, 1)[1]
