@@ -62,8 +62,10 @@ class Machine:
 
 
 # The AWS EFA plugin (aws/aws-ofi-nccl src/platform-aws.cpp, platform_data_map, commit 2daf7d3 of 2026-08-21) reports
-# `.latency = 75.0` us for p4d/p4de and p5/p5e, and sets NCCL_BUFFSIZE=8388608 on them, unless the user sets it.
-AWS_OFI_NCCL = "aws-ofi-nccl src/platform-aws.cpp (p4de, p5/p5e: latency 75 us reported to NCCL, NCCL_BUFFSIZE 8 MiB)"
+# `.latency = 75.0` us to NCCL for p4d/p4de and p5/p5e (since d87d61e, May 2023; 150 us before). Since f3f5c40 (May
+# 2025) it also sets NCCL_BUFFSIZE=8388608 on them; the presets keep NCCL's 4 MiB, as the shared logs' era did (the
+# plugin's 2023 EFA cheatsheet: "leave it out to use the default").
+AWS_OFI_NCCL = "aws-ofi-nccl src/platform-aws.cpp (p4de, p5/p5e: latency 75 us reported to NCCL)"
 EFA_PLUGIN_LATENCY_US = 75.0
 
 
@@ -197,12 +199,12 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            _nvswitch_box("p4de", 8, 300 * GB, pcie=PCIE4, nics=4),
            machine=Machine("ampere", net="efa100", nics_per_node=4, source="AWS EC2 P4 instance page: 8x A100, "
                            f"600 GB/s NVSwitch, 400 Gbps EFA (4x 100 Gbps); {AWS_OFI_NCCL}",
-                           buffsize=8 << 20, net_latency_us=EFA_PLUGIN_LATENCY_US)),
+                           net_latency_us=EFA_PLUGIN_LATENCY_US)),
     Preset("p5", "AWS p5.48xlarge: 8x H100, NVSwitch (450 GB/s per direction per GPU), 32x 100G EFA (4 per GPU)", 8,
            _nvswitch_box("p5", 8, 450 * GB, nics=32),
            machine=Machine("hopper", net="efa100", nics_per_node=32, source="AWS EC2 P5 instance page: 8x H100, "
                            f"900 GB/s NVSwitch, 3200 Gbps EFAv2 (32x 100 Gbps); {AWS_OFI_NCCL}",
-                           buffsize=8 << 20, net_latency_us=EFA_PLUGIN_LATENCY_US)),
+                           net_latency_us=EFA_PLUGIN_LATENCY_US)),
     Preset("a3-mega", "GCP a3-megagpu-8g: 8x H100, NVSwitch (450 GB/s per direction per GPU), 8x 200G TCPXO NICs", 8,
            _nvswitch_box("a3-mega", 8, 450 * GB),
            machine=Machine("hopper", net="tcpxo200", source="Google Cloud GPU machine types: a3-megagpu-8g, 8x H100, "

@@ -176,14 +176,14 @@ def test_tcpxo_profile_simple_only_8mib_buffers_no_nvls():
 
 
 def test_efa_plugin_latency_is_charged_as_nccls_model_charges_it():
-    # aws-ofi-nccl platform-aws.cpp reports 75 us for p4de and p5 and sets NCCL_BUFFSIZE 8 MiB; tuning.cc adds it to
+    # aws-ofi-nccl platform-aws.cpp reports 75 us for p4de and p5 (since May 2023); tuning.cc adds it to
     # each inter-node step of its latency formula, twice for Simple: ring allreduce on 2 nodes has 2 (N - 1) = 2 such
     # steps, the tree 2 log2(N) = 2.
     from simulator.predict import pipeline_chunks, plugin_latency_s
 
     p5, _ = machine_of(parse_topology("p5:nodes=2"), 16)
     assert p5.net_latency_us == 75.0
-    assert pipeline_chunks(parse_topology("p5:nodes=2"), 256 << 20, 8) == 4
+    assert pipeline_chunks(parse_topology("p5:nodes=2"), 256 << 20, 8) == 8  # the logs' era: NCCL's 4 MiB buffers
     assert plugin_latency_s(p5, "allreduce", "ring", "Simple") == pytest.approx(2 * 2 * 75e-6)
     assert plugin_latency_s(p5, "allreduce", "tree", "LL128") == pytest.approx(2 * 75e-6)
     p4de4, _ = machine_of(parse_topology("p4de:nodes=4"), 32)
