@@ -34,7 +34,7 @@ from .collective import Collective, normalize_op
 from .engine import EngineOptions, simulate
 from .errors import CollsimError
 from .nccl_channels import NVLS_STEP_FIT, collective_channels, nvls_extra_steps
-from .nccl_model import HW_LAT, LL_MAX_BW, NVLS_EFFICIENCY, PROTOCOLS, System, predict_times
+from .nccl_model import HW_LAT, LL_MAX_BW, NVLS_EFFICIENCY, PROTOCOLS, System, predict_times, tune
 from .nvls import nvls_schedule, switch_view, timing_view
 from .protocols import protocol, with_step_latency
 from .topology.model import Topology
@@ -76,7 +76,7 @@ def machine_of(topology: Topology, ranks: int) -> tuple[System, int]:
     else:
         nodes = ranks // per_node
     system = System(m.arch, per_node, nodes, m.link, nic_bw_GBps=NETWORKS[net][0] / 1e9, nics_per_node=m.nics_per_node,
-                    protocols=m.protocols, nvls=m.nvls)
+                    protocols=m.protocols, nvls=m.nvls, net_latency_us=m.net_latency_us if net == m.net else 0.0)
     return system, per_node
 
 
@@ -170,7 +170,8 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
         # min(C, G) rings carrying the same bytes, which times the same under max-min sharing.
         params = {"channels": min(channels, per_node), "node": per_node}
     cost = protocol(proto if algo != "nvls" else "Simple", family, system.link, multinode)
-    cost = replace(cost, net_s=cost.net_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s,
+    plugin_s = plugin_latency_s(system, op, family, cost.name)
+    cost = replace(cost, base_s=cost.base_s + plugin_s, net_s=cost.net_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s,
                    byte_factor=cost.byte_factor * system.n_channels / channels)  # a channel's share of the graph
     if cost.name == "LL" and not multinode:  # tuning.cc caps LL's bus bandwidth at llMaxBw (one node)
         link_bw = topology.path_cost(0, 1)[1]
@@ -181,6 +182,21 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
     trace = simulate(schedule, machine, EngineOptions(ports=0, messages=cost.messages()))
     return Prediction(size, coll.count, algo, cost.name, name, channels, cost.base_s + trace.time,
                       trace.time, cost.base_s)
+
+
+def plugin_latency_s(system: System, op: str, algo: str, proto: str) -> float:
+    """The network plugin's reported latency as NCCL's model charges it for one call (0 on one node).
+
+    tuning.cc adds graph->latencyInter to every inter-node step of its latency formula (twice for Simple:
+    the flush), i.e. once per call for each of the ring's 2(N-1) or the tree's 2 log2(N) network steps. It is
+    charged here the same way, once per call, not on every pipelined chunk: NCCL keeps NCCL_STEPS slots of
+    its buffer in flight, so the plugin's figure is paid along the call's critical path, not per chunk.
+    """
+    if system.nodes == 1 or system.net_latency_us == 0:
+        return 0.0
+    with_plugin = tune(system, op)[(algo, proto)][0]
+    without = tune(replace(system, net_latency_us=0.0), op)[(algo, proto)][0]
+    return (with_plugin - without) * 1e-6
 
 
 def run_nvls(topology: Topology, system: System, size: int, ranks: int, dtype: str = "float32",

@@ -44,6 +44,9 @@ class Machine:
     rails between nodes (None: single node only). The NCCL profile a provider documents for the
     machine, where it sets one: protocols (NCCL_PROTO; None: NCCL's own choice), buffsize
     (NCCL_BUFFSIZE, NCCL's default 4 MiB), nvls (NCCL_NVLS_ENABLE; None: NCCL's default).
+    net_latency_us is the latency the network's NCCL plugin reports to NCCL (ncclNetProperties.latency),
+    which NCCL adds to every step across nodes (tuning.cc: graph->latencyInter, twice for Simple: "flush
+    extra latency"); 0 where the plugin reports none (NCCL's own InfiniBand transport).
     `source` names the public documents.
     """
 
@@ -55,6 +58,15 @@ class Machine:
     protocols: tuple[str, ...] | None = None
     buffsize: int = 4 << 20
     nvls: bool | None = None
+    net_latency_us: float = 0.0
+
+
+# The AWS EFA plugin (aws/aws-ofi-nccl src/platform-aws.cpp, platform_data_map, commit 2daf7d3 of 2026-08-21) reports
+# `.latency = 75.0` us to NCCL for p4d/p4de and p5/p5e (since d87d61e, May 2023; 150 us before). Since f3f5c40 (May
+# 2025) it also sets NCCL_BUFFSIZE=8388608 on them; the presets keep NCCL's 4 MiB, as the shared logs' era did (the
+# plugin's 2023 EFA cheatsheet: "leave it out to use the default").
+AWS_OFI_NCCL = "aws-ofi-nccl src/platform-aws.cpp (p4de, p5/p5e: latency 75 us reported to NCCL)"
+EFA_PLUGIN_LATENCY_US = 75.0
 
 
 @dataclass(frozen=True)
@@ -186,11 +198,13 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("p4de", "AWS p4de.24xlarge: 8x A100 80GB, NVSwitch (300 GB/s per direction per GPU), 4x 100G EFA", 8,
            _nvswitch_box("p4de", 8, 300 * GB, pcie=PCIE4, nics=4),
            machine=Machine("ampere", net="efa100", nics_per_node=4, source="AWS EC2 P4 instance page: 8x A100, "
-                           "600 GB/s NVSwitch, 400 Gbps EFA (4x 100 Gbps)")),
+                           f"600 GB/s NVSwitch, 400 Gbps EFA (4x 100 Gbps); {AWS_OFI_NCCL}",
+                           net_latency_us=EFA_PLUGIN_LATENCY_US)),
     Preset("p5", "AWS p5.48xlarge: 8x H100, NVSwitch (450 GB/s per direction per GPU), 32x 100G EFA (4 per GPU)", 8,
            _nvswitch_box("p5", 8, 450 * GB, nics=32),
            machine=Machine("hopper", net="efa100", nics_per_node=32, source="AWS EC2 P5 instance page: 8x H100, "
-                           "900 GB/s NVSwitch, 3200 Gbps EFAv2 (32x 100 Gbps)")),
+                           f"900 GB/s NVSwitch, 3200 Gbps EFAv2 (32x 100 Gbps); {AWS_OFI_NCCL}",
+                           net_latency_us=EFA_PLUGIN_LATENCY_US)),
     Preset("a3-mega", "GCP a3-megagpu-8g: 8x H100, NVSwitch (450 GB/s per direction per GPU), 8x 200G TCPXO NICs", 8,
            _nvswitch_box("a3-mega", 8, 450 * GB),
            machine=Machine("hopper", net="tcpxo200", source="Google Cloud GPU machine types: a3-megagpu-8g, 8x H100, "

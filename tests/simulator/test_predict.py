@@ -166,10 +166,34 @@ def test_tcpxo_profile_simple_only_8mib_buffers_no_nvls():
     assert mega.protocols == ("Simple",) and per_node == 8
     assert all(nccl_pick(mega, "allreduce", n)[1] == "Simple" for n in (1 << 10, 1 << 20, 1 << 30))
     assert nccl_pick(machine_of(parse_topology("p5:nodes=2"), 16)[0], "allreduce", 1 << 10)[1] != "Simple"
-    # rail-tree pipeline: 256 MiB over 8 GPUs in 8 MiB buffers = 4 chunks; NCCL's default 4 MiB on p5 = 8
+    # rail-tree pipeline: 256 MiB over 8 GPUs in 8 MiB buffers = 4 chunks; NCCL's default 4 MiB on dgx-h100 = 8
     assert pipeline_chunks(parse_topology("a3-mega:nodes=2"), 256 << 20, 8) == 4
-    assert pipeline_chunks(parse_topology("p5:nodes=2"), 256 << 20, 8) == 8
+    assert pipeline_chunks(parse_topology("dgx-h100:nodes=2"), 256 << 20, 8) == 8
     assert predict(parse_topology("a3-mega"), "allreduce", [1 << 30])[0].nccl_algo == "ring"
     assert predict(parse_topology("p5"), "allreduce", [1 << 30])[0].nccl_algo == "nvls"
     with pytest.raises(CollsimError, match="proto: .*Bogus"):
         System(protocols=("Bogus",))
+
+
+def test_efa_plugin_latency_is_charged_as_nccls_model_charges_it():
+    # aws-ofi-nccl platform-aws.cpp reports 75 us for p4de and p5 (since May 2023); tuning.cc adds it to
+    # each inter-node step of its latency formula, twice for Simple: ring allreduce on 2 nodes has 2 (N - 1) = 2 such
+    # steps, the tree 2 log2(N) = 2.
+    from simulator.predict import pipeline_chunks, plugin_latency_s
+
+    p5, _ = machine_of(parse_topology("p5:nodes=2"), 16)
+    assert p5.net_latency_us == 75.0
+    assert pipeline_chunks(parse_topology("p5:nodes=2"), 256 << 20, 8) == 8  # the logs' era: NCCL's 4 MiB buffers
+    assert plugin_latency_s(p5, "allreduce", "ring", "Simple") == pytest.approx(2 * 2 * 75e-6)
+    assert plugin_latency_s(p5, "allreduce", "tree", "LL128") == pytest.approx(2 * 75e-6)
+    p4de4, _ = machine_of(parse_topology("p4de:nodes=4"), 32)
+    assert plugin_latency_s(p4de4, "allreduce", "ring", "LL") == pytest.approx(2 * 3 * 75e-6)
+    assert plugin_latency_s(p4de4, "allreduce", "tree", "Simple") == pytest.approx(2 * 2 * 2 * 75e-6)
+    # NCCL's own InfiniBand transport reports none; nor does p5 on a network that is not its EFA, nor one node
+    assert machine_of(parse_topology("dgx-h100:nodes=2"), 16)[0].net_latency_us == 0
+    assert machine_of(parse_topology("p5:nodes=2,net=ib400"), 16)[0].net_latency_us == 0
+    assert plugin_latency_s(machine_of(parse_topology("p5"), 8)[0], "allreduce", "ring", "LL") == 0
+    # and predict pays it once per call, on top of the protocol's base latency (tree LL128: 14 us)
+    row = predict(parse_topology("p5:nodes=2"), "allreduce", [1 << 20], proto="LL128")[0]
+    assert (row.nccl_algo, row.algorithm) == ("tree", "rails")
+    assert row.base_s == pytest.approx(14e-6 + 2 * 75e-6)
