@@ -116,6 +116,9 @@ def test_two_nvswitch_nodes_run_nvls_tree_where_nccl_picks_it():
     assert row.base_s == pytest.approx(66.8e-6)
     # below NVLS_TREE's range NCCL picks the tree, and predict still times the ring next to it
     assert [a for a, _ in candidates(system, "allreduce", 1 << 20)] == ["tree", "ring"]
+    # four nodes: two network hops each way in NCCL's latency (25 + 4 x 20.9 us); 32 ranks, still 16 channels
+    four = predict(parse_topology("dgx-h100:nodes=4"), "allreduce", [64 << 20])[0]
+    assert (four.algorithm, four.channels) == ("nvls_tree", 16) and four.base_s == pytest.approx(108.6e-6)
     # Ampere (p4de) has no NVLS: never NVLS_TREE
     p4de, _ = machine_of(parse_topology("p4de:nodes=2"), 16)
     assert all(a != "nvls_tree" for a, _ in candidates(p4de, "allreduce", n))
