@@ -5,8 +5,10 @@ the machine the preset describes; the pick becomes a schedule collsim can check 
 
 - ring -> `nccl_ring` with NCCL's channel count for the size (simulator/nccl_channels.py), rings in
   rail-aware orders (every NIC used);
-- tree (or NVLS-tree) across nodes -> `rails`, the pipelined two-level allreduce with one
-  inter-node ring per rail, which moves what NCCL's trees move between nodes;
+- tree across nodes -> `rails`, the pipelined two-level allreduce with one inter-node ring per
+  rail, which moves what NCCL's trees move between nodes;
+- NVLS-tree (allreduce across NVSwitch nodes of Hopper and later) -> `simulator/nvls_tree.py`: each
+  node's switch reduces and multicasts, the GPUs' double binary trees join the nodes;
 - one node, allreduce, NVLS (Hopper and later on an NVSwitch) -> `simulator/nvls.py`: the switch is a
   helper rank that reduces and multicasts, its links at NCCL's nvlsEfficiency; trees -> `nccl_ring`.
 
@@ -26,9 +28,11 @@ from .calibration import for_protocol
 from .collective import Collective, normalize_op
 from .engine import EngineOptions, simulate
 from .errors import CollsimError
-from .nccl_channels import NVLS_STEP_FIT, collective_channels, nvls_extra_steps
+from .nccl_channels import NVLS_STEP_FIT, collective_channels, nvls_extra_steps, nvls_tree_chunk_size
 from .nccl_model import HW_LAT, LL_MAX_BW, NVLS_EFFICIENCY, PROTOCOLS, System, predict_times, tune
 from .nvls import nvls_allreduce, switch_view, timing_view
+from .nvls_tree import MAX_CHUNKS as NVLS_TREE_MAX_CHUNKS
+from .nvls_tree import nvls_tree_allreduce
 from .protocols import protocol, with_step_latency
 from .topology.model import Topology
 from .topology.presets import NET_STEP_FIT, NETWORKS, PRESETS
@@ -37,6 +41,7 @@ OPS = ("allreduce", "allgather", "reduce_scatter")
 PIPELINE_CHUNK = 4 << 20  # bytes per pipeline chunk of `rails` (NCCL's default buffer, NCCL_BUFFSIZE = 4 MiB)
 MAX_PIPELINE = 32
 MAX_RANKS = 512  # predict builds C x 2(p-1) x p transfers per size: keep it a few seconds
+NVLS_TREE_MAX_PIECES = 4096  # NVLS-tree: pieces (chunks x shards x 2 trees x nodes) per size, ~25 transfers each
 
 
 @dataclass(frozen=True)
@@ -131,12 +136,14 @@ def candidates(system: System, op: str, size: int, proto: str | None = None) -> 
     """The (algorithm, protocol) pairs predict times at this size; it keeps the fastest.
 
     NCCL's pick (among ring and, for allreduce, NVLS on one node); across nodes, allreduce also times
-    the other family, because NCCL's model often mis-ranks ring and tree there.
+    the other of ring and tree, because NCCL's model often mis-ranks those two there. An NVLS-tree pick
+    is NCCL's alone: NCCL runs the argmin of its own table (enqueue.cc topoGetAlgoInfo), and nothing
+    says its NVLS-tree ranking is off, so it is timed as picked and never swapped for ring or tree.
     """
     one_node = ("ring", "nvls") if op == "allreduce" else ("ring",)
     algo, proto_used = nccl_pick(system, op, size, proto, algos=None if system.nodes > 1 else one_node)
     out = [(algo, proto_used)]
-    if system.nodes > 1 and op == "allreduce":
+    if system.nodes > 1 and op == "allreduce" and algo != "nvls_tree":
         other = "ring" if algo in ("tree", "nvls") else "tree"
         out.append((other, nccl_pick(system, op, size, proto, algos=(other,))[1]))
     return out
@@ -153,12 +160,15 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
     multinode = system.nodes > 1
     if algo == "nvls" and not multinode and op == "allreduce":
         return run_nvls(topology, system, size, ranks, dtype, intra_extra_s, nvls_step_s)
-    channels = collective_channels(system, "tree" if algo in ("tree", "nvls") else "ring", proto, size)[0]
-    if multinode and op == "allreduce" and algo in ("tree", "nvls"):
-        family, name = "tree", "rails"
+    if algo == "nvls_tree" and system.nvls_graph.channels == per_node:  # else (fewer heads than GPUs): as a tree
+        return run_nvls_tree(topology, system, per_node, size, ranks, dtype, net_extra_s, intra_extra_s)
+    family = "tree" if algo in ("tree", "nvls", "nvls_tree") else "ring"
+    channels = collective_channels(system, family, proto, size)[0]
+    if multinode and op == "allreduce" and family == "tree":
+        name = "rails"
         params = {"group": per_node, "pipeline": pipeline_chunks(topology, size, per_node)}
     else:
-        family, name = "ring", "nccl_ring"
+        name = "nccl_ring"
         # channels beyond the GPUs of a node repeat the same orders (same links, same NICs): the engine runs
         # min(C, G) rings carrying the same bytes, which times the same under max-min sharing.
         params = {"channels": min(channels, per_node), "node": per_node}
@@ -215,3 +225,32 @@ def run_nvls(topology: Topology, system: System, size: int, ranks: int, dtype: s
     channels = collective_channels(system, "nvls", "Simple", size)[0]
     return Prediction(size, coll.count, "nvls", "Simple", "nvls", channels, base_s + trace.time,
                       trace.time, base_s)
+
+
+def run_nvls_tree(topology: Topology, system: System, per_node: int, size: int, ranks: int, dtype: str = "float32",
+                  net_extra_s: float = 0.0, intra_extra_s: float = 0.0) -> Prediction:
+    """Time NVLS-tree allreduce across nodes (simulator/nvls_tree.py): every node's switch a helper device.
+
+    As run_nvls: the switches' links at NCCL's nvlsEfficiency, the preset's own links otherwise, NCCL's
+    NVLS_TREE latency (tuning.cc: 25 us + 2 log2(nodes) x 20.9 us) added once, with the extras per network
+    hop (2 log2(nodes) of them) and per call inside the node. Each half-shard goes in as many pieces as
+    NCCL's loop takes steps: nBytes / (nvlsChannels x nHeads x chunk), the chunk as calcCollChunking sets
+    it for NVLS_TREE (simulator/nccl_channels.py); a piece is one step of all the channels of a tree at
+    once. At most 64 pieces, and fewer where nodes x GPUs x 2 x pieces would pass NVLS_TREE_MAX_PIECES.
+    """
+    coll = Collective("allreduce", ranks, size, dtype)
+    channels = collective_channels(system, "nvls_tree", "Simple", size)[0]
+    steps = size // (channels * per_node * nvls_tree_chunk_size(system, size, per_node))
+    budget = max(1, NVLS_TREE_MAX_PIECES // (2 * ranks))
+    chunks = int(np.clip(steps, 1, min(NVLS_TREE_MAX_CHUNKS, budget)))
+    schedule = nvls_tree_allreduce(coll, per_node, chunks=chunks)
+    machine = switch_view(getattr(topology, "uncalibrated", topology), ranks, NVLS_EFFICIENCY[system.arch], group=per_node)
+    trace = simulate(timing_view(schedule), machine, EngineOptions(ports=0))
+    hops = 2 * (system.nodes.bit_length() - 1)
+    latency_us, algbw_GBps = tune(system, "allreduce")[("nvls_tree", "Simple")]
+    base_s = latency_us * 1e-6 + hops * net_extra_s + intra_extra_s
+    # NCCL's kernels move at most perChMaxNVLSTreeBw per channel (tuning.cc; in tune's bandwidth with the NVLS graph's
+    # intra- and inter-node figures): the links alone would let the schedule go faster, so the call takes the longer
+    engine_s = max(trace.time, size / (algbw_GBps * 1e9))
+    return Prediction(size, coll.count, "nvls_tree", "Simple", "nvls_tree", channels, base_s + engine_s,
+                      engine_s, base_s)

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 TUNER_NAMES = {"allreduce": "allreduce", "allgather": "allgather", "reduce_scatter": "reducescatter"}
-TUNER_ALGOS = {"nccl_ring": "ring", "rails": "tree", "nvls": "nvls"}
+TUNER_ALGOS = {"nccl_ring": "ring", "rails": "tree", "nvls": "nvls", "nvls_tree": "nvls_tree"}  # plugin.c names
 MAX_TUNER_BYTES = 4294967295  # the example file's open end
 
 
