@@ -6,6 +6,7 @@ import math
 import pytest
 
 from app.cli import main
+from simulator.calibration import Calibration
 from simulator.errors import CollsimError
 from simulator.nccl_model import tune
 from simulator.predict import machine_of, predict
@@ -105,3 +106,14 @@ def test_cli_one_rank_per_node(capsys):
     assert (data["ranks"], data["ranks_per_node"]) == (8, 1)
     assert [r["schedule"] for r in data["rows"]] == ["pat", "nccl_ring"]
     assert all(math.isfinite(r["time_s"]) for r in data["rows"])
+
+
+def test_a_calibrated_preset_keeps_one_rank_per_node():
+    # the calibration halves Simple's network bandwidth and adds 1 us per network step: PAT's 3 messages per rank
+    # cost 4 + 1 us each and its NIC carries 0.75 x 25 GB/s. Were the ranks back on one node's NVLink, it would be
+    # far faster.
+    cal = Calibration("dgx-h100", 8, "ib400", net_efficiency=(1.0, 1.0, 0.5), net_step_s=1e-6)
+    n = 1 << 20
+    row = predict(cal.topology(), "allgather", [n], ranks_per_node=1)[0]
+    assert row.algorithm == "pat"
+    assert row.engine_s == pytest.approx(3 * 5e-6 + 7 / 8 * n / (0.75 * 25e9), rel=1e-6)
