@@ -167,11 +167,11 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
     Ring and tree run on the channels NCCL gives a call of this size (simulator/nccl_channels.py); each
     channel carries 1/n_channels of the graph's bandwidth, so fewer channels move the bytes slower.
     """
-    multinode = system.nodes > 1
     if algo == "pat":  # one GPU per node (simulator/pat_predict.py)
         from .pat_predict import run_pat
 
         return run_pat(topology, system, op, size, ranks, dtype, net_extra_s, intra_extra_s)
+    multinode = system.nodes > 1
     if algo == "nvls" and not multinode and op == "allreduce":
         return run_nvls(topology, system, size, ranks, dtype, intra_extra_s, nvls_step_s)
     channels = collective_channels(system, "tree" if algo in ("tree", "nvls") else "ring", proto, size)[0]
