@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 TUNER_NAMES = {"allreduce": "allreduce", "allgather": "allgather", "reduce_scatter": "reducescatter"}
-TUNER_ALGOS = {"nccl_ring": "ring", "rails": "tree", "nvls": "nvls", "pat": "pat"}
+TUNER_ALGOS = {"nccl_ring": "ring", "rails": "tree", "nvls": "nvls"}
 MAX_TUNER_BYTES = 4294967295  # the example file's open end
 
 
@@ -112,7 +112,7 @@ def tuner_csv(op: str, ranks: int, rows, nodes: int) -> str:
              "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks"]
     ranges: list[list] = []
     for r in rows:
-        pick = (TUNER_ALGOS[r.algorithm], r.proto.lower(), r.channels)
+        pick = (TUNER_ALGOS.get(r.algorithm, r.algorithm), r.proto.lower(), r.channels)  # pat: NCCL's own name
         if ranges and ranges[-1][2] == pick:
             ranges[-1][1] = r.bytes
         else:

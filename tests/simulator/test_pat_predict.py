@@ -98,14 +98,18 @@ def test_parse_refuses_what_is_not_a_whole_count():
             parse_ranks_per_node(text)
 
 
-def test_cli_one_rank_per_node(capsys):
+def test_cli_one_rank_per_node(capsys, tmp_path):
+    csv = tmp_path / "tuner.csv"
     argv = ["predict", "--preset", "dgx-h100:nodes=8", "--ranks-per-node", "1", "--op", "allgather",
-            "--size", "256KiB,1GiB", "--json"]
+            "--size", "256KiB,1GiB", "--json", "--csv", str(csv)]
     assert main(argv) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["ranks"], data["ranks_per_node"]) == (8, 1)
     assert [r["schedule"] for r in data["rows"]] == ["pat", "nccl_ring"]
     assert all(math.isfinite(r["time_s"]) for r in data["rows"])
+    # NCCL's example tuner plugin names PAT "pat"; NCCL sees 8 nodes of one rank
+    rows = [line.split(",") for line in csv.read_text().splitlines() if not line.startswith("#")]
+    assert [(r[3], r[4], r[6], r[7]) for r in rows] == [("pat", "simple", "8", "8"), ("ring", "simple", "8", "8")]
 
 
 def test_a_calibrated_preset_keeps_one_rank_per_node():
