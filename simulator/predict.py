@@ -15,6 +15,9 @@ the machine the preset describes; the pick becomes a schedule collsim can check 
 The protocol's costs (simulator/protocols.py) set the links' per-step latency and the wire-byte
 factor; its base latency is added once. The engine runs with unlimited ports per rank (the
 channels run at once) and max-min sharing on every link.
+
+At one GPU per node (`ranks_per_node=1`, simulator/ranks_per_node.py) NCCL's model also has PAT for
+allgather and reduce-scatter: its pick runs the `pat` schedule with PAT's costs (simulator/pat_predict.py).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from .nvls import nvls_allreduce, switch_view, timing_view
 from .nvls_tree import MAX_CHUNKS as NVLS_TREE_MAX_CHUNKS
 from .nvls_tree import nvls_tree_allreduce
 from .protocols import protocol, with_step_latency
+from .ranks_per_node import check_ranks_per_node, default_ranks, nics_used, place_per_node
 from .topology.model import Topology
 from .topology.presets import NET_STEP_FIT, NETWORKS, PRESETS
 
@@ -59,21 +63,27 @@ class Prediction:
     base_s: float
 
 
-def machine_of(topology: Topology, ranks: int) -> tuple[System, int]:
-    """NCCL's view of a preset machine (its System) and the ranks per node the rings cross nodes by."""
+def machine_of(topology: Topology, ranks: int, ranks_per_node: int | None = None) -> tuple[System, int]:
+    """NCCL's view of a preset machine (its System) and the ranks per node the rings cross nodes by.
+
+    `ranks_per_node` K: K ranks on each node (simulator/ranks_per_node.py), NCCL sees K GPUs and their NICs per node.
+    """
     if topology.preset is None or topology.preset[0].machine is None:
         names = ", ".join(n for n, p in PRESETS.items() if p.machine is not None)
         raise CollsimError(f"preset: {topology.name} is not a preset machine NCCL's model knows; expected one of {names}")
     preset, nodes, net = topology.preset
     m = preset.machine
-    per_node = preset.gpus_per_node
-    if m.nics_per_node is None or ranks <= per_node:  # one NVLink domain (MNNVL trays) or one node: NCCL sees one node
+    per_node, nics = preset.gpus_per_node, m.nics_per_node
+    if ranks_per_node is not None:
+        check_ranks_per_node(ranks_per_node, per_node, ranks, nodes, preset.name)
+        per_node, nics = ranks_per_node, nics and nics_used(nics, per_node, ranks_per_node)
+    if nics is None or ranks <= per_node:  # one NVLink domain (MNNVL trays) or one node: NCCL sees one node
         per_node, nodes = ranks, 1
     elif ranks % per_node:
         raise CollsimError(f"ranks: {ranks} ranks on {nodes} nodes of {per_node} GPUs; expected a multiple of {per_node}")
     else:
         nodes = ranks // per_node
-    system = System(m.arch, per_node, nodes, m.link, nic_bw_GBps=NETWORKS[net][0] / 1e9, nics_per_node=m.nics_per_node,
+    system = System(m.arch, per_node, nodes, m.link, nic_bw_GBps=NETWORKS[net][0] / 1e9, nics_per_node=nics,
                     protocols=m.protocols, nvls=m.nvls, net_latency_us=m.net_latency_us if net == m.net else 0.0)
     return system, per_node
 
@@ -100,8 +110,12 @@ def nccl_pick(system: System, op: str, size: int, proto: str | None = None,
 
 
 def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto: str | None = None,
-            dtype: str = "float32", net_extra_s: float | None = None, nvls_step_s: float | None = None) -> list[Prediction]:
+            dtype: str = "float32", net_extra_s: float | None = None, nvls_step_s: float | None = None,
+            ranks_per_node: int | None = None) -> list[Prediction]:
     """One Prediction per size (nccl-tests' size meaning).
+
+    `ranks_per_node` K puts K ranks on each node (rank r on GPU r % K of node r // K; default ranks: K per node);
+    at K = 1 NCCL runs PAT for allgather and reduce-scatter where its model says so.
 
     `net_extra_s` is added to NCCL's per-step network latency; default: a calibrated topology's value
     (simulator/calibration.py), else the preset network's fitted value (NET_STEP_FIT, 0 for networks
@@ -112,11 +126,14 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
     op = normalize_op(op)
     if op not in OPS:
         raise CollsimError(f"op: predict covers {', '.join(OPS)}; not {op}")
-    ranks = ranks or topology.num_devices
+    ranks = ranks or default_ranks(topology, ranks_per_node)
     if ranks < 2:
         raise CollsimError(f"ranks: {ranks} rank has nothing to communicate; expected 2 or more")
-    topology.check_ranks(ranks)
-    system, per_node = machine_of(topology, ranks)
+    if ranks_per_node is None:  # else machine_of checks K ranks on each node, within the preset's nodes
+        topology.check_ranks(ranks)
+    system, per_node = machine_of(topology, ranks, ranks_per_node)
+    if ranks_per_node is not None:
+        topology = place_per_node(topology, ranks_per_node, topology.preset[0].gpus_per_node)
     calibration = getattr(topology, "calibration", None)
     if net_extra_s is None:
         net_extra_s = NET_STEP_FIT.get(topology.preset[2], (0.0, ""))[0] if system.nodes > 1 else 0.0
@@ -157,6 +174,10 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
     Ring and tree run on the channels NCCL gives a call of this size (simulator/nccl_channels.py); each
     channel carries 1/n_channels of the graph's bandwidth, so fewer channels move the bytes slower.
     """
+    if algo == "pat":  # one GPU per node (simulator/pat_predict.py)
+        from .pat_predict import run_pat
+
+        return run_pat(topology, system, op, size, ranks, dtype, net_extra_s, intra_extra_s)
     multinode = system.nodes > 1
     if algo == "nvls" and not multinode and op == "allreduce":
         return run_nvls(topology, system, size, ranks, dtype, intra_extra_s, nvls_step_s)
