@@ -17,6 +17,12 @@ Transcribed from NVIDIA/nccl (master, commit 5067397c, June 2026):
   (stepSize = NCCL_BUFFSIZE / NCCL_STEPS = 4 MiB / 8) and drops to 64, 32, 16 KiB when the call is
   under 64, 8, 2 x (nChannels x nHeads x chunk) bytes; nHeads is the node's GPU count on one node.
 
+- NVLS_TREE (allreduce across nodes): `comm->nvlsChannels` channels whatever the size (enqueue.cc
+  topoGetAlgoInfo, no min with nChannels); nvls.cc ncclNvlsTuning sets them (16 on Hopper; on Blackwell
+  ncclNvlsTreeSm100Tuning by nodes and NIC bandwidth) with treeMaxChunkSize, and calcCollChunking's NVLS_TREE
+  branch starts at min(nvlsChunkSize, treeMaxChunkSize) and drops to 256, 128, 64, 32 KiB when the call is
+  under 32, 16, 4, 1 x (nChannels x nHeads x chunk) bytes.
+
 `nBytes` is NCCL's ncclFuncMaxSendRecvCount in bytes: the whole buffer for allreduce, allgather and
 reduce-scatter, which is nccl-tests' size column. Not modelled: how enqueue.cc then spreads a task's
 cells over those channels (32 KiB of traffic per channel at least), which only matters below ~1 MiB.
@@ -44,7 +50,7 @@ NVLS_STEP_FIT: tuple[float, str] = (1.2e-6, "logs 04, 05, 07; held out: 04 1.8 u
 
 def max_threads(system: System, algo: str, proto: str) -> int:
     """comm->maxThreads[algo][proto] as ncclTopoTuneModel sets it (no NCCL_NTHREADS override)."""
-    if algo in ("nvls", "pat"):
+    if algo in ("nvls", "nvls_tree", "pat"):
         return MAX_NTHREADS
     if proto == "Simple" and algo == "tree":
         return SIMPLE_MAX_NTHREADS
@@ -72,6 +78,8 @@ def collective_channels(system: System, algo: str, proto: str, nbytes: int) -> t
     if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
         raise CollsimError(f"size: {nbytes!r}; expected a byte count >= 0")
     nc, nt = system.n_channels, max_threads(system, algo, proto)
+    if algo == "nvls_tree":
+        return nvls_tree_tuning(system)[0], nt
     if algo == "nvls":
         nc = nvls_channels(system)
         return (min(nc, system.n_channels) if system.nodes > 1 else nc), nt
@@ -86,6 +94,46 @@ def collective_channels(system: System, algo: str, proto: str, nbytes: int) -> t
     if algo in ("tree", "pat"):
         nt = MAX_NTHREADS
     return nc, nt
+
+
+def nvls_tree_tuning(system: System, nic_pxb: bool = True) -> tuple[int, int, int]:
+    """(nvlsChannels, nvlsChunkSize, nvlsTreeMaxChunkSize) across nodes: nvls.cc ncclNvlsTuning (lines 202-240).
+
+    Hopper: 16 channels, 128 KiB chunks, the tree's chunk at most 64 KiB from 4 nodes on. Blackwell:
+    ncclNvlsTreeSm100Tuning (lines 163-200) by nodes, GPUs per node and the NIC's bandwidth (a GPU's rails
+    together, as System.nvls_graph counts them); `nic_pxb`: the GPU reaches its NIC through PCIe switches only
+    (PATH_PXB or closer, as on DGX / HGX boards).
+    """
+    nics = system.nics_per_node or system.gpus_per_node
+    nic_bw = system.nic_bw_GBps * max(1, nics // system.gpus_per_node)
+    ppn, nodes = system.gpus_per_node, system.nodes
+    channels, chunk, tree_max = NVLS_CHANNELS.get(system.arch, 0), NVLS_CHUNK_SIZE, 0
+    if system.arch == "blackwell" and nodes > 1:
+        channels = NVLS_CHANNELS_MULTINODE_BLACKWELL
+        if nodes == 2 and nic_bw >= 48:
+            channels, tree_max = 32, 128 << 10
+            if ppn <= 4:
+                chunk = tree_max = 256 << 10
+            elif ppn >= 16 or (ppn <= 8 and nic_pxb and nic_bw < 96):
+                tree_max = 64 << 10
+        elif nic_bw >= 96:
+            channels, chunk, tree_max = (24, 256 << 10, 256 << 10) if ppn <= 8 else (32, chunk, 128 << 10 if ppn < 32 else 64 << 10)
+        elif nic_bw >= 48:
+            channels, tree_max = 24, 64 << 10 if nic_pxb else 128 << 10
+    if tree_max == 0:
+        tree_max = 64 << 10 if nodes >= 4 else chunk
+    return channels, chunk, tree_max
+
+
+def nvls_tree_chunk_size(system: System, nbytes: int, heads: int) -> int:
+    """NVLS_TREE's chunk in bytes for a call of `nbytes` (enqueue.cc calcCollChunking, lines 2276-2285); `heads` = nvls.nHeads."""
+    channels, chunk, tree_max = nvls_tree_tuning(system)
+    chunk = min(chunk, tree_max)
+    ops = channels * heads
+    for factor, cap in ((32, 256 << 10), (16, 128 << 10), (4, 64 << 10), (1, 32 << 10)):
+        if nbytes < factor * ops * chunk and chunk > cap:
+            chunk = cap
+    return chunk
 
 
 def nvls_chunk_size(system: System, nbytes: int, channels: int, heads: int | None = None) -> int:

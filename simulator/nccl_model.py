@@ -7,15 +7,20 @@ generation, and the bus-to-algorithm bandwidth ratios. What NCCL learns from its
 (channels and per-channel bandwidth of the ring/tree graphs) is an *input* here: by default the
 GPU's NVLink count times NCCL's per-link constant (topo.h SMxx_NVLINK_BW), or PCI_BW for PCIe,
 and for several nodes no more than the node's NICs carry. The NVLS graph on one node is derived
-from that per-GPU bandwidth as search.cc does (nvls_graph). Treat the result as one reference model.
+from that per-GPU bandwidth as search.cc does (node_nvls_graph). Treat the result as one reference model.
 
-The NVLS bandwidths follow tuning.cc v2.27.3 (lines 267-273, 324), the release line of the other
-Blackwell constants here: allreduce nChannels x min(bwIntra, bwInter) x 5/6, allgather and
+The one-node NVLS bandwidths follow tuning.cc v2.27.3 (lines 267-273, 324), the release line of the
+other Blackwell constants here: allreduce nChannels x min(bwIntra, bwInter) x 5/6, allgather and
 reduce-scatter nChannels x min(bwIntra (ppn-1)/ppn, 0.9 bwInter), not converted to an algorithm
 bandwidth. On one 8-GPU node that is 267 (H100) / 533 (B200) GB/s for allreduce and 280 / 560 GB/s
 for allgather and reduce-scatter, against a ring's 424 / 825 GB/s: NCCL's model never picks NVLS
 for allgather or reduce-scatter there. NCCL >= 2.28 (master, tuning.cc lines 307-318) is lower still
 for them: nChannels x bwIntra x nvlsEfficiency x (nChannels-1)/nChannels x (ppn-1)/ppn = 208 / 363 GB/s.
+
+NVLS_TREE (allreduce across NVSwitch nodes of Hopper / Blackwell) follows tuning.cc as of NCCL 2.28 (NVIDIA/nccl
+5067397c, v2.30.7 alike): its bandwidth from the NVLS graph across nodes (`System.nvls_graph`, transcribed from
+search.cc) times NCCL's nvlsEfficiency, capped per channel. The one-node NVLS keeps the v2.27 form (x 5/6,
+optional `nvls_efficiency`), so the two NVLS entries come from different NCCL releases.
 """
 
 from __future__ import annotations
@@ -28,18 +33,24 @@ import numpy as np
 from .collective import busbw_factor, normalize_op
 from .errors import CollsimError
 
-ALGORITHMS = ("tree", "ring", "nvls", "pat")
+ALGORITHMS = ("tree", "ring", "nvls", "nvls_tree", "pat")
 PROTOCOLS = ("LL", "LL128", "Simple")
 ARCHS = ("volta", "ampere", "hopper", "blackwell")
 LINKS = ("nvlink", "pcie")
 OPS = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce")
 
 # tuning.cc: latencies in us; index [algorithm][protocol].
-BASE_LAT = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0), "pat": (8.0, 8.0, 8.0)}
+# NVLS_TREE (tuning.cc at NVIDIA/nccl 5067397c, ncclTunerConstantsDefaults, lines 150-174): base 0, NVLink 25 us,
+# network 20.9 us (Simple only; 14 us before NCCL 2.28.9).
+BASE_LAT = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0), "nvls_tree": (0.0, 0.0, 0.0),
+            "pat": (8.0, 8.0, 8.0)}
 HW_LAT = {
-    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0.0, 0.0, 25.0), "pat": (0.0, 0.0, 4.0)},
-    "pcie": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "nvls": (0.0, 0.0, 0.0), "pat": (0.0, 0.0, 4.0)},
-    "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvls": (0.0, 0.0, 18.0), "pat": (0.0, 0.0, 14.0)},
+    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0.0, 0.0, 25.0), "nvls_tree": (0.0, 0.0, 25.0),
+               "pat": (0.0, 0.0, 4.0)},
+    "pcie": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "nvls": (0.0, 0.0, 0.0), "nvls_tree": (0.0, 0.0, 0.0),
+             "pat": (0.0, 0.0, 4.0)},
+    "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvls": (0.0, 0.0, 18.0), "nvls_tree": (0.0, 0.0, 20.9),
+            "pat": (0.0, 0.0, 14.0)},
 }
 # Per GPU generation, per node-count class (1 node, 2 nodes, more): GB/s.
 LL_MAX_BW = {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0), "hopper": (141.0, 45.0, 35.0),
@@ -50,11 +61,15 @@ PER_CH_MAX_TREE_LL128 = {"volta": (20.0,) * 3, "ampere": (20.0,) * 3, "hopper": 
                          "blackwell": (73.4, 73.4, 58.0)}
 PER_CH_MAX_TREE = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (38.7, 41.4, 36.0),
                    "blackwell": (77.4, 82.8, 72.0)}
-# Tree bandwidth correction by log2(bytes / 64), 64 B .. 256 MiB (allreduce only).
+# tuning.cc perChMaxNVLSTreeBws (lines 205-211), per node-count class (1 node, 2 nodes, more): GB/s per NVLS channel.
+PER_CH_MAX_NVLS_TREE = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (0.0, 57.7, 45.5),
+                        "blackwell": (0.0, 96.0, 80.0)}
+# Tree bandwidth correction by log2(bytes / 64), 64 B .. 512 MiB (tuning.cc treeCorrectionFactor, allreduce only):
+# the tree uses the first 23 entries, NVLS_TREE on Blackwell all 24 (ncclTopoGetAlgoTime).
 TREE_CORRECTION = {
-    "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0),
-    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0),
-    "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9),
+    "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0),
+    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0),
+    "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
 }
 # topo.h: GB/s per NVLink lane as NCCL counts it, and NVLinks per GPU on the SXM boards.
 NVLINK_BW = {"volta": 20.0, "ampere": 20.0, "hopper": 20.6, "blackwell": 40.1}
@@ -70,10 +85,28 @@ NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.7
 DEFAULT_CHANNELS = {"volta": 12, "ampere": 16, "hopper": 16, "blackwell": 16}
 # search.cc: the per-channel speeds NCCL's graph search tries on one node, fastest first (sm90SpeedArrayIntra,
 # sm100SpeedArrayIntra: v2.27.3 lines 907, 912; master 1057, 1063 adds 45 for Blackwell, which no NVLS graph here
-# lands on), and NCCL_MAX_NVLS_ARITY (device.h), the most NVLS channels (heads) one node's graph has.
+# lands on).
 NVLS_SPEEDS_INTRA = {"hopper": (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
                      "blackwell": (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0)}
-NVLS_MAX_ARITY = 32
+# search.cc (lines 1051-1065) speedArrayInter / sm90SpeedArrayInter / sm100SpeedArrayInter: the per-channel
+# bandwidths (GB/s) NCCL's topology search tries, highest first, on a machine with a network.
+SPEEDS_INTER = {
+    "volta": (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+    "hopper": (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+    "blackwell": (96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4,
+                  1.2, 0.24, 0.12),
+}
+SPEEDS_INTER["ampere"] = SPEEDS_INTER["volta"]
+NVLS_MAX_ARITY = 32  # device.h NCCL_MAX_NVLS_ARITY: heads of the NVLS graph at most
+
+
+@dataclass(frozen=True)
+class NvlsGraph:
+    """What NCCL's NVLS topology search finds: channels (= nvls.nHeads) and per-channel bandwidths."""
+
+    channels: int
+    bw_intra: float
+    bw_inter: float
 
 
 @dataclass(frozen=True)
@@ -155,11 +188,59 @@ class System:
         graph fits the links (init.cc: no NVLS graph channels, no NVLS)."""
         if self.nvls is not None:
             return self.nvls
-        return self.arch in ("hopper", "blackwell") and self.link == "nvlink" and self.nodes == 1 and nvls_graph(self) is not None
+        return self.arch in ("hopper", "blackwell") and self.link == "nvlink" and self.nodes == 1 and node_nvls_graph(self) is not None
+
+    @property
+    def nvls_support(self) -> bool:
+        """comm->nvlsSupport: NVLink SHARP exists (Hopper or newer on NVLink switches) unless `nvls` says otherwise.
+
+        The NVLS algorithm needs it and one node (no CollNet: `nvls_enabled`); NVLS_TREE needs it and several.
+        """
+        if self.nvls is not None:
+            return self.nvls
+        return self.arch in ("hopper", "blackwell") and self.link == "nvlink"
+
+    @property
+    def nvls_graph(self) -> NvlsGraph:
+        """NCCL's NVLS graph across nodes, as search.cc's ncclTopoCompute finds it for the NVLS pattern.
+
+        Channel h has GPU h as its head, reached from a NIC local to it (ncclTopoSearchRecNet: one head per GPU
+        with a NIC, at most NCCL_MAX_NVLS_ARITY); each channel takes bwIntra on every GPU's NVLink to the switch
+        and twice that on its head's (ncclTopoSearchTryNvls), and bwInter on the head's NIC. Pass 1 goes down the
+        speed array from the NIC's bandwidth until every head has its channel (or the next speed is under 0.49 of
+        the best found; ncclTopoCompareGraphs keeps more channels, then more channels x bwInter); pass 2 raises
+        bwInter alone while the NIC carries it and bwInter < 2 bwIntra. A GPU's NICs count as one device of
+        their summed speed (aws-ofi-nccl groups a GPU's rails: nccl_ofi_rdma.cpp get_properties, port_speed x
+        max_group_size). Not modelled: the PCIe path's own cap (48 GB/s on Gen5 x16, at or above these NICs').
+        No channel before Hopper (search.cc: the NVLS pattern needs an NVSwitch and sm90).
+        """
+        nics = self.nics_per_node or self.gpus_per_node
+        if NVLS_EFFICIENCY[self.arch] == 0 or self.link != "nvlink" or self.gpus_per_node < 2:
+            return NvlsGraph(0, 0.0, 0.0)
+        heads = min(NVLS_MAX_ARITY, self.gpus_per_node, nics)
+        nic = self.nic_bw_GBps * max(1, nics // self.gpus_per_node)
+        nvlink = NVLINK_BW[self.arch] * NVLINKS_PER_GPU[self.arch]
+        speeds = [s for s in SPEEDS_INTER[self.arch] if s <= nic]
+        best_ch, best_bw = 0, 0.0
+        for s in speeds:
+            if best_ch and s / best_bw <= 0.49:
+                break
+            ch = min(heads, int(nvlink // s) - 1)
+            if ch > best_ch or ch * s > best_ch * best_bw:
+                best_ch, best_bw = ch, s
+            if best_ch == heads or best_ch * best_bw >= nvlink:
+                break
+        if best_ch == 0:
+            return NvlsGraph(0, 0.0, 0.0)
+        higher = [s for s in speeds if s > best_bw]
+        bw_inter = best_bw
+        while higher and bw_inter < 2 * best_bw:
+            bw_inter = higher.pop()
+        return NvlsGraph(best_ch, best_bw, bw_inter)
 
 
-def nvls_graph(system: System) -> tuple[int, float, float] | None:
-    """(nChannels, bwIntra, bwInter) of NCCL's NVLS graph on one node (search.cc ncclTopoCompute), None if none fits.
+def node_nvls_graph(system: System) -> NvlsGraph | None:
+    """NCCL's NVLS graph on one node (search.cc ncclTopoCompute, no network), None where none fits the links.
 
     One channel per GPU up to NCCL_MAX_NVLS_ARITY (search.cc: maxChannels = min(32, GPUs), and on one node
     minChannels = maxChannels, "pull evenly from all GPUs"). Channel c takes bwIntra on every GPU's link to and
@@ -180,7 +261,7 @@ def nvls_graph(system: System) -> tuple[int, float, float] | None:
     intra = speeds[i]
     while i > 0 and speeds[i] < 2 * intra:
         i -= 1
-    return channels, intra, speeds[i]
+    return NvlsGraph(channels, intra, speeds[i])
 
 
 def _nvls_bus_bw(system: System, op: str) -> float:
@@ -189,10 +270,10 @@ def _nvls_bus_bw(system: System, op: str) -> float:
     Across nodes (NVLS with CollNet, only when forced on) the NVLS graph's inter-node search is not modelled: the
     ring graph's bandwidth stands in, as before.
     """
-    graph = nvls_graph(system) if system.nodes == 1 else None
+    graph = node_nvls_graph(system) if system.nodes == 1 else None
     if graph is None:
         return system.graph_bw_GBps * system.nvls_efficiency
-    channels, intra, inter = graph
+    channels, intra, inter = graph.channels, graph.bw_intra, graph.bw_inter
     ppn = system.gpus_per_node
     bw = min(intra, inter) if op == "allreduce" else min(intra * (ppn - 1) / ppn, inter * 0.9)
     return channels * bw * system.nvls_efficiency
@@ -225,6 +306,9 @@ def _enabled(system: System, op: str, algo: str, proto: str) -> bool:
         return False
     if algo == "nvls" and (not system.nvls_enabled or op not in ("allreduce", "allgather", "reduce_scatter") or proto != "Simple"):
         return False
+    if algo == "nvls_tree" and (system.nodes == 1 or op != "allreduce" or proto != "Simple" or not system.nvls_support
+                                or system.nvls_graph.channels < 2):  # tuning.cc lines 301, 308, 502
+        return False
     if system.protocols is not None and proto not in system.protocols:
         return False
     if algo == "pat":  # tuning.cc ncclPatEnable: one GPU per node; allgather and reduce-scatter, Simple only
@@ -235,6 +319,8 @@ def _enabled(system: System, op: str, algo: str, proto: str) -> bool:
 def _algo_bw(system: System, op: str, algo: str, proto: str, nsteps: int) -> float:
     """Algorithm bandwidth in GB/s: the graph's bus bandwidth capped per (algorithm, protocol), over the bus-to-algorithm ratio."""
     arch, nodes, nch, scale = system.arch, system.nodes, system.n_channels, _scale(system)
+    if algo == "nvls_tree":
+        return _nvls_tree_bw(system, nsteps)
     ll_max = LL_MAX_BW[arch][scale] if nodes == 1 else (LL_MAX_BW["ampere"] if system.amd_cpu else LL_MAX_BW_INTEL_NET)[scale]
     bus = system.graph_bw_GBps
     if algo == "ring" and proto == "LL":
@@ -256,6 +342,20 @@ def _algo_bw(system: System, op: str, algo: str, proto: str, nsteps: int) -> flo
     return bus
 
 
+def _nvls_tree_bw(system: System, nsteps: int) -> float:
+    """NVLS_TREE allreduce's algorithm bandwidth (tuning.cc lines 307-323, 379): the NVLS graph's channels x
+    min(bwIntra x nvlsEfficiency x (nCh - 1) / nCh x 2, bwInter x 2 on two nodes (x 1 on more), perChMaxNVLSTreeBw),
+    then x nRanks / nsteps. nvlsEfficiency is NCCL's (NVLS_EFFICIENCY), not System.nvls_efficiency, which scales
+    the one-node NVLS of the older formula.
+    """
+    graph = system.nvls_graph
+    ch = graph.channels
+    intra = graph.bw_intra * NVLS_EFFICIENCY[system.arch] * (ch - 1) / ch * 2.0
+    inter = graph.bw_inter * (2.0 if system.nodes <= 2 else 1.0)
+    bw = min(intra, inter, PER_CH_MAX_NVLS_TREE[system.arch][_scale(system)])
+    return ch * bw * system.ranks / nsteps
+
+
 def _latency(system: System, op: str, algo: str, pi: int, nsteps: int) -> float:
     """Latency in us of (algorithm, protocol index): base plus intra- and inter-node hops."""
     p, nodes = system.ranks, system.nodes
@@ -269,6 +369,8 @@ def _latency(system: System, op: str, algo: str, pi: int, nsteps: int) -> float:
         return lat + 2 * ((p // nodes - 1) * intra_lat + _log2i(nodes) * inter_lat)
     if algo == "nvls":
         return intra_lat + (inter_lat if nodes > 1 else 0.0)
+    if algo == "nvls_tree":  # tuning.cc line 428: base (0) + intraLat + 2 log2i(nNodes) interLat
+        return lat + intra_lat + 2 * _log2i(nodes) * inter_lat
     if algo == "pat":  # "log latency" plus "still a linear part" (tuning.cc)
         return lat + _log2i(nodes) * (inter_lat / 3.5) + p * 2.8
     if op in ("broadcast", "reduce"):  # ring, NCCL's sameChannels case
@@ -289,12 +391,14 @@ def predict_times(system: System, op: str, sizes) -> dict[tuple[str, str], np.nd
     table = tune(system, op)
     n = np.asarray(sizes, dtype=np.float64)
     out = {}
+    log_size = np.array([_log2i(int(x) >> 6) if int(x) >> 6 > 0 else -1 for x in n])
     for (algo, proto), (lat, bw) in table.items():
         bws = np.full_like(n, bw)
-        if algo == "tree" and op == "allreduce":
-            log_size = np.array([_log2i(int(x) >> 6) if int(x) >> 6 > 0 else -1 for x in n])
-            factors = np.array([TREE_CORRECTION[proto][k] if 0 <= k < 23 else 1.0 for k in log_size])
-            bws = bws * factors
+        # ncclTopoGetAlgoTime (tuning.cc lines 639-646): the tree's size-binned correction, also NVLS_TREE's on
+        # Blackwell x86 hosts (all of collsim's hosts are x86)
+        bins = 23 if algo == "tree" else 24 if algo == "nvls_tree" and system.arch == "blackwell" else 0
+        if bins and op == "allreduce":
+            bws = bws * np.array([TREE_CORRECTION[proto][k] if 0 <= k < bins else 1.0 for k in log_size])
         lats = np.full_like(n, lat)
         if algo == "ring" and proto == "Simple" and system.nodes > 1 and op == "allreduce":
             plateau = n / (system.n_channels * system.ranks) >= 64

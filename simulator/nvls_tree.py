@@ -21,8 +21,8 @@ modelled: the switch's ALU, NCCL's warps split into scatter / gather / reduce / 
 choice of chunk size (chunks is a parameter here).
 The numpy check proves the data movement for any p and g dividing p. The engine times it on
 `switch_view(topology, p, group=g)` (simulator/nvls.py), which makes every node's NVSwitch a device;
-`nvls_tree_time` is exact on two nodes. Not a registered algorithm, for the reasons simulator/nvls.py gives,
-and not yet used by `collsim predict` (simulator/nccl_model.py enables NVLS on one node only).
+`nvls_tree_time` is exact on two nodes. Not a registered algorithm, for the reasons simulator/nvls.py gives;
+`collsim predict` runs it where NCCL's model picks NVLS_TREE (simulator/predict.py run_nvls_tree).
 """
 
 from __future__ import annotations

@@ -5,8 +5,10 @@ the machine the preset describes; the pick becomes a schedule collsim can check 
 
 - ring -> `nccl_ring` with NCCL's channel count for the size (simulator/nccl_channels.py), rings in
   rail-aware orders (every NIC used);
-- tree (or NVLS-tree) across nodes -> `rails`, the pipelined two-level allreduce with one
-  inter-node ring per rail, which moves what NCCL's trees move between nodes;
+- tree across nodes -> `rails`, the pipelined two-level allreduce with one inter-node ring per
+  rail, which moves what NCCL's trees move between nodes;
+- NVLS-tree (allreduce across NVSwitch nodes of Hopper and later) -> `simulator/nvls_tree.py`: each
+  node's switch reduces and multicasts, the GPUs' double binary trees join the nodes;
 - one node, NVLS (Hopper and later on an NVSwitch) -> `simulator/nvls.py`: the switch is a helper rank
   that reduces and multicasts, its links at NCCL's nvlsEfficiency; trees -> `nccl_ring`.
 
@@ -20,6 +22,9 @@ against the ring's 424 / 825 in v2.27.3, 208 / 363 in master), so `predict` time
 The protocol's costs (simulator/protocols.py) set the links' per-step latency and the wire-byte
 factor; its base latency is added once. The engine runs with unlimited ports per rank (the
 channels run at once) and max-min sharing on every link.
+
+At one GPU per node (`ranks_per_node=1`, simulator/ranks_per_node.py) NCCL's model also has PAT for
+allgather and reduce-scatter: its pick runs the `pat` schedule with PAT's costs (simulator/pat_predict.py).
 """
 
 from __future__ import annotations
@@ -33,10 +38,13 @@ from .calibration import for_protocol
 from .collective import Collective, normalize_op
 from .engine import EngineOptions, simulate
 from .errors import CollsimError
-from .nccl_channels import NVLS_STEP_FIT, collective_channels, nvls_extra_steps
+from .nccl_channels import NVLS_STEP_FIT, collective_channels, nvls_extra_steps, nvls_tree_chunk_size
 from .nccl_model import HW_LAT, LL_MAX_BW, NVLS_EFFICIENCY, PROTOCOLS, System, predict_times, tune
 from .nvls import nvls_schedule, switch_view, timing_view
+from .nvls_tree import MAX_CHUNKS as NVLS_TREE_MAX_CHUNKS
+from .nvls_tree import nvls_tree_allreduce
 from .protocols import protocol, with_step_latency
+from .ranks_per_node import check_ranks_per_node, default_ranks, nics_used, place_per_node
 from .topology.model import Topology
 from .topology.presets import NET_STEP_FIT, NETWORKS, PRESETS
 
@@ -44,6 +52,7 @@ OPS = ("allreduce", "allgather", "reduce_scatter")
 PIPELINE_CHUNK = 4 << 20  # bytes per pipeline chunk of `rails` (NCCL's default buffer, NCCL_BUFFSIZE = 4 MiB)
 MAX_PIPELINE = 32
 MAX_RANKS = 512  # predict builds C x 2(p-1) x p transfers per size: keep it a few seconds
+NVLS_TREE_MAX_PIECES = 4096  # NVLS-tree: pieces (chunks x shards x 2 trees x nodes) per size, ~25 transfers each
 
 
 @dataclass(frozen=True)
@@ -61,21 +70,27 @@ class Prediction:
     base_s: float
 
 
-def machine_of(topology: Topology, ranks: int) -> tuple[System, int]:
-    """NCCL's view of a preset machine (its System) and the ranks per node the rings cross nodes by."""
+def machine_of(topology: Topology, ranks: int, ranks_per_node: int | None = None) -> tuple[System, int]:
+    """NCCL's view of a preset machine (its System) and the ranks per node the rings cross nodes by.
+
+    `ranks_per_node` K: K ranks on each node (simulator/ranks_per_node.py), NCCL sees K GPUs and their NICs per node.
+    """
     if topology.preset is None or topology.preset[0].machine is None:
         names = ", ".join(n for n, p in PRESETS.items() if p.machine is not None)
         raise CollsimError(f"preset: {topology.name} is not a preset machine NCCL's model knows; expected one of {names}")
     preset, nodes, net = topology.preset
     m = preset.machine
-    per_node = preset.gpus_per_node
-    if m.nics_per_node is None or ranks <= per_node:  # one NVLink domain (MNNVL trays) or one node: NCCL sees one node
+    per_node, nics = preset.gpus_per_node, m.nics_per_node
+    if ranks_per_node is not None:
+        check_ranks_per_node(ranks_per_node, per_node, ranks, nodes, preset.name)
+        per_node, nics = ranks_per_node, nics and nics_used(nics, per_node, ranks_per_node)
+    if nics is None or ranks <= per_node:  # one NVLink domain (MNNVL trays) or one node: NCCL sees one node
         per_node, nodes = ranks, 1
     elif ranks % per_node:
         raise CollsimError(f"ranks: {ranks} ranks on {nodes} nodes of {per_node} GPUs; expected a multiple of {per_node}")
     else:
         nodes = ranks // per_node
-    system = System(m.arch, per_node, nodes, m.link, nic_bw_GBps=NETWORKS[net][0] / 1e9, nics_per_node=m.nics_per_node,
+    system = System(m.arch, per_node, nodes, m.link, nic_bw_GBps=NETWORKS[net][0] / 1e9, nics_per_node=nics,
                     protocols=m.protocols, nvls=m.nvls, net_latency_us=m.net_latency_us if net == m.net else 0.0)
     return system, per_node
 
@@ -102,8 +117,12 @@ def nccl_pick(system: System, op: str, size: int, proto: str | None = None,
 
 
 def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto: str | None = None,
-            dtype: str = "float32", net_extra_s: float | None = None, nvls_step_s: float | None = None) -> list[Prediction]:
+            dtype: str = "float32", net_extra_s: float | None = None, nvls_step_s: float | None = None,
+            ranks_per_node: int | None = None) -> list[Prediction]:
     """One Prediction per size (nccl-tests' size meaning).
+
+    `ranks_per_node` K puts K ranks on each node (rank r on GPU r % K of node r // K; default ranks: K per node);
+    at K = 1 NCCL runs PAT for allgather and reduce-scatter where its model says so.
 
     `net_extra_s` is added to NCCL's per-step network latency; default: a calibrated topology's value
     (simulator/calibration.py), else the preset network's fitted value (NET_STEP_FIT, 0 for networks
@@ -114,11 +133,14 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
     op = normalize_op(op)
     if op not in OPS:
         raise CollsimError(f"op: predict covers {', '.join(OPS)}; not {op}")
-    ranks = ranks or topology.num_devices
+    ranks = ranks or default_ranks(topology, ranks_per_node)
     if ranks < 2:
         raise CollsimError(f"ranks: {ranks} rank has nothing to communicate; expected 2 or more")
-    topology.check_ranks(ranks)
-    system, per_node = machine_of(topology, ranks)
+    if ranks_per_node is None:  # else machine_of checks K ranks on each node, within the preset's nodes
+        topology.check_ranks(ranks)
+    system, per_node = machine_of(topology, ranks, ranks_per_node)
+    if ranks_per_node is not None:
+        topology = place_per_node(topology, ranks_per_node, topology.preset[0].gpus_per_node)
     calibration = getattr(topology, "calibration", None)
     if net_extra_s is None:
         net_extra_s = NET_STEP_FIT.get(topology.preset[2], (0.0, ""))[0] if system.nodes > 1 else 0.0
@@ -137,13 +159,15 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
 def candidates(system: System, op: str, size: int, proto: str | None = None) -> list[tuple[str, str]]:
     """The (algorithm, protocol) pairs predict times at this size; it keeps the fastest.
 
-    NCCL's pick (among ring and NVLS on one node); across nodes, allreduce also times the other family,
-    because NCCL's model often mis-ranks ring and tree there.
+    NCCL's pick (among ring and NVLS on one node); across nodes, allreduce also times the other of ring
+    and tree, because NCCL's model often mis-ranks those two there. An NVLS-tree pick
+    is NCCL's alone: NCCL runs the argmin of its own table (enqueue.cc topoGetAlgoInfo), and nothing
+    says its NVLS-tree ranking is off, so it is timed as picked and never swapped for ring or tree.
     """
     one_node = ("ring", "nvls")
     algo, proto_used = nccl_pick(system, op, size, proto, algos=None if system.nodes > 1 else one_node)
     out = [(algo, proto_used)]
-    if system.nodes > 1 and op == "allreduce":
+    if system.nodes > 1 and op == "allreduce" and algo != "nvls_tree":
         other = "ring" if algo in ("tree", "nvls") else "tree"
         out.append((other, nccl_pick(system, op, size, proto, algos=(other,))[1]))
     return out
@@ -157,15 +181,22 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
     Ring and tree run on the channels NCCL gives a call of this size (simulator/nccl_channels.py); each
     channel carries 1/n_channels of the graph's bandwidth, so fewer channels move the bytes slower.
     """
+    if algo == "pat":  # one GPU per node (simulator/pat_predict.py)
+        from .pat_predict import run_pat
+
+        return run_pat(topology, system, op, size, ranks, dtype, net_extra_s, intra_extra_s)
     multinode = system.nodes > 1
     if algo == "nvls" and not multinode:
         return run_nvls(topology, system, size, ranks, dtype, intra_extra_s, nvls_step_s, op)
-    channels = collective_channels(system, "tree" if algo in ("tree", "nvls") else "ring", proto, size)[0]
-    if multinode and op == "allreduce" and algo in ("tree", "nvls"):
-        family, name = "tree", "rails"
+    if algo == "nvls_tree" and system.nvls_graph.channels == per_node:  # else (fewer heads than GPUs): as a tree
+        return run_nvls_tree(topology, system, per_node, size, ranks, dtype, net_extra_s, intra_extra_s)
+    family = "tree" if algo in ("tree", "nvls", "nvls_tree") else "ring"
+    channels = collective_channels(system, family, proto, size)[0]
+    if multinode and op == "allreduce" and family == "tree":
+        name = "rails"
         params = {"group": per_node, "pipeline": pipeline_chunks(topology, size, per_node)}
     else:
-        family, name = "ring", "nccl_ring"
+        name = "nccl_ring"
         # channels beyond the GPUs of a node repeat the same orders (same links, same NICs): the engine runs
         # min(C, G) rings carrying the same bytes, which times the same under max-min sharing.
         params = {"channels": min(channels, per_node), "node": per_node}
@@ -224,3 +255,32 @@ def run_nvls(topology: Topology, system: System, size: int, ranks: int, dtype: s
     channels = collective_channels(system, "nvls", "Simple", size)[0]
     return Prediction(size, coll.count, "nvls", "Simple", "nvls", channels, base_s + trace.time,
                       trace.time, base_s)
+
+
+def run_nvls_tree(topology: Topology, system: System, per_node: int, size: int, ranks: int, dtype: str = "float32",
+                  net_extra_s: float = 0.0, intra_extra_s: float = 0.0) -> Prediction:
+    """Time NVLS-tree allreduce across nodes (simulator/nvls_tree.py): every node's switch a helper device.
+
+    As run_nvls: the switches' links at NCCL's nvlsEfficiency, the preset's own links otherwise, NCCL's
+    NVLS_TREE latency (tuning.cc: 25 us + 2 log2(nodes) x 20.9 us) added once, with the extras per network
+    hop (2 log2(nodes) of them) and per call inside the node. Each half-shard goes in as many pieces as
+    NCCL's loop takes steps: nBytes / (nvlsChannels x nHeads x chunk), the chunk as calcCollChunking sets
+    it for NVLS_TREE (simulator/nccl_channels.py); a piece is one step of all the channels of a tree at
+    once. At most 64 pieces, and fewer where nodes x GPUs x 2 x pieces would pass NVLS_TREE_MAX_PIECES.
+    """
+    coll = Collective("allreduce", ranks, size, dtype)
+    channels = collective_channels(system, "nvls_tree", "Simple", size)[0]
+    steps = size // (channels * per_node * nvls_tree_chunk_size(system, size, per_node))
+    budget = max(1, NVLS_TREE_MAX_PIECES // (2 * ranks))
+    chunks = int(np.clip(steps, 1, min(NVLS_TREE_MAX_CHUNKS, budget)))
+    schedule = nvls_tree_allreduce(coll, per_node, chunks=chunks)
+    machine = switch_view(getattr(topology, "uncalibrated", topology), ranks, NVLS_EFFICIENCY[system.arch], group=per_node)
+    trace = simulate(timing_view(schedule), machine, EngineOptions(ports=0))
+    hops = 2 * (system.nodes.bit_length() - 1)
+    latency_us, algbw_GBps = tune(system, "allreduce")[("nvls_tree", "Simple")]
+    base_s = latency_us * 1e-6 + hops * net_extra_s + intra_extra_s
+    # NCCL's kernels move at most perChMaxNVLSTreeBw per channel (tuning.cc; in tune's bandwidth with the NVLS graph's
+    # intra- and inter-node figures): the links alone would let the schedule go faster, so the call takes the longer
+    engine_s = max(trace.time, size / (algbw_GBps * 1e9))
+    return Prediction(size, coll.count, "nvls_tree", "Simple", "nvls_tree", channels, base_s + engine_s,
+                      engine_s, base_s)

@@ -17,10 +17,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "nccl-model", help="NCCL's own tuning model: time per algorithm/protocol and NCCL's pick",
         description="NCCL's own cost model (src/graph/tuning.cc): for each size, the time NCCL predicts for\n"
-                    "every (algorithm, protocol) it would consider (Tree, Ring, NVLS x LL, LL128, Simple; PAT with\n"
-                    "Simple at one GPU per node) and the one it picks. What NCCL's topology search finds (channels x\n"
-                    "bandwidth per GPU) is an input: by default NVLink lanes x NCCL's per-lane figure, or PCI_BW for\n"
-                    "PCIe, capped by the NICs across nodes. --compare LOG puts NCCL's pick next to an nccl-tests log, size by size.",
+                    "every (algorithm, protocol) it would consider (Tree, Ring x LL, LL128, Simple; NVLS on one node and\n"
+                    "NVLS-tree across nodes with Simple; PAT with Simple at one GPU per node) and the one it picks.\n"
+                    "What NCCL's topology search finds (channels x bandwidth per GPU) is an input: by default\n"
+                    "NVLink lanes x NCCL's per-lane figure, or PCI_BW for PCIe, capped by the NICs across nodes.\n"
+                    "--compare LOG puts NCCL's pick next to an nccl-tests log, size by size.",
         epilog="examples: collsim nccl-model --gpus 8 --nodes 2 --arch hopper\n"
                "          collsim nccl-model --gpus 8 --arch ampere --op allgather --size 1KiB:1GiB:4\n"
                "          collsim nccl-model --gpus 8 --arch hopper --compare LOG --json")
@@ -36,9 +37,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--nic-bw", default="400Gbit/s", help="bandwidth per NIC across nodes (default 400Gbit/s)")
     p.add_argument("--nics", type=int, help="NICs per node (default: one per GPU)")
     p.add_argument("--nvls", choices=("auto", "on", "off"), default="auto",
-                   help="NVLink SHARP: auto = Hopper or newer on NVLink, one node (default auto)")
+                   help="NVLink SHARP: auto = Hopper or newer on NVLink (NVLS on one node, NVLS-tree across nodes; default auto)")
     p.add_argument("--nvls-efficiency", type=float, default=1.0,
-                   help="scale NVLS bandwidth (1 = the 2.27 model; NCCL >= 2.28 has 0.85 Hopper, 0.74 Blackwell)")
+                   help="scale one-node NVLS bandwidth (1 = the v2.27 model; NCCL >= 2.28 has 0.85 Hopper, 0.74 "
+                        "Blackwell; NVLS-tree always uses NCCL's)")
     p.add_argument("--amd-cpu", action="store_true", help="AMD host CPUs (NCCL's LL caps and network overhead differ)")
     p.add_argument("--compare", metavar="LOG", help="an nccl-tests log: measured time vs NCCL's pick at each size")
     p.add_argument("--placement", choices=("out", "in", "min"), default="out", help="which measured time to compare (default out)")
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     model = tune(system, op)
     settings = {"arch": system.arch, "gpus_per_node": system.gpus_per_node, "nodes": system.nodes, "ranks": system.ranks,
                 "link": system.link, "graph_bw_GBps": system.graph_bw_GBps, "channels": system.n_channels,
-                "nvls": system.nvls_enabled, "op": op}
+                "nvls": system.nvls_enabled, "nvls_tree": any(a == "nvls_tree" for a, _ in model), "op": op}
     choices = [{"algorithm": a, "protocol": p, "latency_us": lat, "algbw_GBps": bw} for (a, p), (lat, bw) in model.items()]
     if args.compare:
         if args.json:
@@ -114,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
 def _print_header(settings: dict, choices: list[dict]) -> None:
     print(f"# NCCL model: {settings['op']}, {settings['arch']}, {settings['gpus_per_node']} GPUs x {settings['nodes']} node(s) "
           f"= {settings['ranks']} ranks, {settings['link']}, graph {settings['graph_bw_GBps']:.1f} GB/s per GPU over "
-          f"{settings['channels']} channels, NVLS {'on' if settings['nvls'] else 'off'} (times in us)")
+          f"{settings['channels']} channels, NVLS {'on' if settings['nvls'] else 'off'}, NVLS-tree "
+          f"{'on' if settings['nvls_tree'] else 'off'} (times in us)")
     print("# " + ", ".join(f"{c['algorithm']}/{c['protocol']}: {c['latency_us']:.1f} us + n / {c['algbw_GBps']:.1f} GB/s"
                            for c in choices))

@@ -9,7 +9,8 @@ from simulator.errors import CollsimError
 from simulator.fileio import atomic_write
 from simulator.formats.nccl_tests import ResultRow, format_log, nccl_type_name, write_log
 from simulator.nccl_model import PROTOCOLS
-from simulator.predict import MAX_RANKS, OPS, predict
+from simulator.predict import MAX_RANKS, OPS, machine_of, predict
+from simulator.ranks_per_node import default_ranks, parse_ranks_per_node
 from simulator.topology import PRESETS
 from simulator.topology.spec import parse_topology
 from simulator.units import format_size, parse_size_range
@@ -23,7 +24,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "predict", help="what nccl-tests would print on a preset machine (NCCL's picks, timed by the engine)",
         description="For each size, pick the algorithm, protocol and channels as NCCL's tuning model does for the preset "
                     "machine, build that schedule (rings in rail-aware orders over NCCL's channels, or the pipelined "
-                    "per-rail tree across nodes, or NVLS with the NVSwitch reducing on one Hopper or Blackwell node), "
+                    "per-rail tree across nodes, or NVLS with the NVSwitch reducing on one Hopper or Blackwell node, or PAT "
+                    "at one rank per node), "
                     "time it with the engine (NCCL's protocol latencies and efficiencies, "
                     "max-min sharing on every link) and print an nccl-tests table. Accuracy against real logs: "
                     "docs/accuracy.md.",
@@ -31,12 +33,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                "  collsim predict --preset p5:nodes=2 --op allreduce --size 1MiB:8GiB\n"
                "  collsim predict --preset hgx-b200 --op allgather --size 64KiB:1GiB:4 --proto Simple\n"
                "  collsim predict --preset dgx-h100:nodes=2 --nccl-log h100x2.txt --json\n"
+               "  collsim predict --preset dgx-h100:nodes=8 --ranks-per-node 1 --op allgather --size 64KiB:64MiB\n"
                f"machine presets: {machines}")
     p.add_argument("--preset", required=True, help="a machine preset, NAME or NAME:nodes=N[,net=NET] "
                    "(rtx4090-pcie also takes shm=RATE, its SHM load rate per GPU)")
     p.add_argument("--op", default="allreduce", help=f"{', '.join(OPS)} (default allreduce)")
     p.add_argument("--size", default="1MiB:8GiB", help="sizes START:END[:FACTOR] or a list (nccl-tests meaning; default 1MiB:8GiB)")
-    p.add_argument("--ranks", type=int, help="ranks (default: every GPU of the preset)")
+    p.add_argument("--ranks", type=int, help="ranks (default: every GPU of the preset, or K per node with --ranks-per-node)")
+    p.add_argument("--ranks-per-node", metavar="K", help="K ranks on each node, rank r on GPU r %% K of node r // K, each "
+                   "with its own NIC (default: every GPU of a node); 1 is NCCL's PAT case for allgather and reduce-scatter")
     p.add_argument("--proto", default="auto", help=f"protocol: auto (NCCL's pick per size) or one of {', '.join(PROTOCOLS)}")
     p.add_argument("--nccl-log", metavar="FILE", help="also write the table to FILE (nccl-tests format, out-of-place)")
     p.add_argument("--csv", metavar="FILE", help="also write the picks as an NCCL tuner-plugin CSV (NVIDIA/nccl "
@@ -60,22 +65,24 @@ def run(args: argparse.Namespace) -> int:
         raise CollsimError(f"op: predict covers {', '.join(OPS)}; not {op}")
     proto = _proto(args.proto)
     topology = parse_topology(args.preset)
-    ranks = args.ranks or topology.num_devices
+    per_node = parse_ranks_per_node(args.ranks_per_node)
+    ranks = args.ranks or default_ranks(topology, per_node)
+    if per_node is not None:
+        machine_of(topology, ranks, per_node)  # what is wrong with K, before the rank limit
     if ranks > MAX_RANKS:
         raise CollsimError(f"ranks: {ranks} ranks; predict simulates at most {MAX_RANKS}; expected a smaller preset or --ranks")
     sizes = parse_size_range(args.size, "size", multiple=4)
-    rows = predict(topology, op, sizes, ranks=ranks, proto=proto)
+    rows = predict(topology, op, sizes, ranks=ranks, proto=proto, ranks_per_node=per_node)
     per = 4 * (ranks if op in TOTAL_SIZE_OPS else 1)  # nccl-tests' count: elements per rank
     results = [ResultRow(r.bytes, r.bytes // per, nccl_type_name("float32"), "sum" if op in REDUCING else "none", -1, r.time_s,
                          None, None) for r in rows]
-    title = f"collsim predict {args.preset}"
+    title = f"collsim predict {args.preset}" + (f" --ranks-per-node {per_node}" if per_node else "")
     if args.nccl_log:
         write_log(args.nccl_log, op, ranks, results, title=title)
     if args.csv:
-        atomic_write(args.csv, tuner_csv(op, ranks, rows, topology.preset[1] if ranks > topology.preset[0].gpus_per_node
-                                         and topology.preset[0].machine.nics_per_node is not None else 1))
+        atomic_write(args.csv, tuner_csv(op, ranks, rows, machine_of(topology, ranks, per_node)[0].nodes))
     if args.json:
-        emit_json({"preset": args.preset, "op": op, "ranks": ranks,
+        emit_json({"preset": args.preset, "op": op, "ranks": ranks, "ranks_per_node": per_node,
                    "rows": [{"bytes": r.bytes, "time_s": r.time_s, "engine_s": r.engine_s, "base_s": r.base_s,
                              "nccl_algorithm": r.nccl_algo, "protocol": r.proto, "schedule": r.algorithm,
                              "channels": r.channels} for r in rows]})
@@ -91,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 TUNER_NAMES = {"allreduce": "allreduce", "allgather": "allgather", "reduce_scatter": "reducescatter"}
-TUNER_ALGOS = {"nccl_ring": "ring", "rails": "tree", "nvls": "nvls"}
+TUNER_ALGOS = {"nccl_ring": "ring", "rails": "tree", "nvls": "nvls", "nvls_tree": "nvls_tree"}  # plugin.c names
 MAX_TUNER_BYTES = 4294967295  # the example file's open end
 
 
@@ -105,7 +112,7 @@ def tuner_csv(op: str, ranks: int, rows, nodes: int) -> str:
              "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks"]
     ranges: list[list] = []
     for r in rows:
-        pick = (TUNER_ALGOS[r.algorithm], r.proto.lower(), r.channels)
+        pick = (TUNER_ALGOS.get(r.algorithm, r.algorithm), r.proto.lower(), r.channels)  # pat: NCCL's own name
         if ranges and ranges[-1][2] == pick:
             ranges[-1][1] = r.bytes
         else:

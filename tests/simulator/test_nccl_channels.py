@@ -3,7 +3,7 @@
 import pytest
 
 from simulator.errors import CollsimError
-from simulator.nccl_channels import collective_channels, nvls_chunk_size, nvls_extra_steps
+from simulator.nccl_channels import collective_channels, nvls_chunk_size, nvls_extra_steps, nvls_tree_chunk_size, nvls_tree_tuning
 from simulator.nccl_model import System
 from simulator.predict import predict
 from simulator.topology.spec import parse_topology
@@ -104,3 +104,32 @@ def test_nvls_step_fit_never_uses_the_log_it_predicts():
     assert fit_without(data, {"a", "b"}) == pytest.approx(3.0e-6)
     assert 0.5e-6 - 1e-12 <= fit_without(data, {"c"}) <= 1.0e-6 + 1e-12  # c's 3 us is never seen
     assert fit_without(data, {"a", "b", "c"}) is None
+
+
+@pytest.mark.parametrize("system, want", [
+    # nvls.cc ncclNvlsTuning: Hopper 16 channels, 128 KiB chunks; the tree's chunk at most 64 KiB from 4 nodes on
+    (System("hopper", 8, 2), (16, 128 << 10, 128 << 10)),
+    (System("hopper", 8, 4), (16, 128 << 10, 64 << 10)),
+    # ncclNvlsTreeSm100Tuning: 2 nodes, NIC >= 48 GB/s: 32 channels; 8 GPUs behind PCIe switches with a NIC
+    # under 96 GB/s: tree chunk 64 KiB; at 100 GB/s 128 KiB; from 3 nodes with 48-96 GB/s NICs: 24 channels
+    (System("blackwell", 8, 2), (32, 128 << 10, 64 << 10)),
+    (System("blackwell", 8, 2, nic_bw_GBps=100.0), (32, 128 << 10, 128 << 10)),
+    (System("blackwell", 8, 4), (24, 128 << 10, 64 << 10)),
+    (System("blackwell", 8, 4, nic_bw_GBps=100.0), (24, 256 << 10, 256 << 10)),
+])
+def test_nvls_tree_tuning_by_hand(system, want):
+    assert nvls_tree_tuning(system) == want
+    assert collective_channels(system, "nvls_tree", "Simple", 1) == (want[0], 640)  # any size: nvlsChannels
+
+
+@pytest.mark.parametrize("system, nbytes, want", [
+    # H100 x 2 nodes: 16 channels x 8 heads = 128 ops, chunk 128 KiB; below 4 x 128 x 128 KiB = 64 MiB -> 64 KiB;
+    # below 1 x 128 x 64 KiB = 8 MiB -> 32 KiB
+    (System("hopper", 8, 2), 1 << 30, 128 << 10), (System("hopper", 8, 2), 64 << 20, 128 << 10),
+    (System("hopper", 8, 2), (64 << 20) - 1, 64 << 10), (System("hopper", 8, 2), 8 << 20, 64 << 10),
+    (System("hopper", 8, 2), (8 << 20) - 1, 32 << 10),
+    # B200 x 2 nodes: 32 x 8 = 256 ops, chunk min(128, 64) KiB; below 256 x 64 KiB = 16 MiB -> 32 KiB
+    (System("blackwell", 8, 2), 16 << 20, 64 << 10), (System("blackwell", 8, 2), (16 << 20) - 1, 32 << 10),
+])
+def test_nvls_tree_chunk_by_hand(system, nbytes, want):
+    assert nvls_tree_chunk_size(system, nbytes, 8) == want

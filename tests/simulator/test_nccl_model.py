@@ -7,7 +7,7 @@ import pytest
 from app.cli import main
 from simulator.errors import CollsimError
 from simulator.formats.nccl_tests import read_log
-from simulator.nccl_model import System, choose, nvls_graph, predict_times, tune
+from simulator.nccl_model import NvlsGraph, System, choose, node_nvls_graph, predict_times, tune
 
 NODE = System("hopper", 8, 1, nvls=False)
 
@@ -73,16 +73,16 @@ def test_multi_node_small_sizes_pick_tree_and_nvls_wins_large_on_one_hopper_node
     assert picks == [("nvls", "Simple")]
 
 
-def test_nvls_graph_as_search_cc_builds_it():
+def test_one_node_nvls_graph_as_search_cc_builds_it():
     # one channel per GPU; each GPU's NVSwitch link carries (8 + 1) x bwIntra (its own channel twice):
     # H100 18 x 20.6 = 370.8 GB/s fits 9 x 40 (not 9 x 50) from sm90's speeds; B200 18 x 40.1 = 721.8 fits 9 x 80
     # (not 9 x 90); pass 2 raises bwInter while under 2 x bwIntra: 40 -> 50 -> 60 (the top), 80 -> 90 (the top)
-    assert nvls_graph(System("hopper", 8, 1)) == (8, 40.0, 60.0)
-    assert nvls_graph(System("blackwell", 8, 1)) == (8, 80.0, 90.0)
-    assert nvls_graph(System("blackwell", 2, 1)) == (2, 90.0, 90.0)  # 3 x 90 fits
-    assert nvls_graph(System("ampere", 8, 1)) is None
+    assert node_nvls_graph(System("hopper", 8, 1)) == NvlsGraph(8, 40.0, 60.0)
+    assert node_nvls_graph(System("blackwell", 8, 1)) == NvlsGraph(8, 80.0, 90.0)
+    assert node_nvls_graph(System("blackwell", 2, 1)) == NvlsGraph(2, 90.0, 90.0)  # 3 x 90 fits
+    assert node_nvls_graph(System("ampere", 8, 1)) is None
     slow = System("hopper", 8, 1, bus_bw_GBps=20.0)  # 9 x 3 GB/s (sm90's slowest speed) does not fit: no NVLS graph
-    assert nvls_graph(slow) is None and not any(a == "nvls" for a, _ in tune(slow, "allreduce"))
+    assert node_nvls_graph(slow) is None and not any(a == "nvls" for a, _ in tune(slow, "allreduce"))
 
 
 def test_nvls_latency_and_bandwidth():
@@ -126,7 +126,9 @@ def test_cli_nccl_model(capsys, shared_data):
     assert main(["nccl-model", "--gpus", "8", "--nodes", "2", "--arch", "hopper", "--size", "8,1GiB", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["system"]["ranks"] == 16
-    assert [r["pick"] for r in data["rows"]] == ["tree/LL", "ring/Simple"]
+    # 1 GiB: NVLS_TREE 66.8 us + 2^30 B / 246.2 GB/s = 4428 us beats ring Simple 1.4 x 131.6 us + 2^30 B / 197.8 GB/s
+    # = 5614 us (tuning.cc; the numbers are worked out in test_nvls_tree_latency_and_bandwidth_by_hand)
+    assert [r["pick"] for r in data["rows"]] == ["tree/LL", "nvls_tree/Simple"]
     assert main(["nccl-model", "--gpus", "8", "--arch", "hopper"]) == 0
     assert "ring/Simple" in capsys.readouterr().out
     log = next((shared_data / "nccl-tests").glob("04_*.txt"))
@@ -167,3 +169,69 @@ def test_pat_only_at_one_gpu_per_node_for_allgather_and_reduce_scatter():
         assert picks == [("pat", "Simple"), ("ring", "Simple")]  # log latency small, the ring's bandwidth large
     assert not any(k[0] == "pat" for k in tune(flat, "allreduce"))  # never for allreduce
     assert not any(k[0] == "pat" for k in tune(System("hopper", 8, 16), "allgather"))  # nor at 8 GPUs per node
+
+
+def test_nvls_tree_latency_and_bandwidth_by_hand():
+    # tuning.cc (NCCL 2.28+): latency = base 0 + hwLat[NVLink][NVLS_TREE][Simple] 25 us + 2 log2(nNodes) x
+    # hwLat[net][NVLS_TREE][Simple] 20.9 us; bandwidth = nCh x min(bwIntra x nvlsEfficiency x (nCh-1)/nCh x 2,
+    # bwInter x 2 (two nodes) or x 1, perChMaxNVLSTreeBw) x nRanks / nsteps. The NVLS graph of an H100 node with one
+    # 400G NIC per GPU, from search.cc: 8 heads; 48 GB/s per channel fits 6 (7 x 48 + 48 > 18 x 20.6), 45 and 42
+    # fit 7, 40 fits all 8 (9 x 40 <= 370.8); then bwInter rises to 48 (the NIC's 50 GB/s carries it).
+    two = System("hopper", 8, 2)
+    assert (two.nvls_graph.channels, two.nvls_graph.bw_intra, two.nvls_graph.bw_inter) == (8, 40.0, 48.0)
+    lat, bw = tune(two, "allreduce")[("nvls_tree", "Simple")]
+    assert lat == pytest.approx(25.0 + 2 * 1 * 20.9)                                    # 66.8 us
+    assert bw == pytest.approx(8 * min(40 * 0.85 * 7 / 8 * 2, 48 * 2, 57.7) * 16 / 30)  # 246.2 GB/s (the 57.7 cap)
+    lat4, bw4 = tune(System("hopper", 8, 4), "allreduce")[("nvls_tree", "Simple")]
+    assert lat4 == pytest.approx(25.0 + 2 * 2 * 20.9)                                   # 108.6 us
+    assert bw4 == pytest.approx(8 * min(59.5, 48.0, 45.5) * 32 / 62)
+    # the network plugin's latency counts twice per network hop with Simple (tuning.cc: "flush extra latency")
+    lat_net, _ = tune(System("hopper", 8, 2, net_latency_us=3.0), "allreduce")[("nvls_tree", "Simple")]
+    assert lat_net == pytest.approx(25.0 + 2 * (20.9 + 3.0 + 3.0))
+    # B200: 48 GB/s fits all 8 channels (9 x 48 <= 18 x 40.1), the NIC stops bwInter at 48; intra-bound
+    b = System("blackwell", 8, 2)
+    assert (b.nvls_graph.channels, b.nvls_graph.bw_intra, b.nvls_graph.bw_inter) == (8, 48.0, 48.0)
+    _, bw_b = tune(b, "allreduce")[("nvls_tree", "Simple")]
+    assert bw_b == pytest.approx(8 * 48 * 0.74 * 7 / 8 * 2 * 16 / 30)
+    # ... and on Blackwell (x86 hosts) NCCL applies the tree's size correction to NVLS_TREE: 1 MiB -> bin 14 -> 0.5
+    n = 1 << 20
+    lat_b = tune(b, "allreduce")[("nvls_tree", "Simple")][0]
+    assert predict_times(b, "allreduce", [n])[("nvls_tree", "Simple")][0] == pytest.approx((lat_b + n / (1000 * bw_b * 0.5)) * 1e-6)
+    assert predict_times(two, "allreduce", [n])[("nvls_tree", "Simple")][0] == pytest.approx((lat + n / (1000 * bw)) * 1e-6)
+
+
+def test_nvls_graph_follows_the_nics():
+    # 200G NICs (25 GB/s): the search starts at 24 GB/s, where all 8 channels fit; no higher speed fits the NIC
+    g = System("hopper", 8, 2, nic_bw_GBps=25.0).nvls_graph
+    assert (g.channels, g.bw_intra, g.bw_inter) == (8, 24.0, 24.0)
+    # four NICs for eight GPUs: four heads, so four channels (one per GPU with a NIC); 48 GB/s fits them
+    g = System("hopper", 8, 2, nics_per_node=4).nvls_graph
+    assert (g.channels, g.bw_intra, g.bw_inter) == (4, 48.0, 48.0)
+    # p5: 32 x 100G EFA, four per GPU, grouped by aws-ofi-nccl into one 400G device per GPU
+    g = System("hopper", 8, 2, nic_bw_GBps=12.5, nics_per_node=32).nvls_graph
+    assert (g.channels, g.bw_intra, g.bw_inter) == (8, 40.0, 48.0)
+
+
+@pytest.mark.parametrize("system, op", [
+    (System("hopper", 8, 1), "allreduce"),               # tuning.cc: disabled on a single node
+    (System("ampere", 8, 2), "allreduce"),               # no NVLS graph before Hopper
+    (System("ampere", 8, 2, nvls=True), "allreduce"),    # ... even if asked for
+    (System("hopper", 8, 2, nvls=False), "allreduce"),   # NCCL_NVLS_ENABLE=0 (a3-mega's TCPXO profile)
+    (System("hopper", 8, 2, link="pcie"), "allreduce"),  # no NVSwitch
+    (System("hopper", 8, 2), "allgather"),               # allreduce only
+    (System("hopper", 8, 2), "reduce_scatter"),
+    (System("hopper", 8, 2, protocols=("LL", "LL128")), "allreduce"),  # Simple only
+])
+def test_nvls_tree_absent_where_nccl_leaves_it_out(system, op):
+    assert not any(a == "nvls_tree" for a, _ in tune(system, op))
+
+
+def test_nvls_tree_only_with_simple():
+    assert [k for k in tune(System("blackwell", 8, 2), "allreduce") if k[0] == "nvls_tree"] == [("nvls_tree", "Simple")]
+
+
+def test_cli_nccl_model_shows_the_nvls_tree_column(capsys):
+    assert main(["nccl-model", "--gpus", "8", "--nodes", "2", "--arch", "hopper", "--size", "1GiB"]) == 0
+    out = capsys.readouterr().out
+    assert "nvls_tree/Simple: 66.8 us + n / 246.2 GB/s" in out
+    assert out.rstrip().endswith("nvls_tree/Simple")

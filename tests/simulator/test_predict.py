@@ -7,7 +7,7 @@ import pytest
 from app.cli import main
 from simulator.errors import CollsimError
 from simulator.formats.nccl_tests import read_log
-from simulator.predict import machine_of, nccl_pick, predict
+from simulator.predict import candidates, machine_of, nccl_pick, predict, run_pick
 from simulator.protocols import protocol, with_step_latency
 from simulator.topology.spec import parse_topology
 
@@ -92,9 +92,38 @@ def test_two_nodes_run_the_rail_tree_above_any_rings_nic_bound():
     # p5: 8 x 50 GB/s of NICs per node; a ring pushes 2 (p-1)/p n through them, so its busbw is at most 400 GB/s.
     # The rail tree moves n per node each way: busbw up to 1.875 x 400 = 750 GB/s, NVLink-bound at about 480.
     n = 1 << 30
-    row = predict(parse_topology("p5:nodes=2"), "allreduce", [n])[0]
+    topo = parse_topology("p5:nodes=2")
+    system, per_node = machine_of(topo, 16)
+    row = run_pick(topo, system, per_node, "allreduce", n, 16, "tree", "Simple")
     busbw = n / row.time_s * 2 * 15 / 16
     assert row.algorithm == "rails" and 400e9 < busbw < 500e9
+
+
+def test_two_nvswitch_nodes_run_nvls_tree_where_nccl_picks_it():
+    # NCCL's model picks NVLS_TREE for large allreduce on two Hopper NVSwitch nodes (tests/simulator/test_nccl_model.py),
+    # and predict runs that schedule as picked (no ring / tree alternative). Its busbw beats the ring's NIC bound
+    # (400 GB/s) and stays under NCCL's per-channel cap: the NVLS graph's 8 channels x perChMaxNVLSTreeBw 57.7 GB/s
+    # (tuning.cc; under min(40 x 0.85 x 7/8 x 2, 48 x 2) per channel) = 461.6 GB/s, below the 637.5 GB/s the switch
+    # links alone would allow (each GPU sends n + n/8 up a link at 0.85 x 450 GB/s: 1.875 x 382.5 / 1.125).
+    n = 1 << 30
+    topo = parse_topology("p5:nodes=2")
+    system, _ = machine_of(topo, 16)
+    assert candidates(system, "allreduce", n) == [("nvls_tree", "Simple")]
+    row = predict(topo, "allreduce", [n])[0]
+    busbw = n / row.time_s * 2 * 15 / 16
+    assert (row.nccl_algo, row.algorithm, row.proto, row.channels) == ("nvls_tree", "nvls_tree", "Simple", 16)
+    assert 400e9 < busbw <= 461.6e9
+    # NCCL's NVLS_TREE latency is charged once: 25 + 2 x (20.9 + 2 x 75) us, with p5's EFA plugin latency (75 us,
+    # aws-ofi-nccl) on each network hop, twice for Simple (tuning.cc)
+    assert row.base_s == pytest.approx(366.8e-6)
+    # below NVLS_TREE's range NCCL picks the tree, and predict still times the ring next to it
+    assert [a for a, _ in candidates(system, "allreduce", 1 << 20)] == ["tree", "ring"]
+    # four nodes: two network hops each way in NCCL's latency (25 + 4 x 20.9 us); 32 ranks, still 16 channels
+    four = predict(parse_topology("dgx-h100:nodes=4"), "allreduce", [64 << 20])[0]
+    assert (four.algorithm, four.channels) == ("nvls_tree", 16) and four.base_s == pytest.approx(108.6e-6)
+    # Ampere (p4de) has no NVLS: never NVLS_TREE
+    p4de, _ = machine_of(parse_topology("p4de:nodes=2"), 16)
+    assert all(a != "nvls_tree" for a, _ in candidates(p4de, "allreduce", n))
 
 
 def _errors(shared_data, name, spec, nvls_step_s=None):
@@ -117,9 +146,10 @@ def test_one_node_nvls_logs_within_the_goal(shared_data, name, spec, nvls_step_s
 
 
 def test_two_node_logs_largest_size_within_15_percent(shared_data):
+    # 03 (p5) runs NVLS-tree there, NCCL's pick, at NCCL's per-channel cap
     for name, spec in (("01_h100_a3mega_2node_16gpu_tcpxo_allreduce.txt", "a3-mega:nodes=2"),
-                       ("03_h100_p5_2node_16gpu_efa_allreduce.txt", "p5:nodes=2"),
-                       ("02_a100_p4de_2node_16gpu_efa_allreduce.txt", "p4de:nodes=2")):
+                       ("02_a100_p4de_2node_16gpu_efa_allreduce.txt", "p4de:nodes=2"),
+                       ("03_h100_p5_2node_16gpu_efa_allreduce.txt", "p5:nodes=2")):
         assert abs(_errors(shared_data, name, spec)[-1]) <= 0.15, name
 
 
