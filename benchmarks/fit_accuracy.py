@@ -36,6 +36,15 @@ SYSTEMS = {
     "13_": ("1 node, 4x RTX 4090 PCIe (sm89: Ampere tables)", System("ampere", 4, 1, link="pcie")),
 }
 
+# The rows under a log in docs/fit.md's model table: the same system with NVLS off, or at NCCL >= 2.28's nvlsEfficiency.
+VARIANTS = {
+    "04_": (("same, NVLS off", System("hopper", 8, 1, nvls=False)),
+            ("same, `--nvls-efficiency 0.85`", System("hopper", 8, 1, nvls_efficiency=0.85))),
+    "05_": (("same, NVLS off", System("blackwell", 8, 1, nvls=False)),),
+    "07_": (("same, NVLS off", System("blackwell", 8, 1, nvls=False)),
+            ("same, `--nvls-efficiency 0.74`", System("blackwell", 8, 1, nvls_efficiency=0.74))),
+}
+
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}"
@@ -56,8 +65,10 @@ def main(argv: list[str] | None = None) -> int:
                      "cv1_ge_64KiB": one.cv_median_abs_pct_error(), "cv1_all": one.cv_median_abs_pct_error(0),
                      "cv3_ge_64KiB": three.cv_median_abs_pct_error(), "cv3_all": three.cv_median_abs_pct_error(0),
                      "last_segment_GBps": three.pieces[-1].bandwidth_Bps / 1e9})
-        label, system = SYSTEMS.get(path.name[:3], (None, None))
-        if system is not None and system.ranks == log.ranks:
+        base = SYSTEMS.get(path.name[:3])
+        if base is None or base[1].ranks != log.ranks:
+            continue
+        for label, system in (base, *VARIANTS.get(path.name[:3], ())):
             result = compare(system, log.op, log.measurements())
             rows = result["rows"]
             models.append({"log": path.name, "system": label, "ge_64KiB": result["median_abs_pct_error_ge_64KiB"],

@@ -6,12 +6,21 @@ Transcribed from NVIDIA/nccl src/graph/tuning.cc (ncclTopoTuneModel and ncclTopo
 generation, and the bus-to-algorithm bandwidth ratios. What NCCL learns from its topology search
 (channels and per-channel bandwidth of the ring/tree graphs) is an *input* here: by default the
 GPU's NVLink count times NCCL's per-link constant (topo.h SMxx_NVLINK_BW), or PCI_BW for PCIe,
-and for several nodes no more than the node's NICs carry. Treat the result as one reference model.
+and for several nodes no more than the node's NICs carry. The NVLS graph on one node is derived
+from that per-GPU bandwidth as search.cc does (node_nvls_graph). Treat the result as one reference model.
+
+The one-node NVLS bandwidths follow tuning.cc v2.27.3 (lines 267-273, 324), the release line of the
+other Blackwell constants here: allreduce nChannels x min(bwIntra, bwInter) x 5/6, allgather and
+reduce-scatter nChannels x min(bwIntra (ppn-1)/ppn, 0.9 bwInter), not converted to an algorithm
+bandwidth. On one 8-GPU node that is 267 (H100) / 533 (B200) GB/s for allreduce and 280 / 560 GB/s
+for allgather and reduce-scatter, against a ring's 424 / 825 GB/s: NCCL's model never picks NVLS
+for allgather or reduce-scatter there. NCCL >= 2.28 (master, tuning.cc lines 307-318) is lower still
+for them: nChannels x bwIntra x nvlsEfficiency x (nChannels-1)/nChannels x (ppn-1)/ppn = 208 / 363 GB/s.
 
 NVLS_TREE (allreduce across NVSwitch nodes of Hopper / Blackwell) follows tuning.cc as of NCCL 2.28 (NVIDIA/nccl
-5067397c, v2.30.7 alike): its bandwidth from the NVLS graph (`System.nvls_graph`, transcribed from search.cc) times
-NCCL's nvlsEfficiency, capped per channel. The one-node NVLS keeps the older 2.2x form (x 5/6, optional
-`nvls_efficiency`), so the two NVLS entries come from different NCCL releases.
+5067397c, v2.30.7 alike): its bandwidth from the NVLS graph across nodes (`System.nvls_graph`, transcribed from
+search.cc) times NCCL's nvlsEfficiency, capped per channel. The one-node NVLS keeps the v2.27 form (x 5/6,
+optional `nvls_efficiency`), so the two NVLS entries come from different NCCL releases.
 """
 
 from __future__ import annotations
@@ -69,11 +78,16 @@ PCI_BW = 12.0
 # tuning.cc, ncclTopoTuneModel: the share of the graph's bandwidth each protocol's payload gets on a ring
 # (LL: a 4-byte flag with every 4 bytes of data; LL128: 120 of every 128 bytes, NCCL charges 0.92).
 RING_PROTO_BW_FACTOR = {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}
-# tuning.cc (NCCL >= 2.27) nvlsEfficiency, per compute capability: the share of the NVLink graph bandwidth NVLS
-# reaches (NVLS needs Hopper or later; 0 elsewhere). NVLS's latency is HW_LAT["nvlink"]["nvls"] (25 us, Simple
-# only), plus HW_LAT["net"]["nvls"] across nodes; BASE_LAT["nvls"] is 0.
+# tuning.cc (NCCL >= 2.28, master line 139) nvlsEfficiency, per compute capability: the share of the NVLink graph
+# bandwidth NVLS reaches (NVLS needs Hopper or later; 0 elsewhere). NVLS's latency is HW_LAT["nvlink"]["nvls"]
+# (25 us, Simple only), plus HW_LAT["net"]["nvls"] across nodes; BASE_LAT["nvls"] is 0.
 NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
 DEFAULT_CHANNELS = {"volta": 12, "ampere": 16, "hopper": 16, "blackwell": 16}
+# search.cc: the per-channel speeds NCCL's graph search tries on one node, fastest first (sm90SpeedArrayIntra,
+# sm100SpeedArrayIntra: v2.27.3 lines 907, 912; master 1057, 1063 adds 45 for Blackwell, which no NVLS graph here
+# lands on).
+NVLS_SPEEDS_INTRA = {"hopper": (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
+                     "blackwell": (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0)}
 # search.cc (lines 1051-1065) speedArrayInter / sm90SpeedArrayInter / sm100SpeedArrayInter: the per-channel
 # bandwidths (GB/s) NCCL's topology search tries, highest first, on a machine with a network.
 SPEEDS_INTER = {
@@ -88,7 +102,7 @@ NVLS_MAX_ARITY = 32  # device.h NCCL_MAX_NVLS_ARITY: heads of the NVLS graph at 
 
 @dataclass(frozen=True)
 class NvlsGraph:
-    """What NCCL's NVLS topology search finds across nodes: channels (= nvls.nHeads) and per-channel bandwidths."""
+    """What NCCL's NVLS topology search finds: channels (= nvls.nHeads) and per-channel bandwidths."""
 
     channels: int
     bw_intra: float
@@ -108,7 +122,7 @@ class System:
     nic_bw_GBps: float = 50.0              # per NIC (400 Gbit/s)
     nics_per_node: int | None = None       # default: one per GPU
     nvls: bool | None = None               # default: Hopper or newer, NVLink, one node
-    nvls_efficiency: float = 1.0           # NCCL >= 2.27 scales NVLS bandwidth by 0.85 (Hopper) / 0.74 (Blackwell)
+    nvls_efficiency: float = 1.0           # scales NVLS bandwidth (NCCL >= 2.28 has 0.85 Hopper / 0.74 Blackwell)
     net_overhead_us: float = 1.0           # tuning.cc getNetOverhead: 1 us on Intel x86, 2 on AMD
     net_latency_us: float = 0.0            # the graph's latencyInter (0 unless the network plugin reports one)
     amd_cpu: bool = False
@@ -170,10 +184,11 @@ class System:
 
     @property
     def nvls_enabled(self) -> bool:
-        """NVLS (NVLink SHARP) is available: Hopper or newer on NVLink switches, one node (no CollNet)."""
+        """NVLS (NVLink SHARP) is available: Hopper or newer on NVLink switches, one node (no CollNet), and an NVLS
+        graph fits the links (init.cc: no NVLS graph channels, no NVLS)."""
         if self.nvls is not None:
             return self.nvls
-        return self.arch in ("hopper", "blackwell") and self.link == "nvlink" and self.nodes == 1
+        return self.arch in ("hopper", "blackwell") and self.link == "nvlink" and self.nodes == 1 and node_nvls_graph(self) is not None
 
     @property
     def nvls_support(self) -> bool:
@@ -222,6 +237,46 @@ class System:
         while higher and bw_inter < 2 * best_bw:
             bw_inter = higher.pop()
         return NvlsGraph(best_ch, best_bw, bw_inter)
+
+
+def node_nvls_graph(system: System) -> NvlsGraph | None:
+    """NCCL's NVLS graph on one node (search.cc ncclTopoCompute, no network), None where none fits the links.
+
+    One channel per GPU up to NCCL_MAX_NVLS_ARITY (search.cc: maxChannels = min(32, GPUs), and on one node
+    minChannels = maxChannels, "pull evenly from all GPUs"). Channel c takes bwIntra on every GPU's link to and
+    from the NVSwitch and twice that on its head GPU's (ncclTopoSearchTryNvls: `d0 == g ? 2 : 1`), so each link
+    carries (nChannels + 1) x bwIntra: bwIntra is the fastest speed for which that fits the GPU's NVLink
+    bandwidth (topo.cc: NVLink count x SMxx_NVLINK_BW). Pass 2 then raises bwInter one speed at a time while
+    it is under 2 x bwIntra (search.cc v2.27.3 line 1101), which an intra-node search always accepts.
+    """
+    speeds = NVLS_SPEEDS_INTRA.get(system.arch)
+    if speeds is None or system.link != "nvlink":
+        return None
+    channels = min(NVLS_MAX_ARITY, system.gpus_per_node)
+    link = system.intra_bw_GBps
+    fits = [i for i, s in enumerate(speeds) if (channels + 1) * s <= link + 1e-3]  # search.cc rounds to 1e-3 (SUB_ROUND)
+    if not fits:
+        return None
+    i = fits[0]
+    intra = speeds[i]
+    while i > 0 and speeds[i] < 2 * intra:
+        i -= 1
+    return NvlsGraph(channels, intra, speeds[i])
+
+
+def _nvls_bus_bw(system: System, op: str) -> float:
+    """NCCL's NVLS bus bandwidth (tuning.cc v2.27.3 lines 267-275), before the allreduce's 5/6.
+
+    Across nodes (NVLS with CollNet, only when forced on) the NVLS graph's inter-node search is not modelled: the
+    ring graph's bandwidth stands in, as before.
+    """
+    graph = node_nvls_graph(system) if system.nodes == 1 else None
+    if graph is None:
+        return system.graph_bw_GBps * system.nvls_efficiency
+    channels, intra, inter = graph.channels, graph.bw_intra, graph.bw_inter
+    ppn = system.gpus_per_node
+    bw = min(intra, inter) if op == "allreduce" else min(intra * (ppn - 1) / ppn, inter * 0.9)
+    return channels * bw * system.nvls_efficiency
 
 
 def _scale(system: System) -> int:
@@ -279,7 +334,7 @@ def _algo_bw(system: System, op: str, algo: str, proto: str, nsteps: int) -> flo
     if algo == "tree" and proto == "LL128":
         bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), nch * PER_CH_MAX_TREE_LL128[arch][scale])
     if algo == "nvls":
-        bus *= system.nvls_efficiency
+        bus = _nvls_bus_bw(system, op)
     if algo == "pat":
         bus *= 0.75
     if not (algo != "ring" and op in ("allgather", "reduce_scatter")):

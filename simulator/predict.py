@@ -9,8 +9,15 @@ the machine the preset describes; the pick becomes a schedule collsim can check 
   rail, which moves what NCCL's trees move between nodes;
 - NVLS-tree (allreduce across NVSwitch nodes of Hopper and later) -> `simulator/nvls_tree.py`: each
   node's switch reduces and multicasts, the GPUs' double binary trees join the nodes;
-- one node, allreduce, NVLS (Hopper and later on an NVSwitch) -> `simulator/nvls.py`: the switch is a
-  helper rank that reduces and multicasts, its links at NCCL's nvlsEfficiency; trees -> `nccl_ring`.
+- one node, NVLS (Hopper and later on an NVSwitch) -> `simulator/nvls.py`: the switch is a helper rank
+  that reduces and multicasts, its links at NCCL's nvlsEfficiency; trees -> `nccl_ring`.
+
+NVLS for allgather and reduce-scatter on one node runs only where NCCL's model picks it, as NCCL does:
+enqueue.cc's topoGetAlgoInfo takes the fastest (algorithm, protocol) of tuning.cc's table, and the only
+other ways NVLS is chosen for them are a tuner plugin, NCCL_ALGO, or the NCCL_CTA_POLICY_EFFICIENCY path
+with user-registered buffers (ncclGetAlgoInfo), none of which nccl-tests uses by default. On one node of
+8 H100 or B200 that model picks a ring at every size (simulator/nccl_model.py: NVLS 280 / 560 GB/s
+against the ring's 424 / 825 in v2.27.3, 208 / 363 in master), so `predict` times a ring there too.
 
 The protocol's costs (simulator/protocols.py) set the links' per-step latency and the wire-byte
 factor; its base latency is added once. The engine runs with unlimited ports per rank (the
@@ -33,7 +40,7 @@ from .engine import EngineOptions, simulate
 from .errors import CollsimError
 from .nccl_channels import NVLS_STEP_FIT, collective_channels, nvls_extra_steps, nvls_tree_chunk_size
 from .nccl_model import HW_LAT, LL_MAX_BW, NVLS_EFFICIENCY, PROTOCOLS, System, predict_times, tune
-from .nvls import nvls_allreduce, switch_view, timing_view
+from .nvls import nvls_schedule, switch_view, timing_view
 from .nvls_tree import MAX_CHUNKS as NVLS_TREE_MAX_CHUNKS
 from .nvls_tree import nvls_tree_allreduce
 from .protocols import protocol, with_step_latency
@@ -152,12 +159,12 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
 def candidates(system: System, op: str, size: int, proto: str | None = None) -> list[tuple[str, str]]:
     """The (algorithm, protocol) pairs predict times at this size; it keeps the fastest.
 
-    NCCL's pick (among ring and, for allreduce, NVLS on one node); across nodes, allreduce also times
-    the other of ring and tree, because NCCL's model often mis-ranks those two there. An NVLS-tree pick
+    NCCL's pick (among ring and NVLS on one node); across nodes, allreduce also times the other of ring
+    and tree, because NCCL's model often mis-ranks those two there. An NVLS-tree pick
     is NCCL's alone: NCCL runs the argmin of its own table (enqueue.cc topoGetAlgoInfo), and nothing
     says its NVLS-tree ranking is off, so it is timed as picked and never swapped for ring or tree.
     """
-    one_node = ("ring", "nvls") if op == "allreduce" else ("ring",)
+    one_node = ("ring", "nvls")
     algo, proto_used = nccl_pick(system, op, size, proto, algos=None if system.nodes > 1 else one_node)
     out = [(algo, proto_used)]
     if system.nodes > 1 and op == "allreduce" and algo != "nvls_tree":
@@ -179,8 +186,8 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
 
         return run_pat(topology, system, op, size, ranks, dtype, net_extra_s, intra_extra_s)
     multinode = system.nodes > 1
-    if algo == "nvls" and not multinode and op == "allreduce":
-        return run_nvls(topology, system, size, ranks, dtype, intra_extra_s, nvls_step_s)
+    if algo == "nvls" and not multinode:
+        return run_nvls(topology, system, size, ranks, dtype, intra_extra_s, nvls_step_s, op)
     if algo == "nvls_tree" and system.nvls_graph.channels == per_node:  # else (fewer heads than GPUs): as a tree
         return run_nvls_tree(topology, system, per_node, size, ranks, dtype, net_extra_s, intra_extra_s)
     family = "tree" if algo in ("tree", "nvls", "nvls_tree") else "ring"
@@ -224,18 +231,20 @@ def plugin_latency_s(system: System, op: str, algo: str, proto: str) -> float:
 
 
 def run_nvls(topology: Topology, system: System, size: int, ranks: int, dtype: str = "float32",
-             intra_extra_s: float = 0.0, step_s: float = 0.0) -> Prediction:
-    """Time NVLS allreduce on one node: the NVSwitch reduces and multicasts (simulator/nvls.py).
+             intra_extra_s: float = 0.0, step_s: float = 0.0, op: str = "allreduce") -> Prediction:
+    """Time NVLS (allreduce, allgather or reduce-scatter) on one node: the NVSwitch reduces and multicasts (simulator/nvls.py).
 
     The switch's links run at NCCL's nvlsEfficiency of their bandwidth; NCCL's NVLS latency (tuning.cc:
     hwLat[NVLINK][NVLS][Simple], no base), plus a calibrated intra-node step latency, is added once; the
     shards are pipelined in NCCL_BUFFSIZE pieces. NCCL runs nvlsChannels channels and cuts each channel's
     share into chunks that shrink with the size (simulator/nccl_channels.py); `step_s` is charged for each
     step a channel takes beyond those of the largest chunk, whose cost tuning.cc's nvlsEfficiency includes.
+    Allgather and reduce-scatter take the allreduce's chunks, latency and step cost (NVLS_STEP_FIT was fitted
+    on allreduce logs only, so for them it is an assumption, not a fit).
     """
-    coll = Collective("allreduce", ranks, size, dtype)
+    coll = Collective(op, ranks, size, dtype)
     chunks = int(np.clip(size // PIPELINE_CHUNK, 1, MAX_PIPELINE))
-    schedule = nvls_allreduce(coll, chunks=chunks, window=1)
+    schedule = nvls_schedule(coll, chunks=chunks, window=1)
     # the preset's own links: a calibrated topology has its per-step extras in the latencies (NCCL charges NVLS one
     # latency per call, tuning.cc: intraLat once, so a calibrated intra-node step latency is added once below), and
     # its protocol efficiencies in the bandwidths (ring / tree efficiencies; NVLS's is NCCL's nvlsEfficiency)

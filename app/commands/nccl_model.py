@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--nvls", choices=("auto", "on", "off"), default="auto",
                    help="NVLink SHARP: auto = Hopper or newer on NVLink (NVLS on one node, NVLS-tree across nodes; default auto)")
     p.add_argument("--nvls-efficiency", type=float, default=1.0,
-                   help="scale one-node NVLS bandwidth (1 = the 2.2x model; NCCL >= 2.27 uses 0.85 Hopper, 0.74 "
+                   help="scale one-node NVLS bandwidth (1 = the v2.27 model; NCCL >= 2.28 has 0.85 Hopper, 0.74 "
                         "Blackwell; NVLS-tree always uses NCCL's)")
     p.add_argument("--amd-cpu", action="store_true", help="AMD host CPUs (NCCL's LL caps and network overhead differ)")
     p.add_argument("--compare", metavar="LOG", help="an nccl-tests log: measured time vs NCCL's pick at each size")

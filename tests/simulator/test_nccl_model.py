@@ -7,7 +7,7 @@ import pytest
 from app.cli import main
 from simulator.errors import CollsimError
 from simulator.formats.nccl_tests import read_log
-from simulator.nccl_model import System, choose, predict_times, tune
+from simulator.nccl_model import NvlsGraph, System, choose, node_nvls_graph, predict_times, tune
 
 NODE = System("hopper", 8, 1, nvls=False)
 
@@ -73,12 +73,40 @@ def test_multi_node_small_sizes_pick_tree_and_nvls_wins_large_on_one_hopper_node
     assert picks == [("nvls", "Simple")]
 
 
+def test_one_node_nvls_graph_as_search_cc_builds_it():
+    # one channel per GPU; each GPU's NVSwitch link carries (8 + 1) x bwIntra (its own channel twice):
+    # H100 18 x 20.6 = 370.8 GB/s fits 9 x 40 (not 9 x 50) from sm90's speeds; B200 18 x 40.1 = 721.8 fits 9 x 80
+    # (not 9 x 90); pass 2 raises bwInter while under 2 x bwIntra: 40 -> 50 -> 60 (the top), 80 -> 90 (the top)
+    assert node_nvls_graph(System("hopper", 8, 1)) == NvlsGraph(8, 40.0, 60.0)
+    assert node_nvls_graph(System("blackwell", 8, 1)) == NvlsGraph(8, 80.0, 90.0)
+    assert node_nvls_graph(System("blackwell", 2, 1)) == NvlsGraph(2, 90.0, 90.0)  # 3 x 90 fits
+    assert node_nvls_graph(System("ampere", 8, 1)) is None
+    slow = System("hopper", 8, 1, bus_bw_GBps=20.0)  # 9 x 3 GB/s (sm90's slowest speed) does not fit: no NVLS graph
+    assert node_nvls_graph(slow) is None and not any(a == "nvls" for a, _ in tune(slow, "allreduce"))
+
+
 def test_nvls_latency_and_bandwidth():
     lat, bw = tune(System("hopper", 8, 1), "allreduce")[("nvls", "Simple")]
-    assert (lat, bw) == (pytest.approx(25.0), pytest.approx(18 * 20.6 * 5 / 6))  # NVLink NVLS hop; bus x 5/6
+    # tuning.cc v2.27.3: NVLink NVLS hop; nChannels x min(bwIntra, bwInter) x 5/6 = 8 x 40 x 5/6
+    assert (lat, bw) == (pytest.approx(25.0), pytest.approx(8 * 40 * 5 / 6))
     _, scaled = tune(System("hopper", 8, 1, nvls_efficiency=0.85), "allreduce")[("nvls", "Simple")]
     assert scaled == pytest.approx(bw * 0.85)
     assert ("nvls", "Simple") not in tune(System("hopper", 8, 2), "allreduce")  # no NVLS across nodes (no CollNet)
+
+
+@pytest.mark.parametrize("arch, intra, inter, ring_bus", [("hopper", 40, 60, 18 * 20.6), ("blackwell", 80, 90, 18 * 40.1)])
+def test_nccl_runs_a_ring_not_nvls_for_allgather_and_reduce_scatter_on_one_node(arch, intra, inter, ring_bus):
+    # tuning.cc v2.27.3 lines 271-273: nChannels x min(bwIntra (ppn-1)/ppn, 0.9 bwInter), not converted to an
+    # algorithm bandwidth (line 321): 8 x 35 = 280 (H100), 8 x 70 = 560 (B200) GB/s against the ring's
+    # bus x 8/7 = 424 / 825 GB/s, so NCCL's model picks a ring (LL, LL128, Simple) at every size
+    system = System(arch, 8, 1)
+    sizes = [2 ** k for k in range(3, 35)]
+    for op in ("allgather", "reduce_scatter"):
+        lat, bw = tune(system, op)[("nvls", "Simple")]
+        assert (lat, bw) == (pytest.approx(25.0), pytest.approx(8 * min(intra * 7 / 8, 0.9 * inter)))
+        assert tune(system, op)[("ring", "Simple")][1] == pytest.approx(ring_bus * 8 / 7)
+        picks, _, _ = choose(system, op, sizes)
+        assert {a for a, _ in picks} == {"ring"}, picks
 
 
 def test_bad_systems_are_clear():

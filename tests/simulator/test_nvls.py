@@ -1,4 +1,4 @@
-"""NVLS allreduce (simulator/nvls.py): the NVSwitch as a helper rank that reduces and multicasts.
+"""NVLS allreduce, allgather and reduce-scatter (simulator/nvls.py): the NVSwitch as a helper rank that reduces and multicasts.
 
 Proven on numpy buffers like every registered algorithm; its closed form equals the engine on a star of
 equal links; `collsim predict` runs it where NCCL would (Hopper and later, one node, large sizes) and not on A100.
@@ -10,7 +10,7 @@ from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
 from simulator.errors import CollsimError
 from simulator.nccl_model import NVLS_EFFICIENCY
-from simulator.nvls import nvls_allreduce, nvls_time, switch_view, timing_view
+from simulator.nvls import nvls_allgather, nvls_allreduce, nvls_reduce_scatter, nvls_schedule, nvls_time, switch_view, timing_view
 from simulator.predict import predict
 from simulator.semantics import check
 from simulator.topology.spec import parse_topology
@@ -25,6 +25,24 @@ def test_numpy_check_every_rank_count_and_odd_sizes(p):
         for chunks in (1, 3):
             result = check(nvls_allreduce(Collective("allreduce", p, nbytes, "int8"), chunks=chunks), seed=p + nbytes)
             assert result.ok, result.message
+
+
+@pytest.mark.parametrize("p", RANKS)
+@pytest.mark.parametrize("op", ["allgather", "reduce_scatter"])
+def test_numpy_check_allgather_and_reduce_scatter(p, op):
+    sizes = (0, 1, 97, 3 * p + 1) if p <= 33 else (0, 5 * p + 3)
+    for nbytes in sizes:
+        for chunks in (1, 3):
+            result = check(nvls_schedule(Collective(op, p, nbytes, "int8"), chunks=chunks), seed=p + nbytes)
+            assert result.ok, result.message
+
+
+@pytest.mark.parametrize("redop", ["sum", "prod", "max", "min"])
+def test_reduce_scatter_reductions(redop):
+    for p in (2, 5, 8):
+        coll = Collective("reduce_scatter", p, 8 * 8 * 37, "float16", redop=redop)
+        result = check(nvls_reduce_scatter(coll, chunks=4), seed=p)
+        assert result.ok, result.message
 
 
 @pytest.mark.parametrize("dtype", ["int32", "float16", "bfloat16", "float64"])
@@ -45,6 +63,32 @@ def test_the_switch_carries_the_reduction():
     down = sum(sched.nbytes(t) for t in sched.transfers if t.src == p and t.dst == 0)
     assert (up, down) == (n + n // p, n // p + (p - 1) * n // p)
     assert not any(t.src < p and t.dst < p for t in sched.transfers)  # GPUs never talk to each other directly
+
+
+def test_allgather_and_reduce_scatter_links():
+    # allgather: up n/p (the owner's store), down n (every block, the GPU's own too: the multicast reaches its issuer);
+    # reduce-scatter: up n (the switch's loads of every block), down n/p (the sum of the GPU's own block)
+    p, n = 8, 8 * 1024
+    for op, want in (("allgather", (n // p, n)), ("reduce_scatter", (n, n // p))):
+        sched = nvls_schedule(Collective(op, p, n, "int8"))
+        up = sum(sched.nbytes(t) for t in sched.transfers if t.src == 3 and t.dst == p)
+        down = sum(sched.nbytes(t) for t in sched.transfers if t.src == p and t.dst == 3)
+        assert (up, down) == want and sched.helpers == 1
+        assert not any(t.src < p and t.dst < p for t in sched.transfers)
+
+
+@pytest.mark.parametrize("p", [2, 3, 5, 7, 8])
+@pytest.mark.parametrize("op", ["allgather", "reduce_scatter"])
+def test_allgather_and_reduce_scatter_closed_forms_equal_the_engine_on_a_star(p, op):
+    # by hand for p = 8, n = 8 MiB: 2 x 1.5 us + (1 + 1/8) x 8 MiB / 100 GB/s
+    topo = parse_topology("dgx-h100").with_links(latency=1.5e-6, bandwidth=100e9)
+    n = 8 * p * 131072
+    sched = nvls_schedule(Collective(op, p, n, "int8"))
+    engine = simulate(timing_view(sched), switch_view(topo, p), EngineOptions(ports=0)).time
+    assert engine == pytest.approx(float(nvls_time(p, n, 1.5e-6, 100e9, op)), rel=1e-9)
+    if p == 8:
+        assert engine == pytest.approx(3e-6 + 1.125 * n / 100e9, rel=1e-9)
+    assert float(nvls_time(1, n, 1.5e-6, 100e9, op)) == 0.0
 
 
 @pytest.mark.parametrize("p", [2, 3, 5, 7, 8])
@@ -83,6 +127,16 @@ def test_bad_input():
         nvls_allreduce(Collective("allreduce", 4, 64, "int8"), chunks=0)
     with pytest.raises(CollsimError, match="allreduce"):
         nvls_allreduce(Collective("allgather", 4, 64, "int8"))
+    with pytest.raises(CollsimError, match="allgather"):
+        nvls_allgather(Collective("reduce_scatter", 4, 64, "int8"))
+    with pytest.raises(CollsimError, match="reduce_scatter"):
+        nvls_reduce_scatter(Collective("allgather", 4, 64, "int8"))
+    with pytest.raises(CollsimError, match="op: NVLS is modelled for allreduce, allgather, reduce_scatter; not alltoall"):
+        nvls_schedule(Collective("alltoall", 4, 64, "int8"))
+    with pytest.raises(CollsimError, match="not broadcast"):
+        nvls_time(4, 64, 1e-6, 1e9, "broadcast")
+    with pytest.raises(CollsimError, match="chunks"):
+        nvls_allgather(Collective("allgather", 4, 64, "int8"), chunks=65)
     with pytest.raises(CollsimError, match="switch"):
         switch_view(parse_topology("ring:4"), 4)
 
@@ -121,3 +175,26 @@ def test_a_calibration_leaves_nvls_bandwidth_alone_and_adds_its_step_latency_onc
     calibrated = predict(apply(build_preset("p5"), cal), "allreduce", [size])[0]
     assert calibrated.algorithm == plain.algorithm == "nvls"
     assert calibrated.time_s - plain.time_s == pytest.approx(7e-6, rel=1e-6)
+
+
+@pytest.mark.parametrize("preset", ["p5", "hgx-b200"])
+@pytest.mark.parametrize("op", ["allgather", "reduce_scatter"])
+def test_predict_runs_a_ring_for_allgather_and_reduce_scatter_where_nccls_model_does(preset, op):
+    # NCCL's model (tuning.cc v2.27.3; simulator/nccl_model.py) ranks NVLS below the ring for these on one 8-GPU node
+    rows = predict(parse_topology(preset), op, [64 << 10, 8 << 20, 1 << 30, 16 << 30])
+    assert all(r.nccl_algo == "ring" and r.algorithm == "nccl_ring" for r in rows)
+
+
+@pytest.mark.parametrize("op", ["allgather", "reduce_scatter"])
+def test_nvls_allgather_and_reduce_scatter_timed_on_the_switch(op):
+    # forced NVLS on hgx-b200 at 16 GiB: the busiest link direction carries (1 + 1/32 per piece) ~ n at NCCL's
+    # nvlsEfficiency, 0.74 x 900 GB/s = 666 GB/s, so busbw ~ 666 x 7/8 = 583 GB/s (not the ring's 900)
+    from simulator.predict import machine_of, run_pick
+
+    topo = parse_topology("hgx-b200")
+    system, per_node = machine_of(topo, 8)
+    n = 16 << 30
+    row = run_pick(topo, system, per_node, op, n, 8, "nvls", "Simple")
+    assert (row.nccl_algo, row.algorithm, row.channels) == ("nvls", "nvls", 24)
+    assert row.base_s == pytest.approx(25e-6)  # tuning.cc hwLat[NVLINK][NVLS][Simple], once; no step cost asked
+    assert n * 7 / 8 / row.time_s / 1e9 == pytest.approx(0.74 * 900 * 7 / 8, rel=0.02)

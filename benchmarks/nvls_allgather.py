@@ -1,0 +1,98 @@
+"""Log 08 (8 x B200, allgather) three ways: NCCL's pick (a ring, what `collsim predict` runs), NVLS forced, and
+the ring on NCCL's own NVLink figure.
+
+    python -m benchmarks.nvls_allgather [--data tests/data/nccl-tests] [--json PATH]
+
+NCCL's tuning model picks a ring for allgather on one 8-GPU B200 node at every size
+(simulator/nccl_model.py), so `collsim predict` times a ring. This script also times the NVLS
+allgather schedule (simulator/nvls.py) at each size of the log, as run_nvls would if NCCL had
+picked it: the switch's links at nvlsEfficiency (0.74 on Blackwell), 25 us once, and the NVLS
+step cost NVLS_STEP_FIT, which was fitted on allreduce logs 04, 05, 07 only (not on this log).
+The third column is the ring again, on NVLink links at NCCL's per-link figure instead of the
+datasheet's (topo.h SM100_NVLINK_BW = 40.1 GB/s of NVLink 5's 50, a 0.802 calibration of every
+protocol's intra-node efficiency): what NCCL's own graph search assumes a ring reaches.
+Nothing is fitted here. Errors are (predicted - measured) / measured of the out-of-place time,
+sizes >= 1 MiB, as in benchmarks/preset_accuracy.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from app.output import table
+from simulator.calibration import Calibration, apply
+from simulator.collective import busbw_factor
+from simulator.formats.nccl_tests import read_log
+from simulator.nccl_channels import NVLS_STEP_FIT
+from simulator.predict import machine_of, predict, run_pick
+from simulator.topology.presets import build_preset
+from simulator.topology.spec import parse_topology
+
+from .preset_accuracy import MIN_BYTES, ROOT, errors
+
+LOG, PRESET = "08_", "hgx-b200"
+NCCL_NVLINK_SHARE = 40.1 / 50.0  # topo.h SM100_NVLINK_BW over NVLink 5's 50 GB/s per link per direction
+
+
+def run(path: Path) -> dict:
+    """Measured and both predictions at every size >= 1 MiB of the log."""
+    log = read_log(path)
+    rows = [(s, t) for s, t in log.measurements() if s >= MIN_BYTES]
+    sizes = [s for s, _ in rows]
+    measured = np.array([t for _, t in rows])
+    topology = parse_topology(PRESET)
+    system, per_node = machine_of(topology, log.ranks)
+    ring = predict(topology, log.op, sizes, ranks=log.ranks)
+    nvls = [run_pick(topology, system, per_node, log.op, s, log.ranks, "nvls", "Simple", nvls_step_s=NVLS_STEP_FIT[0])
+            for s in sizes]
+    share = (NCCL_NVLINK_SHARE,) * 3
+    nccl_links = predict(apply(build_preset(PRESET), Calibration(PRESET, intra_efficiency=share)), log.op, sizes,
+                         ranks=log.ranks)
+    factor = busbw_factor(log.op, log.ranks)
+    out = {"log": path.name, "preset": PRESET, "sizes": sizes, "measured_s": measured.tolist(),
+           "nvls_step_us": NVLS_STEP_FIT[0] * 1e6, "load_average": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+    for key, preds in (("nccl_pick", ring), ("nvls_forced", nvls), ("ring_at_nccl_nvlink_bw", nccl_links)):
+        times = np.array([r.time_s for r in preds])
+        err = errors(times, measured)
+        out[key] = {"algorithms": sorted({f"{r.nccl_algo}/{r.proto}" for r in preds}), "error_pct": err.tolist(),
+                    "median_abs_pct": float(np.median(np.abs(err))), "worst_abs_pct": float(np.max(np.abs(err))),
+                    "busbw_GBps": [s / t * factor / 1e9 for s, t in zip(sizes, times)]}
+    out["measured_busbw_GBps"] = [s / t * factor / 1e9 for s, t in zip(sizes, measured)]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=ROOT / "tests" / "data" / "nccl-tests")
+    ap.add_argument("--json", type=Path, help="also write the results as JSON")
+    args = ap.parse_args(argv)
+    path = next(args.data.glob(f"{LOG}*.txt"), None)
+    if path is None:
+        print(f"data: no log {LOG}*.txt in {args.data}", file=sys.stderr)
+        return 2
+    res = run(path)
+    keys = ("nccl_pick", "nvls_forced", "ring_at_nccl_nvlink_bw")
+    body = [[f"{s >> 20} MiB", f"{m:.0f}"] + [cell for k in keys for cell in (f"{res[k]['busbw_GBps'][i]:.0f}",
+                                                                            f"{res[k]['error_pct'][i]:+.1f}%")]
+            for i, (s, m) in enumerate(zip(res["sizes"], res["measured_busbw_GBps"]))]
+    print(f"{res['log']} on {PRESET}: busbw GB/s and time error per size")
+    print(table(["size", "measured", "NCCL's pick", "error", "NVLS forced", "error", "ring, 40.1 GB/s links", "error"],
+                body))
+    for key in keys:
+        r = res[key]
+        print(f"{key}: {', '.join(r['algorithms'])}: median {r['median_abs_pct']:.1f}%, worst {r['worst_abs_pct']:.1f}%")
+    print(f"NVLS step cost {res['nvls_step_us']:.1f} us (fitted on allreduce logs 04, 05, 07); "
+          f"load average: {res['load_average']}")
+    if args.json:
+        args.json.write_text(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
