@@ -20,8 +20,9 @@ with user-registered buffers (ncclGetAlgoInfo), none of which nccl-tests uses by
 against the ring's 424 / 825 in v2.27.3, 208 / 363 in master), so `predict` times a ring there too.
 
 The protocol's costs (simulator/protocols.py) set the links' per-step latency and the wire-byte
-factor; its base latency is added once. The engine runs with unlimited ports per rank (the
-channels run at once) and max-min sharing on every link.
+factor; its base latency is added once. Rings and trees run on NVLink at NCCL's own per-lane figure
+(`nccl_graph_view`: 40.1 of NVLink 5's 50 GB/s per lane, 20.6 of NVLink 4's 25). The engine runs with
+unlimited ports per rank (the channels run at once) and max-min sharing on every link.
 
 At one GPU per node (`ranks_per_node=1`, simulator/ranks_per_node.py) NCCL's model also has PAT for
 allgather and reduce-scatter: its pick runs the `pat` schedule with PAT's costs (simulator/pat_predict.py).
@@ -204,6 +205,7 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
     plugin_s = plugin_latency_s(system, op, family, cost.name)
     cost = replace(cost, base_s=cost.base_s + plugin_s, net_s=cost.net_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s,
                    byte_factor=cost.byte_factor * system.n_channels / channels)  # a channel's share of the graph
+    topology = nccl_graph_view(topology, system)
     if cost.name == "LL" and not multinode:  # tuning.cc caps LL's bus bandwidth at llMaxBw (one node)
         link_bw = topology.path_cost(0, 1)[1]
         cost = replace(cost, byte_factor=max(cost.byte_factor, link_bw / (LL_MAX_BW[system.arch][0] * 1e9)))
@@ -213,6 +215,28 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
     trace = simulate(schedule, machine, EngineOptions(ports=0, messages=cost.messages()))
     return Prediction(size, coll.count, algo, cost.name, name, channels, cost.base_s + trace.time,
                       trace.time, cost.base_s)
+
+
+def nccl_graph_view(topology: Topology, system: System) -> Topology:
+    """A copy whose GPU <-> NVSwitch links carry at most what NCCL's topology search gives a GPU's rings and trees.
+
+    NCCL's graph search (src/graph/search.cc) sizes its ring and tree channels by the NVLink lanes times its own
+    per-lane figure (topo.h SM80/SM90/SM100_NVLINK_BW: 20.0, 20.6, 40.1 GB/s, nccl_model.NVLINK_BW), not the
+    datasheet's 25 / 25 / 50 GB/s: 240, 370.8 and 721.8 GB/s per GPU on A100, H100 and B200 against 300, 450
+    and 900. Rings and trees run at that figure; NVLS keeps the links at nvlsEfficiency (run_nvls), which is
+    NCCL's separate statement of what NVLS reaches. PCIe machines are left as built. A calibrated machine's
+    efficiencies apply on top (they scale the rings' figure).
+    """
+    if system.link != "nvlink":
+        return topology
+    kinds = topology.node_kinds
+    src, dst = topology.link_src, topology.link_dst
+    mask = np.array([{kinds[u], kinds[v]} == {"gpu", "switch"} for u, v in zip(src.tolist(), dst.tolist())])
+    # scaled from the machine as built, so a calibration's efficiencies stay relative to the rings' figure
+    built = getattr(topology, "uncalibrated", topology).bandwidth
+    clone = topology._copy()
+    clone.bandwidth = clone.bandwidth * np.where(mask, np.minimum(1.0, system.intra_bw_GBps * 1e9 / built), 1.0)
+    return clone
 
 
 def plugin_latency_s(system: System, op: str, algo: str, proto: str) -> float:

@@ -33,11 +33,12 @@ def test_step_latency_on_every_route():
 
 def test_one_node_simple_time_by_hand():
     # dgx-a100 (Ampere: no NVLS), 8 ranks, Simple forced, 64 MiB: 14 ring steps, each 3.4 us + n/p over the GPU's
-    # 300 GB/s switch link (the channels share it), plus the 8.4 us base latency
+    # switch link at NCCL's figure, 12 lanes x 20.0 GB/s = 240 GB/s (topo.h SM80_NVLINK_BW; the channels share it),
+    # plus the 8.4 us base latency
     n = 64 << 20
     row = predict(parse_topology("dgx-a100"), "allreduce", [n], proto="Simple")[0]
     assert (row.proto, row.algorithm) == ("Simple", "nccl_ring")
-    want = 8.4e-6 + 14 * (3.4e-6 + n / 8 / 300e9)
+    want = 8.4e-6 + 14 * (3.4e-6 + n / 8 / 240e9)
     assert row.time_s == pytest.approx(want, rel=1e-6)
 
 
@@ -80,8 +81,8 @@ def test_extra_network_latency_only_across_nodes():
 
 
 def test_ll_is_capped_at_nccls_ll_max_bandwidth_on_one_node():
-    # tuning.cc: LL's bus bandwidth is min(llMaxBw, 0.5 x graph bw); Hopper, one node: llMaxBw = 141 GB/s, so a
-    # 450 GB/s link carries LL payload at 141 GB/s (wire factor 450/141), not at half its rate
+    # tuning.cc: LL's bus bandwidth is min(llMaxBw, 0.5 x graph bw); Hopper, one node: llMaxBw = 141 GB/s, so the
+    # ring's 370.8 GB/s link carries LL payload at 141 GB/s (wire factor 370.8/141), not at half its rate
     n = 1 << 20
     row = predict(parse_topology("p5"), "allreduce", [n], proto="LL")[0]
     want = 6.6e-6 + 14 * (0.6e-6 + n / 8 / 141e9)
@@ -90,13 +91,14 @@ def test_ll_is_capped_at_nccls_ll_max_bandwidth_on_one_node():
 
 def test_two_nodes_run_the_rail_tree_above_any_rings_nic_bound():
     # p5: 8 x 50 GB/s of NICs per node; a ring pushes 2 (p-1)/p n through them, so its busbw is at most 400 GB/s.
-    # The rail tree moves n per node each way: busbw up to 1.875 x 400 = 750 GB/s, NVLink-bound at about 480.
+    # The rail tree moves n per node each way (busbw up to 1.875 x 400 = 750 GB/s through the NICs) but 2 (g-1)/g n
+    # = 1.75 n through each GPU's NVLink at NCCL's 370.8 GB/s: busbw <= 1.875 x 370.8 / 1.75 = 397.3 GB/s.
     n = 1 << 30
     topo = parse_topology("p5:nodes=2")
     system, per_node = machine_of(topo, 16)
     row = run_pick(topo, system, per_node, "allreduce", n, 16, "tree", "Simple")
     busbw = n / row.time_s * 2 * 15 / 16
-    assert row.algorithm == "rails" and 400e9 < busbw < 500e9
+    assert row.algorithm == "rails" and 0.9 * 397.3e9 < busbw < 397.3e9
 
 
 def test_two_nvswitch_nodes_run_nvls_tree_where_nccl_picks_it():
@@ -227,3 +229,21 @@ def test_efa_plugin_latency_is_charged_as_nccls_model_charges_it():
     row = predict(parse_topology("p5:nodes=2"), "allreduce", [1 << 20], proto="LL128")[0]
     assert (row.nccl_algo, row.algorithm) == ("tree", "rails")
     assert row.base_s == pytest.approx(14e-6 + 2 * 75e-6)
+
+
+def test_rings_run_at_nccls_nvlink_figure():
+    # topo.h SM100_NVLINK_BW: NCCL counts 40.1 GB/s per NVLink 5 lane, 18 lanes = 721.8 GB/s per GPU for its rings,
+    # not the datasheet's 900; a ring allgather at 16 GiB on 8 B200 then reaches busbw just under 721.8 GB/s
+    n = 16 << 30
+    row = predict(parse_topology("hgx-b200"), "allgather", [n])[0]
+    busbw = n / row.time_s * 7 / 8
+    assert row.algorithm == "nccl_ring" and 0.99 * 721.8e9 < busbw < 721.8e9
+    # the switch links stay as built for NVLS (nvlsEfficiency of the datasheet's 450 GB/s on H100, run_nvls), and a
+    # PCIe machine is left alone
+    from simulator.predict import nccl_graph_view
+
+    topo = parse_topology("p5")
+    capped = nccl_graph_view(topo, machine_of(topo, 8)[0])
+    assert topo.path_cost(0, 1)[1] == pytest.approx(450e9) and capped.path_cost(0, 1)[1] == pytest.approx(20.6e9 * 18)
+    box = parse_topology("rtx4090-pcie")
+    assert nccl_graph_view(box, machine_of(box, 4)[0]) is box
