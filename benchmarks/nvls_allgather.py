@@ -1,5 +1,5 @@
 """Log 08 (8 x B200, allgather) three ways: NCCL's pick (a ring, what `collsim predict` runs), NVLS forced, and
-the ring on NCCL's own NVLink figure.
+the ring on the datasheet's NVLink links.
 
     python -m benchmarks.nvls_allgather [--data tests/data/nccl-tests] [--json PATH]
 
@@ -8,9 +8,9 @@ NCCL's tuning model picks a ring for allgather on one 8-GPU B200 node at every s
 allgather schedule (simulator/nvls.py) at each size of the log, as run_nvls would if NCCL had
 picked it: the switch's links at nvlsEfficiency (0.74 on Blackwell), 25 us once, and the NVLS
 step cost NVLS_STEP_FIT, which was fitted on allreduce logs 04, 05, 07 only (not on this log).
-The third column is the ring again, on NVLink links at NCCL's per-link figure instead of the
-datasheet's (topo.h SM100_NVLINK_BW = 40.1 GB/s of NVLink 5's 50, a 0.802 calibration of every
-protocol's intra-node efficiency): what NCCL's own graph search assumes a ring reaches.
+`predict` runs rings on NVLink at NCCL's per-link figure (topo.h SM100_NVLINK_BW = 40.1 GB/s of NVLink 5's
+50: simulator/predict.py nccl_graph_view), what NCCL's own graph search assumes a ring reaches; the third
+column is the same ring on the datasheet's 50 GB/s links, as `predict` ran it before.
 Nothing is fitted here. Errors are (predicted - measured) / measured of the out-of-place time,
 sizes >= 1 MiB, as in benchmarks/preset_accuracy.py.
 """
@@ -21,23 +21,22 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from app.output import table
-from simulator.calibration import Calibration, apply
 from simulator.collective import busbw_factor
 from simulator.formats.nccl_tests import read_log
 from simulator.nccl_channels import NVLS_STEP_FIT
 from simulator.predict import machine_of, predict, run_pick
-from simulator.topology.presets import build_preset
 from simulator.topology.spec import parse_topology
 
 from .preset_accuracy import MIN_BYTES, ROOT, errors
 
 LOG, PRESET = "08_", "hgx-b200"
-NCCL_NVLINK_SHARE = 40.1 / 50.0  # topo.h SM100_NVLINK_BW over NVLink 5's 50 GB/s per link per direction
+DATASHEET_NVLINK_GBPS = 18 * 50.0  # NVLink 5: 18 links x 50 GB/s per direction per GPU
 
 
 def run(path: Path) -> dict:
@@ -51,13 +50,13 @@ def run(path: Path) -> dict:
     ring = predict(topology, log.op, sizes, ranks=log.ranks)
     nvls = [run_pick(topology, system, per_node, log.op, s, log.ranks, "nvls", "Simple", nvls_step_s=NVLS_STEP_FIT[0])
             for s in sizes]
-    share = (NCCL_NVLINK_SHARE,) * 3
-    nccl_links = predict(apply(build_preset(PRESET), Calibration(PRESET, intra_efficiency=share)), log.op, sizes,
-                         ranks=log.ranks)
+    datasheet = replace(system, bus_bw_GBps=DATASHEET_NVLINK_GBPS)  # the rings' links left at the datasheet's rate
+    datasheet_links = [run_pick(topology, datasheet, per_node, log.op, s, log.ranks, r.nccl_algo, r.proto)
+                       for s, r in zip(sizes, ring)]
     factor = busbw_factor(log.op, log.ranks)
     out = {"log": path.name, "preset": PRESET, "sizes": sizes, "measured_s": measured.tolist(),
            "nvls_step_us": NVLS_STEP_FIT[0] * 1e6, "load_average": " ".join(f"{x:.2f}" for x in os.getloadavg())}
-    for key, preds in (("nccl_pick", ring), ("nvls_forced", nvls), ("ring_at_nccl_nvlink_bw", nccl_links)):
+    for key, preds in (("nccl_pick", ring), ("nvls_forced", nvls), ("ring_at_datasheet_nvlink_bw", datasheet_links)):
         times = np.array([r.time_s for r in preds])
         err = errors(times, measured)
         out[key] = {"algorithms": sorted({f"{r.nccl_algo}/{r.proto}" for r in preds}), "error_pct": err.tolist(),
@@ -77,12 +76,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"data: no log {LOG}*.txt in {args.data}", file=sys.stderr)
         return 2
     res = run(path)
-    keys = ("nccl_pick", "nvls_forced", "ring_at_nccl_nvlink_bw")
+    keys = ("nccl_pick", "nvls_forced", "ring_at_datasheet_nvlink_bw")
     body = [[f"{s >> 20} MiB", f"{m:.0f}"] + [cell for k in keys for cell in (f"{res[k]['busbw_GBps'][i]:.0f}",
                                                                             f"{res[k]['error_pct'][i]:+.1f}%")]
             for i, (s, m) in enumerate(zip(res["sizes"], res["measured_busbw_GBps"]))]
     print(f"{res['log']} on {PRESET}: busbw GB/s and time error per size")
-    print(table(["size", "measured", "NCCL's pick", "error", "NVLS forced", "error", "ring, 40.1 GB/s links", "error"],
+    print(table(["size", "measured", "NCCL's pick", "error", "NVLS forced", "error", "ring, 50 GB/s links", "error"],
                 body))
     for key in keys:
         r = res[key]
