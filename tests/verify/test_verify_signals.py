@@ -97,7 +97,7 @@ def test_sigterm_stops_every_rank_and_removes_the_temporary_directory(tmp_path):
 def test_sigint_stops_every_rank_and_says_so(tmp_path):
     proc, tmp, kids = start_verify(tmp_path)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=15)
+    _, err = proc.communicate(timeout=45)
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == ["collsim: verify: interrupted; every rank was stopped"]
     assert_nothing_left(kids, tmp)
@@ -106,7 +106,7 @@ def test_sigint_stops_every_rank_and_says_so(tmp_path):
 def test_ranks_exit_on_their_own_when_the_parent_is_killed(tmp_path):
     proc, tmp, kids = start_verify(tmp_path)
     proc.kill()
-    proc.communicate(timeout=15)
+    proc.communicate(timeout=45)
     assert_gone_within_5_s(kids)
 
 
