@@ -24,11 +24,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "predict", help="what nccl-tests would print on a preset machine (NCCL's picks, timed by the engine)",
         description="For each size, pick the algorithm, protocol and channels as NCCL's tuning model does for the preset "
                     "machine, build that schedule (rings in rail-aware orders over NCCL's channels, or the pipelined "
-                    "per-rail tree across nodes, or NVLS with the NVSwitch reducing on one Hopper or Blackwell node, or PAT "
-                    "at one rank per node), "
-                    "time it with the engine (NCCL's protocol latencies and efficiencies, "
-                    "max-min sharing on every link) and print an nccl-tests table. Accuracy against real logs: "
-                    "docs/accuracy.md.",
+                    "per-rail tree across nodes, or NVLS with the NVSwitch reducing on one Hopper or Blackwell node, or "
+                    "NVLS-tree across such nodes, or PAT at one rank per node), "
+                    "time it with the engine (NCCL's protocol latencies and efficiencies, its NVLink figure for rings, "
+                    "the network plugin's reported latency, max-min sharing on every link) and print an nccl-tests "
+                    "table. Accuracy against real logs: docs/accuracy.md.",
         epilog="examples:\n"
                "  collsim predict --preset p5:nodes=2 --op allreduce --size 1MiB:8GiB\n"
                "  collsim predict --preset hgx-b200 --op allgather --size 64KiB:1GiB:4 --proto Simple\n"
