@@ -83,6 +83,10 @@ RING_PROTO_BW_FACTOR = {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}
 # (25 us, Simple only), plus HW_LAT["net"]["nvls"] across nodes; BASE_LAT["nvls"] is 0.
 NVLS_EFFICIENCY = {"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74}
 DEFAULT_CHANNELS = {"volta": 12, "ampere": 16, "hopper": 16, "blackwell": 16}
+# tuning.cc (ncclTopoTuneModel, PAT): network latency divided per log step, linear part per rank (us), bandwidth share
+PAT_STEP_DIVISOR = 3.5
+PAT_US_PER_RANK = 2.8
+PAT_BW_FACTOR = 0.75
 # search.cc: the per-channel speeds NCCL's graph search tries on one node, fastest first (sm90SpeedArrayIntra,
 # sm100SpeedArrayIntra: v2.27.3 lines 907, 912; master 1057, 1063 adds 45 for Blackwell, which no NVLS graph here
 # lands on).
@@ -336,7 +340,7 @@ def _algo_bw(system: System, op: str, algo: str, proto: str, nsteps: int) -> flo
     if algo == "nvls":
         bus = _nvls_bus_bw(system, op)
     if algo == "pat":
-        bus *= 0.75
+        bus *= PAT_BW_FACTOR
     if not (algo != "ring" and op in ("allgather", "reduce_scatter")):
         bus *= system.ranks / nsteps if algo == "ring" else 5.0 / 6.0 if algo == "nvls" else 0.5
     return bus
@@ -372,7 +376,7 @@ def _latency(system: System, op: str, algo: str, pi: int, nsteps: int) -> float:
     if algo == "nvls_tree":  # tuning.cc line 428: base (0) + intraLat + 2 log2i(nNodes) interLat
         return lat + intra_lat + 2 * _log2i(nodes) * inter_lat
     if algo == "pat":  # "log latency" plus "still a linear part" (tuning.cc)
-        return lat + _log2i(nodes) * (inter_lat / 3.5) + p * 2.8
+        return lat + _log2i(nodes) * (inter_lat / PAT_STEP_DIVISOR) + p * PAT_US_PER_RANK
     if op in ("broadcast", "reduce"):  # ring, NCCL's sameChannels case
         return lat + HW_LAT[intra_hw if nodes == 1 else "net"]["ring"][pi]
     overhead = system.net_overhead_us * (3 if PROTOCOLS[pi] == "Simple" else 1) if nodes > 1 else 0.0

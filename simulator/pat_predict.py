@@ -26,15 +26,10 @@ from .algorithms import build_schedule
 from .collective import Collective
 from .engine import EngineOptions, simulate
 from .nccl_channels import collective_channels
-from .nccl_model import System
+from .nccl_model import PAT_BW_FACTOR, PAT_STEP_DIVISOR, PAT_US_PER_RANK, System
 from .predict import Prediction, plugin_latency_s
 from .protocols import protocol, with_step_latency
 from .topology.model import Topology
-
-# tuning.cc (ncclTopoTuneModel, PAT): network latency divisor per log step, linear part per rank, bandwidth share
-PAT_STEP_DIVISOR = 3.5
-PAT_US_PER_RANK = 2.8
-PAT_BW_FACTOR = 0.75
 
 
 def run_pat(topology: Topology, system: System, op: str, size: int, ranks: int, dtype: str = "float32",
