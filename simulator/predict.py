@@ -286,8 +286,9 @@ def run_nvls_tree(topology: Topology, system: System, per_node: int, size: int, 
     """Time NVLS-tree allreduce across nodes (simulator/nvls_tree.py): every node's switch a helper device.
 
     As run_nvls: the switches' links at NCCL's nvlsEfficiency, the preset's own links otherwise, NCCL's
-    NVLS_TREE latency (tuning.cc: 25 us + 2 log2(nodes) x 20.9 us) added once, with the extras per network
-    hop (2 log2(nodes) of them) and per call inside the node. Each half-shard goes in as many pieces as
+    NVLS_TREE latency (tuning.cc: 25 us + 2 log2(nodes) x (20.9 us + the network plugin's latency, twice for
+    Simple)) added once, with the extras per network hop (2 log2(nodes) of them) and per call inside the node;
+    the time is at least the bytes at NCCL's NVLS_TREE bandwidth (its per-channel cap). Each half-shard goes in as many pieces as
     NCCL's loop takes steps: nBytes / (nvlsChannels x nHeads x chunk), the chunk as calcCollChunking sets
     it for NVLS_TREE (simulator/nccl_channels.py); a piece is one step of all the channels of a tree at
     once. At most 64 pieces, and fewer where nodes x GPUs x 2 x pieces would pass NVLS_TREE_MAX_PIECES.
