@@ -67,6 +67,9 @@ class Machine:
 # plugin's 2023 EFA cheatsheet: "leave it out to use the default").
 AWS_OFI_NCCL = "aws-ofi-nccl src/platform-aws.cpp (p4de, p5/p5e: latency 75 us reported to NCCL)"
 EFA_PLUGIN_LATENCY_US = 75.0
+EFA_P4_SIMPLE = ("NCCL_PROTO=Simple: the plugin sets it where the EFA endpoint cannot deliver 128-byte stores in "
+                 "order (force_proto_simple for p4d/p4de at its import, Jan 2023; the FI_OPT_EFA_*_IN_ORDER_ALIGNED_128_BYTES "
+                 "check since Aug 2023, which p4d's EFA fails: aws/aws-ofi-nccl#715 logs 'Setting NCCL_PROTO to simple')")
 
 
 @dataclass(frozen=True)
@@ -198,8 +201,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("p4de", "AWS p4de.24xlarge: 8x A100 80GB, NVSwitch (300 GB/s per direction per GPU), 4x 100G EFA", 8,
            _nvswitch_box("p4de", 8, 300 * GB, pcie=PCIE4, nics=4),
            machine=Machine("ampere", net="efa100", nics_per_node=4, source="AWS EC2 P4 instance page: 8x A100, "
-                           f"600 GB/s NVSwitch, 400 Gbps EFA (4x 100 Gbps); {AWS_OFI_NCCL}",
-                           net_latency_us=EFA_PLUGIN_LATENCY_US)),
+                           f"600 GB/s NVSwitch, 400 Gbps EFA (4x 100 Gbps); {AWS_OFI_NCCL}; {EFA_P4_SIMPLE}",
+                           protocols=("Simple",), net_latency_us=EFA_PLUGIN_LATENCY_US)),
     Preset("p5", "AWS p5.48xlarge: 8x H100, NVSwitch (450 GB/s per direction per GPU), 32x 100G EFA (4 per GPU)", 8,
            _nvswitch_box("p5", 8, 450 * GB, nics=32),
            machine=Machine("hopper", net="efa100", nics_per_node=32, source="AWS EC2 P5 instance page: 8x H100, "
