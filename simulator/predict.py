@@ -54,6 +54,29 @@ PIPELINE_CHUNK = 4 << 20  # bytes per pipeline chunk of `rails` (NCCL's default 
 MAX_PIPELINE = 32
 MAX_RANKS = 512  # predict builds C x 2(p-1) x p transfers per size: keep it a few seconds
 NVLS_TREE_MAX_PIECES = 4096  # NVLS-tree: pieces (chunks x shards x 2 trees x nodes) per size, ~25 transfers each
+# NCCL_ALGO's names (src/graph/tuning.cc ncclAlgoStr) -> nccl_model's; CollNet is not timed
+ALGO_NAMES = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls_tree", "nvls_tree": "nvls_tree",
+              "pat": "pat"}
+MAX_CHANNELS = 64  # NCCL's MAXCHANNELS (src/include/device.h)
+
+
+def parse_algo(text: str | None) -> str | None:
+    """An algorithm as NCCL_ALGO names it (Ring, Tree, NVLS, NVLSTree, PAT; any case), or auto / None: NCCL's pick."""
+    if text is None or str(text).lower() == "auto":
+        return None
+    algo = ALGO_NAMES.get(str(text).lower())
+    if algo is None:
+        raise CollsimError(f"algo: {text!r} is not an algorithm predict times; expected auto, Ring, Tree, NVLS, "
+                           "NVLSTree or PAT (NCCL_ALGO's names)")
+    return algo
+
+
+def check_channels(channels: int | None) -> int | None:
+    """Channels forced on ring and tree (NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS), 1..MAX_CHANNELS, or None."""
+    if channels is not None and (isinstance(channels, bool) or not isinstance(channels, int)
+                                 or not 1 <= channels <= MAX_CHANNELS):
+        raise CollsimError(f"channels: {channels!r}; expected an integer from 1 to {MAX_CHANNELS} (NCCL's MAXCHANNELS)")
+    return channels
 
 
 @dataclass(frozen=True)
@@ -107,20 +130,31 @@ def nccl_pick(system: System, op: str, size: int, proto: str | None = None,
     """NCCL's (algorithm, protocol) at this size: the fastest by its own model, among `proto` and `algos` if given."""
     times = predict_times(system, op, [size])
     if algos is not None:
+        available = sorted({a for a, _ in times})
         times = {k: v for k, v in times.items() if k[0] in algos}
+        if not times:
+            raise CollsimError(f"algo: NCCL has no {'/'.join(algos)} for {op} on this machine ({system.gpus_per_node} "
+                               f"GPUs per node, {system.nodes} nodes, {system.arch}); expected one of {', '.join(available)}")
     if proto is not None:
         if proto not in PROTOCOLS:
             raise CollsimError(f"proto: unknown protocol {proto!r}; expected one of {', '.join(PROTOCOLS)}")
+        offered = sorted({p for _, p in times})
         times = {k: v for k, v in times.items() if k[1] == proto}
         if not times:
-            raise CollsimError(f"proto: NCCL does not run {proto} for {op} on this machine")
+            what = f"{'/'.join(algos)} " if algos is not None else ""
+            raise CollsimError(f"proto: NCCL does not run {what}{proto} for {op} on this machine; expected one of "
+                               f"{', '.join(offered)}")
     return min(times, key=lambda k: float(times[k][0]))
 
 
 def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto: str | None = None,
             dtype: str = "float32", net_extra_s: float | None = None, nvls_step_s: float | None = None,
-            ranks_per_node: int | None = None) -> list[Prediction]:
+            ranks_per_node: int | None = None, algo: str | None = None, channels: int | None = None) -> list[Prediction]:
     """One Prediction per size (nccl-tests' size meaning).
+
+    `algo` forces NCCL's algorithm (as NCCL_ALGO does: its best protocol for it, or `proto`); `channels` forces the
+    ring and tree channel count (as NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS would; NVLS, NVLS-tree and PAT keep
+    NCCL's own). NCCL's picks are still made by its model for its default channels.
 
     `ranks_per_node` K puts K ranks on each node (rank r on GPU r % K of node r // K; default ranks: K per node);
     at K = 1 NCCL runs PAT for allgather and reduce-scatter where its model says so.
@@ -134,6 +168,7 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
     op = normalize_op(op)
     if op not in OPS:
         raise CollsimError(f"op: predict covers {', '.join(OPS)}; not {op}")
+    algo, channels = parse_algo(algo), check_channels(channels)
     ranks = ranks or default_ranks(topology, ranks_per_node)
     if ranks < 2:
         raise CollsimError(f"ranks: {ranks} rank has nothing to communicate; expected 2 or more")
@@ -151,20 +186,25 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
     nvls_step_s = NVLS_STEP_FIT[0] if nvls_step_s is None else nvls_step_s
     out = []
     for size in sizes:
-        rows = [run_pick(for_protocol(topology, proto_used), system, per_node, op, int(size), ranks, algo, proto_used, dtype, net_extra_s,
-                         intra_extra_s, nvls_step_s) for algo, proto_used in candidates(system, op, int(size), proto)]
+        rows = [run_pick(for_protocol(topology, proto_used), system, per_node, op, int(size), ranks, picked, proto_used, dtype,
+                         net_extra_s, intra_extra_s, nvls_step_s, channels)
+                for picked, proto_used in candidates(system, op, int(size), proto, algo)]
         out.append(min(rows, key=lambda r: r.time_s))
     return out
 
 
-def candidates(system: System, op: str, size: int, proto: str | None = None) -> list[tuple[str, str]]:
+def candidates(system: System, op: str, size: int, proto: str | None = None,
+               algo: str | None = None) -> list[tuple[str, str]]:
     """The (algorithm, protocol) pairs predict times at this size; it keeps the fastest.
 
     NCCL's pick (among ring and NVLS on one node); across nodes, allreduce also times the other of ring
     and tree, because NCCL's model often mis-ranks those two there. An NVLS-tree pick
     is NCCL's alone: NCCL runs the argmin of its own table (enqueue.cc topoGetAlgoInfo), and nothing
     says its NVLS-tree ranking is off, so it is timed as picked and never swapped for ring or tree.
+    A forced `algo` is the only candidate, with NCCL's protocol for it (or `proto`).
     """
+    if algo is not None:
+        return [nccl_pick(system, op, size, proto, algos=(algo,))]
     one_node = ("ring", "nvls")
     algo, proto_used = nccl_pick(system, op, size, proto, algos=None if system.nodes > 1 else one_node)
     out = [(algo, proto_used)]
@@ -176,11 +216,12 @@ def candidates(system: System, op: str, size: int, proto: str | None = None) -> 
 
 def run_pick(topology: Topology, system: System, per_node: int, op: str, size: int, ranks: int, algo: str, proto: str,
              dtype: str = "float32", net_extra_s: float = 0.0, intra_extra_s: float = 0.0,
-             nvls_step_s: float = 0.0) -> Prediction:
+             nvls_step_s: float = 0.0, channels: int | None = None) -> Prediction:
     """Time one (algorithm, protocol) pick with the engine; the extras are added to NCCL's per-step latencies.
 
-    Ring and tree run on the channels NCCL gives a call of this size (simulator/nccl_channels.py); each
-    channel carries 1/n_channels of the graph's bandwidth, so fewer channels move the bytes slower.
+    Ring and tree run on the channels NCCL gives a call of this size (simulator/nccl_channels.py), or on
+    `channels` if given; each channel carries 1/n_channels of the graph's bandwidth, so fewer channels move
+    the bytes slower (more than the graph's channels are bound by the links alone).
     """
     if algo == "pat":  # one GPU per node (simulator/pat_predict.py)
         from .pat_predict import run_pat
@@ -192,7 +233,7 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
     if algo == "nvls_tree" and system.nvls_graph.channels == per_node:  # else (fewer heads than GPUs): as a tree
         return run_nvls_tree(topology, system, per_node, size, ranks, dtype, net_extra_s, intra_extra_s)
     family = "tree" if algo in ("tree", "nvls", "nvls_tree") else "ring"
-    channels = collective_channels(system, family, proto, size)[0]
+    channels = channels or collective_channels(system, family, proto, size)[0]
     if multinode and op == "allreduce" and family == "tree":
         name = "rails"
         params = {"group": per_node, "pipeline": pipeline_chunks(topology, size, per_node)}
@@ -204,7 +245,7 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
     cost = protocol(proto if algo != "nvls" else "Simple", family, system.link, multinode)
     plugin_s = plugin_latency_s(system, op, family, cost.name)
     cost = replace(cost, base_s=cost.base_s + plugin_s, net_s=cost.net_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s,
-                   byte_factor=cost.byte_factor * system.n_channels / channels)  # a channel's share of the graph
+                   byte_factor=cost.byte_factor * max(1.0, system.n_channels / channels))  # a channel's share of the graph
     topology = nccl_graph_view(topology, system)
     if cost.name == "LL" and not multinode:  # tuning.cc caps LL's bus bandwidth at llMaxBw (one node)
         link_bw = topology.path_cost(0, 1)[1]

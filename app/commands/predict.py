@@ -9,7 +9,7 @@ from simulator.errors import CollsimError
 from simulator.fileio import atomic_write
 from simulator.formats.nccl_tests import ResultRow, format_log, nccl_type_name, write_log
 from simulator.nccl_model import PROTOCOLS
-from simulator.predict import MAX_RANKS, OPS, machine_of, predict
+from simulator.predict import MAX_CHANNELS, MAX_RANKS, OPS, check_channels, machine_of, parse_algo, predict
 from simulator.ranks_per_node import default_ranks, parse_ranks_per_node
 from simulator.topology import PRESETS
 from simulator.topology.spec import parse_topology
@@ -34,6 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                "  collsim predict --preset hgx-b200 --op allgather --size 64KiB:1GiB:4 --proto Simple\n"
                "  collsim predict --preset dgx-h100:nodes=2 --nccl-log h100x2.txt --json\n"
                "  collsim predict --preset dgx-h100:nodes=8 --ranks-per-node 1 --op allgather --size 64KiB:64MiB\n"
+               "  collsim predict --preset p5:nodes=2 --algo Ring --channels 8 --size 1MiB:1GiB\n"
                f"machine presets: {machines}")
     p.add_argument("--preset", required=True, help="a machine preset, NAME or NAME:nodes=N[,net=NET] "
                    "(rtx4090-pcie also takes shm=RATE, its SHM load rate per GPU)")
@@ -43,11 +44,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ranks-per-node", metavar="K", help="K ranks on each node, rank r on GPU r %% K of node r // K, each "
                    "with its own NIC (default: every GPU of a node); 1 is NCCL's PAT case for allgather and reduce-scatter")
     p.add_argument("--proto", default="auto", help=f"protocol: auto (NCCL's pick per size) or one of {', '.join(PROTOCOLS)}")
+    p.add_argument("--algo", default="auto", help="algorithm: auto (NCCL's pick per size) or one of Ring, Tree, NVLS, "
+                   "NVLSTree, PAT, forced as NCCL_ALGO forces it (NCCL's protocol for it unless --proto)")
+    p.add_argument("--channels", metavar="N", help="ring and tree channels per call, as NCCL_MIN_NCHANNELS = "
+                   f"NCCL_MAX_NCHANNELS = N set them, 1..{MAX_CHANNELS} (default: NCCL's count per size; NVLS, "
+                   "NVLS-tree and PAT keep NCCL's own; NCCL's picks stay those of its default channels)")
     p.add_argument("--nccl-log", metavar="FILE", help="also write the table to FILE (nccl-tests format, out-of-place)")
     p.add_argument("--csv", metavar="FILE", help="also write the picks as an NCCL tuner-plugin CSV (NVIDIA/nccl "
                    "ext-tuner/example/nccl_tuner.conf format), to try them on real GPUs")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
+
+
+def _channels(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise CollsimError(f"channels: {text!r} is not a channel count; expected an integer from 1 to {MAX_CHANNELS}") from None
+    return check_channels(value)
 
 
 def _proto(text: str) -> str | None:
@@ -63,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     op = normalize_op(args.op)
     if op not in OPS:
         raise CollsimError(f"op: predict covers {', '.join(OPS)}; not {op}")
-    proto = _proto(args.proto)
+    proto, algo, channels = _proto(args.proto), parse_algo(args.algo), _channels(args.channels)
     topology = parse_topology(args.preset)
     per_node = parse_ranks_per_node(args.ranks_per_node)
     ranks = args.ranks or default_ranks(topology, per_node)
@@ -72,23 +88,27 @@ def run(args: argparse.Namespace) -> int:
     if ranks > MAX_RANKS:
         raise CollsimError(f"ranks: {ranks} ranks; predict simulates at most {MAX_RANKS}; expected a smaller preset or --ranks")
     sizes = parse_size_range(args.size, "size", multiple=4)
-    rows = predict(topology, op, sizes, ranks=ranks, proto=proto, ranks_per_node=per_node)
+    rows = predict(topology, op, sizes, ranks=ranks, proto=proto, ranks_per_node=per_node, algo=algo, channels=channels)
     per = 4 * (ranks if op in TOTAL_SIZE_OPS else 1)  # nccl-tests' count: elements per rank
     results = [ResultRow(r.bytes, r.bytes // per, nccl_type_name("float32"), "sum" if op in REDUCING else "none", -1, r.time_s,
                          None, None) for r in rows]
-    title = f"collsim predict {args.preset}" + (f" --ranks-per-node {per_node}" if per_node else "")
+    forced = [(flag, value) for flag, value in (("--ranks-per-node", per_node), ("--algo", args.algo if algo else None),
+                                                ("--proto", proto), ("--channels", channels)) if value is not None]
+    title = f"collsim predict {args.preset}" + "".join(f" {flag} {value}" for flag, value in forced)
     if args.nccl_log:
         write_log(args.nccl_log, op, ranks, results, title=title)
     if args.csv:
         atomic_write(args.csv, tuner_csv(op, ranks, rows, machine_of(topology, ranks, per_node)[0].nodes))
     if args.json:
-        emit_json({"preset": args.preset, "op": op, "ranks": ranks, "ranks_per_node": per_node,
+        emit_json({"preset": args.preset, "op": op, "ranks": ranks, "ranks_per_node": per_node, "algo": algo,
+                   "proto": proto, "channels": channels,
                    "rows": [{"bytes": r.bytes, "time_s": r.time_s, "engine_s": r.engine_s, "base_s": r.base_s,
                              "nccl_algorithm": r.nccl_algo, "protocol": r.proto, "schedule": r.algorithm,
                              "channels": r.channels} for r in rows]})
         return 0
     print(format_log(op, ranks, results, title=title), end="")
-    print("# picks (NCCL's tuning model) and the schedule the engine ran:")
+    print("# picks (NCCL's tuning model" + (", forced: " + " ".join(f"{f} {v}" for f, v in forced) if forced else "")
+          + ") and the schedule the engine ran:")
     print(table(["size", "NCCL algo", "proto", "channels", "schedule"],
                 [[format_size(r.bytes), r.nccl_algo, r.proto, r.channels, r.algorithm] for r in rows], "llrrl"))
     for what, path in (("nccl-tests log", args.nccl_log), ("NCCL tuner CSV", args.csv)):

@@ -261,3 +261,45 @@ def test_rings_run_at_nccls_nvlink_figure():
     assert topo.path_cost(0, 1)[1] == pytest.approx(450e9) and capped.path_cost(0, 1)[1] == pytest.approx(20.6e9 * 18)
     box = parse_topology("rtx4090-pcie")
     assert nccl_graph_view(box, machine_of(box, 4)[0]) is box
+
+
+def test_forced_algorithm_runs_alone_with_nccls_protocol_for_it():
+    # NCCL_ALGO=Ring on two p5 nodes at 512 MiB: NCCL's own pick there is NVLS-tree; forced, the ring runs alone
+    topo = parse_topology("p5:nodes=2")
+    auto = predict(topo, "allreduce", [512 << 20])[0]
+    ring = predict(topo, "allreduce", [512 << 20], algo="Ring")[0]
+    assert auto.nccl_algo == "nvls_tree" and (ring.nccl_algo, ring.algorithm) == ("ring", "nccl_ring")
+    system, _ = machine_of(topo, 16)
+    assert ring.proto == nccl_pick(system, "allreduce", 512 << 20, algos=("ring",))[1]
+    # a forced tree across nodes is not swapped for the ring even where the ring would be faster
+    assert {r.nccl_algo for r in predict(topo, "allreduce", [1 << 20, 64 << 20], algo="tree")} == {"tree"}
+    with pytest.raises(CollsimError, match=r"algo: NCCL has no nvls for allreduce .*ampere.*expected one of ring, tree"):
+        predict(parse_topology("p4de:nodes=2"), "allreduce", [1 << 20], algo="NVLS")
+    with pytest.raises(CollsimError, match=r"algo: 'collnet' .*NVLSTree"):
+        predict(topo, "allreduce", [1 << 20], algo="collnet")
+
+
+def test_forced_channels_scale_a_ring_by_its_share_of_the_graph():
+    # one B200 node, 1 GiB ring Simple: 4 channels carry 4/16 of the graph's bandwidth, so the engine's (bandwidth-bound)
+    # time is about 4x; more channels than the graph's 16 are bound by the links and time as 16
+    topo = parse_topology("hgx-b200")
+    run = {c: predict(topo, "allreduce", [1 << 30], proto="Simple", algo="ring", channels=c)[0] for c in (4, 16, 32)}
+    assert run[4].channels == 4 and 3.6 < run[4].engine_s / run[16].engine_s <= 4.0
+    assert run[32].engine_s == pytest.approx(run[16].engine_s, rel=1e-9)
+    # NVLS keeps NCCL's own channels (forcing applies to ring and tree)
+    nvls = predict(parse_topology("p5"), "allreduce", [1 << 30], channels=4)[0]
+    assert nvls.nccl_algo == "nvls" and nvls.channels == predict(parse_topology("p5"), "allreduce", [1 << 30])[0].channels
+    for bad in (0, 65, 2.5, True):
+        with pytest.raises(CollsimError, match="channels: .*1 to 64"):
+            predict(topo, "allreduce", [1 << 20], channels=bad)
+
+
+def test_cli_forced_algo_and_channels_in_the_table_and_json(capsys):
+    assert main(["predict", "--preset", "p5:nodes=2", "--size", "1MiB,64MiB", "--algo", "Ring", "--channels", "8"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# collsim predict p5:nodes=2 --algo Ring --channels 8") and "forced: --algo Ring --channels 8" in out
+    assert main(["predict", "--preset", "p5:nodes=2", "--size", "1MiB,64MiB", "--algo", "Ring", "--channels", "8",
+                 "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["algo"], data["channels"]) == ("ring", 8)
+    assert all((r["nccl_algorithm"], r["channels"]) == ("ring", 8) for r in data["rows"])
