@@ -78,6 +78,12 @@ CASES = (
 )
 
 
+# The NCCL release each log ran, where its source names one (predict --nccl-version: that release's latency tables):
+# 01: the log's repository lists the TCPXO plugin's libnccl.so.2.21.5; 02, 03: the awsome-distributed-training README
+# that added them (88c2e71b) builds NCCL_VERSION=2.20.3; 05: the job's image nccl-tests:pytorch-25.03-nccl-2.26.6-1.
+LOG_NCCL = {"01_": "2.21.5", "02_": "2.20.3", "03_": "2.20.3", "05_": "2.26.6"}
+
+
 def simulate_ring(spec: str, op: str, ranks: int, sizes: list[int]) -> np.ndarray:
     """Seconds of `simulate --algo ring` (defaults: one port, contention on, no gamma) at each size."""
     topology = parse_topology(spec)
@@ -89,11 +95,13 @@ def simulate_ring(spec: str, op: str, ranks: int, sizes: list[int]) -> np.ndarra
 
 
 def predict_nccl(spec: str, op: str, ranks: int, sizes: list[int], net_extra_s: float = 0.0,
-                 nvls_step_s: float | None = None) -> np.ndarray:
-    """Seconds of `collsim predict` at each size, with `net_extra_s` more per network step (and `nvls_step_s`)."""
+                 nvls_step_s: float | None = None, nccl_version: str | None = None) -> np.ndarray:
+    """Seconds of `collsim predict` at each size, with `net_extra_s` more per network step (and `nvls_step_s`, and
+    the latency tables of NCCL release `nccl_version`)."""
     from simulator.predict import predict
 
-    rows = predict(parse_topology(spec), op, sizes, ranks=ranks, net_extra_s=net_extra_s, nvls_step_s=nvls_step_s)
+    rows = predict(parse_topology(spec), op, sizes, ranks=ranks, net_extra_s=net_extra_s, nvls_step_s=nvls_step_s,
+                   nccl_version=nccl_version)
     return np.array([row.time_s for row in rows])
 
 
@@ -201,6 +209,10 @@ def evaluate(path: Path, case: Case, net_extra_s: float = 0.0, shm_Bps: float | 
            "fitted_on_this_log": shm_Bps is not None}
     models = [("simulate", case.old_spec, simulate_ring),
               ("predict", case.new_spec, lambda *a: predict_nccl(*a, 0.0, nvls_step_s))]
+    release = LOG_NCCL.get(case.prefix)
+    if release is not None:
+        out["nccl_version"] = release
+        models.append(("predict_release", case.new_spec, lambda *a: predict_nccl(*a, 0.0, nvls_step_s, release)))
     if net_extra_s:
         models.append(("predict_loo", case.new_spec, lambda *a: predict_nccl(*a, net_extra_s, nvls_step_s)))
     if shm_Bps is not None:
@@ -234,8 +246,9 @@ def _gbps(value: float) -> str:
 def markdown(results: list[dict], load: str) -> str:
     """The docs table."""
     head = ("| log | machine | p | measured busbw at largest (GB/s) | simulate: preset | median | worst | busbw | "
-            "predict: preset | median | worst | busbw | goal met | + constant fitted on other logs | median | worst |")
-    lines = [head, "|" + "---|" * 16]
+            "predict: preset | median | worst | busbw | goal met | + constant fitted on other logs | median | worst | "
+            "log's NCCL release: latency tables of | median | worst | busbw |")
+    lines = [head, "|" + "---|" * 20]
     for r in results:
         pred, loo = r["predict"], r.get("predict_loo")
         judged = loo if r["fitted_on_this_log"] else pred  # a constant fitted on this log is no prediction of it
@@ -245,8 +258,11 @@ def markdown(results: list[dict], load: str) -> str:
             cells[1:3] = [f"({c})" for c in cells[1:3]]
         fitted = (["-", "-", "-"] if loo is None else
                   [_loo_label(r), f"{loo['median_abs_pct']:.1f}%", f"{loo['worst_abs_pct']:.0f}%"])
+        rel = r.get("predict_release")
+        release = (["-"] * 4 if rel is None else
+                   [r["nccl_version"], f"{rel['median_abs_pct']:.1f}%", f"{rel['worst_abs_pct']:.0f}%", _gbps(rel["busbw_GBps"])])
         lines.append("| " + " | ".join([r["log"][:2], r["machine"], str(r["ranks"]), _gbps(r["measured_busbw_GBps"]),
-                                         *_cells(r["simulate"]), *cells, met, *fitted]) + " |")
+                                         *_cells(r["simulate"]), *cells, met, *fitted, *release]) + " |")
     lines.append("")
     nvls = ", ".join(f"{r['log'][:2]} {r['nvls_step_us_fitted_on_other_logs']:.1f} us" for r in results
                      if r["nvls_step_us_fitted_on_other_logs"] is not None)
@@ -287,6 +303,10 @@ def main(argv: list[str] | None = None) -> int:
             loo = r["predict_loo"]
             print(f"{r['log'][:2]}: with {_loo_label(r)} (fitted on the other logs): "
                   f"{loo['median_abs_pct']:.1f}/{loo['worst_abs_pct']:.0f}")
+        if "predict_release" in r:
+            rel = r["predict_release"]
+            print(f"{r['log'][:2]}: with the latency tables of NCCL {r['nccl_version']} (the log's release): "
+                  f"{rel['median_abs_pct']:.1f}/{rel['worst_abs_pct']:.0f}, busbw {_gbps(rel['busbw_GBps'])}")
     if args.fit:
         for family, (value, prefixes) in shipped.items():
             print(f"NET_STEP_FIT for {family}: ({value:.6g}, 'logs {', '.join(p[:2] for p in prefixes)}')")

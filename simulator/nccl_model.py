@@ -52,6 +52,41 @@ HW_LAT = {
     "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvls": (0.0, 0.0, 18.0), "nvls_tree": (0.0, 0.0, 20.9),
             "pat": (0.0, 0.0, 14.0)},
 }
+# How older releases' tables differ (NVIDIA/nccl src/graph/tuning.cc at each tag): (first release with today's
+# value, {(table, algorithm, protocol): the value before it}); table "base" is BASE_LAT, else HW_LAT's link.
+LATENCY_HISTORY = (
+    ((2, 21), {("nvlink", "nvls", "Simple"): 23.0, ("nvlink", "nvls_tree", "Simple"): 23.0}),  # v2.20.3: 23 us
+    ((2, 23), {("base", "tree", "Simple"): 0.0, ("nvlink", "tree", "Simple"): 28.0,           # v2.19 - v2.22.3
+               ("pcie", "tree", "Simple"): 28.0, ("net", "tree", "Simple"): 28.0}),
+    ((2, 28, 9), {("net", "nvls_tree", "Simple"): 14.0}),                                       # v2.28.7: 14 us
+)
+OLDEST_VERSION = (2, 19)  # the oldest release whose tables LATENCY_HISTORY was checked against (v2.19.3)
+
+
+def parse_nccl_version(text) -> tuple[int, ...] | None:
+    """'2.20.3' or '2.20' -> (2, 20, 3) / (2, 20); None or 'latest': NCCL master's tables."""
+    if text is None or str(text).strip().lower() in ("latest", "master"):
+        return None
+    parts = str(text).strip().removeprefix("v").split("-")[0].split(".")
+    if not 2 <= len(parts) <= 3 or not all(part.isdigit() for part in parts):
+        raise CollsimError(f"nccl-version: {text!r} is not an NCCL release; expected MAJOR.MINOR[.PATCH] such as 2.20.3, "
+                           "or latest")
+    version = tuple(int(part) for part in parts)
+    if version < OLDEST_VERSION:
+        raise CollsimError(f"nccl-version: {text!r} is older than the tables collsim knows; expected "
+                           f"{'.'.join(map(str, OLDEST_VERSION))} or later, or latest")
+    return version
+
+
+def latency_us(table: str, algo: str, proto: str, version: tuple[int, ...] | None = None) -> float:
+    """tuning.cc's latency of (algorithm, protocol): BASE_LAT (table "base") or HW_LAT[table], in the given release."""
+    key = (table, algo, proto)
+    for since, older in LATENCY_HISTORY:  # oldest change first: the first one after `version` held its value
+        if version is not None and version < since and key in older:
+            return older[key]
+    return BASE_LAT[algo][PROTOCOLS.index(proto)] if table == "base" else HW_LAT[table][algo][PROTOCOLS.index(proto)]
+
+
 # Per GPU generation, per node-count class (1 node, 2 nodes, more): GB/s.
 LL_MAX_BW = {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0), "hopper": (141.0, 45.0, 35.0),
              "blackwell": (282.0, 90.0, 70.0)}
@@ -131,6 +166,7 @@ class System:
     net_latency_us: float = 0.0            # the graph's latencyInter (0 unless the network plugin reports one)
     amd_cpu: bool = False
     protocols: tuple[str, ...] | None = None  # NCCL_PROTO: the protocols NCCL may pick (None: every one it enables)
+    nccl_version: tuple[int, ...] | None = None  # the release whose latency tables apply (None: master)
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -362,11 +398,11 @@ def _nvls_tree_bw(system: System, nsteps: int) -> float:
 
 def _latency(system: System, op: str, algo: str, pi: int, nsteps: int) -> float:
     """Latency in us of (algorithm, protocol index): base plus intra- and inter-node hops."""
-    p, nodes = system.ranks, system.nodes
+    p, nodes, proto, version = system.ranks, system.nodes, PROTOCOLS[pi], system.nccl_version
     intra_hw = "nvlink" if system.link == "nvlink" else "pcie"
-    lat = BASE_LAT[algo][pi]
-    intra_lat = HW_LAT[intra_hw][algo][pi]
-    inter_lat = (HW_LAT["net"]["tree"][pi] if p / nodes == 1 else HW_LAT["net"][algo][pi]) + system.net_latency_us
+    lat = latency_us("base", algo, proto, version)
+    intra_lat = latency_us(intra_hw, algo, proto, version)
+    inter_lat = latency_us("net", "tree" if p / nodes == 1 else algo, proto, version) + system.net_latency_us
     if PROTOCOLS[pi] == "Simple":
         inter_lat += system.net_latency_us
     if algo == "tree":
@@ -378,7 +414,7 @@ def _latency(system: System, op: str, algo: str, pi: int, nsteps: int) -> float:
     if algo == "pat":  # "log latency" plus "still a linear part" (tuning.cc)
         return lat + _log2i(nodes) * (inter_lat / PAT_STEP_DIVISOR) + p * PAT_US_PER_RANK
     if op in ("broadcast", "reduce"):  # ring, NCCL's sameChannels case
-        return lat + HW_LAT[intra_hw if nodes == 1 else "net"]["ring"][pi]
+        return lat + latency_us(intra_hw if nodes == 1 else "net", "ring", proto, version)
     overhead = system.net_overhead_us * (3 if PROTOCOLS[pi] == "Simple" else 1) if nodes > 1 else 0.0
     intra_lat = max(intra_lat, overhead)
     n_inter = 0 if nodes == 1 else 2 * (nodes - 1) if op == "allreduce" else nodes - 1

@@ -40,9 +40,9 @@ def run_pat(topology: Topology, system: System, op: str, size: int, ranks: int, 
     """
     multinode = system.nodes > 1
     channels = collective_channels(system, "pat", "Simple", size)[0]
-    cost = protocol("Simple", "pat", system.link, multinode)
+    cost = protocol("Simple", "pat", system.link, multinode, system.nccl_version)
     # tuning.cc at one GPU per node: interLat is the network's tree latency, divided over PAT's log steps
-    step_s = protocol("Simple", "tree", system.link, multinode).net_s / PAT_STEP_DIVISOR
+    step_s = protocol("Simple", "tree", system.link, multinode, system.nccl_version).net_s / PAT_STEP_DIVISOR
     cost = replace(cost, base_s=cost.base_s + PAT_US_PER_RANK * 1e-6 * ranks + plugin_latency_s(system, op, "pat", "Simple"),
                    net_s=step_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s,
                    byte_factor=cost.byte_factor / PAT_BW_FACTOR * system.n_channels / channels)

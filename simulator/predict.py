@@ -40,7 +40,7 @@ from .collective import Collective, normalize_op
 from .engine import EngineOptions, simulate
 from .errors import CollsimError
 from .nccl_channels import NVLS_STEP_FIT, collective_channels, nvls_extra_steps, nvls_tree_chunk_size
-from .nccl_model import HW_LAT, LL_MAX_BW, NVLS_EFFICIENCY, PROTOCOLS, System, predict_times, tune
+from .nccl_model import LL_MAX_BW, NVLS_EFFICIENCY, PROTOCOLS, System, latency_us, parse_nccl_version, predict_times, tune
 from .nvls import nvls_schedule, switch_view, timing_view
 from .nvls_tree import MAX_CHUNKS as NVLS_TREE_MAX_CHUNKS
 from .nvls_tree import nvls_tree_allreduce
@@ -149,12 +149,15 @@ def nccl_pick(system: System, op: str, size: int, proto: str | None = None,
 
 def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto: str | None = None,
             dtype: str = "float32", net_extra_s: float | None = None, nvls_step_s: float | None = None,
-            ranks_per_node: int | None = None, algo: str | None = None, channels: int | None = None) -> list[Prediction]:
+            ranks_per_node: int | None = None, algo: str | None = None, channels: int | None = None,
+            nccl_version: str | tuple[int, ...] | None = None) -> list[Prediction]:
     """One Prediction per size (nccl-tests' size meaning).
 
     `algo` forces NCCL's algorithm (as NCCL_ALGO does: its best protocol for it, or `proto`); `channels` forces the
     ring and tree channel count (as NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS would; NVLS, NVLS-tree and PAT keep
-    NCCL's own). NCCL's picks are still made by its model for its default channels.
+    NCCL's own). NCCL's picks are still made by its model for its default channels. `nccl_version` ('2.20.3')
+    takes tuning.cc's latency tables of that release for the picks and the step costs (nccl_model.LATENCY_HISTORY;
+    bandwidth formulas stay master's); default: master.
 
     `ranks_per_node` K puts K ranks on each node (rank r on GPU r % K of node r // K; default ranks: K per node);
     at K = 1 NCCL runs PAT for allgather and reduce-scatter where its model says so.
@@ -175,6 +178,9 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
     if ranks_per_node is None:  # else machine_of checks K ranks on each node, within the preset's nodes
         topology.check_ranks(ranks)
     system, per_node = machine_of(topology, ranks, ranks_per_node)
+    if not isinstance(nccl_version, tuple):
+        nccl_version = parse_nccl_version(nccl_version)
+    system = replace(system, nccl_version=nccl_version)
     if ranks_per_node is not None:
         topology = place_per_node(topology, ranks_per_node, topology.preset[0].gpus_per_node)
     calibration = getattr(topology, "calibration", None)
@@ -242,7 +248,7 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
         # channels beyond the GPUs of a node repeat the same orders (same links, same NICs): the engine runs
         # min(C, G) rings carrying the same bytes, which times the same under max-min sharing.
         params = {"channels": min(channels, per_node), "node": per_node}
-    cost = protocol(proto if algo != "nvls" else "Simple", family, system.link, multinode)
+    cost = protocol(proto if algo != "nvls" else "Simple", family, system.link, multinode, system.nccl_version)
     plugin_s = plugin_latency_s(system, op, family, cost.name)
     cost = replace(cost, base_s=cost.base_s + plugin_s, net_s=cost.net_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s,
                    byte_factor=cost.byte_factor * max(1.0, system.n_channels / channels))  # a channel's share of the graph
@@ -315,7 +321,7 @@ def run_nvls(topology: Topology, system: System, size: int, ranks: int, dtype: s
     # its protocol efficiencies in the bandwidths (ring / tree efficiencies; NVLS's is NCCL's nvlsEfficiency)
     machine = switch_view(getattr(topology, "uncalibrated", topology), ranks, NVLS_EFFICIENCY[system.arch])
     trace = simulate(timing_view(schedule), machine, EngineOptions(ports=0))
-    base_s = HW_LAT["nvlink"]["nvls"][PROTOCOLS.index("Simple")] * 1e-6 + intra_extra_s
+    base_s = latency_us("nvlink", "nvls", "Simple", system.nccl_version) * 1e-6 + intra_extra_s
     base_s += step_s * nvls_extra_steps(system, size)
     channels = collective_channels(system, "nvls", "Simple", size)[0]
     return Prediction(size, coll.count, "nvls", "Simple", "nvls", channels, base_s + trace.time,

@@ -21,7 +21,7 @@ import numpy as np
 
 from .engine.messages import MessageModel
 from .errors import CollsimError
-from .nccl_model import BASE_LAT, HW_LAT, PROTOCOLS, RING_PROTO_BW_FACTOR
+from .nccl_model import PROTOCOLS, RING_PROTO_BW_FACTOR, latency_us
 from .topology.model import Topology
 
 NET_OVERHEAD_US = 1.0  # tuning.cc getNetOverhead on Intel hosts: per step across nodes, x3 for Simple
@@ -43,16 +43,17 @@ class Protocol:
         return MessageModel.uniform(0.0, self.byte_factor)
 
 
-def protocol(name: str, algo: str = "ring", link: str = "nvlink", multinode: bool = False) -> Protocol:
-    """NCCL's costs of protocol `name` for `algo` (ring or tree) with intra-node `link` (nvlink or pcie)."""
+def protocol(name: str, algo: str = "ring", link: str = "nvlink", multinode: bool = False,
+             version: tuple[int, ...] | None = None) -> Protocol:
+    """NCCL's costs of protocol `name` for `algo` (ring or tree) with intra-node `link` (nvlink or pcie), in NCCL
+    release `version` (None: master)."""
     if name not in PROTOCOLS:
         raise CollsimError(f"proto: unknown protocol {name!r}; expected one of {', '.join(PROTOCOLS)}")
-    i = PROTOCOLS.index(name)
-    intra = HW_LAT[link][algo][i]
+    intra = latency_us(link, algo, name, version)
     if multinode:  # tuning.cc: a step of a ring that crosses nodes costs at least the network overhead
         intra = max(intra, NET_OVERHEAD_US * (3 if name == "Simple" else 1))
-    return Protocol(name, algo, BASE_LAT[algo][i] * 1e-6, intra * 1e-6, HW_LAT["net"][algo][i] * 1e-6,
-                    1.0 / RING_PROTO_BW_FACTOR[name])
+    return Protocol(name, algo, latency_us("base", algo, name, version) * 1e-6, intra * 1e-6,
+                    latency_us("net", algo, name, version) * 1e-6, 1.0 / RING_PROTO_BW_FACTOR[name])
 
 
 def with_step_latency(topology: Topology, intra_s: float, net_s: float) -> Topology:

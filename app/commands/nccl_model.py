@@ -7,7 +7,7 @@ import argparse
 from simulator.collective import REDUCING, ROOTED, TOTAL_SIZE_OPS
 from simulator.errors import CollsimError
 from simulator.formats.nccl_tests import ResultRow, read_log, write_log
-from simulator.nccl_model import ARCHS, LINKS, System, choose, compare, tune
+from simulator.nccl_model import ARCHS, LINKS, System, choose, compare, parse_nccl_version, tune
 from simulator.units import format_size, parse_bandwidth, parse_size_range
 
 from ..output import emit_json, table
@@ -41,6 +41,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--nvls-efficiency", type=float, default=1.0,
                    help="scale one-node NVLS bandwidth (1 = the v2.27 model; NCCL >= 2.28 has 0.85 Hopper, 0.74 "
                         "Blackwell; NVLS-tree always uses NCCL's)")
+    p.add_argument("--nccl-version", metavar="V", default="latest",
+                   help="NCCL release whose tuning.cc latency tables apply, e.g. 2.20.3 (2.19 or later; default latest)")
     p.add_argument("--amd-cpu", action="store_true", help="AMD host CPUs (NCCL's LL caps and network overhead differ)")
     p.add_argument("--compare", metavar="LOG", help="an nccl-tests log: measured time vs NCCL's pick at each size")
     p.add_argument("--placement", choices=("out", "in", "min"), default="out", help="which measured time to compare (default out)")
@@ -57,7 +59,8 @@ def system_from_args(args: argparse.Namespace) -> System:
                   channels=args.channels, nic_bw_GBps=parse_bandwidth(args.nic_bw, "nic-bw") / 1e9,
                   nics_per_node=args.nics, nvls={"auto": None, "on": True, "off": False}[args.nvls],
                   nvls_efficiency=args.nvls_efficiency,
-                  net_overhead_us=2.0 if args.amd_cpu else 1.0, amd_cpu=args.amd_cpu)
+                  net_overhead_us=2.0 if args.amd_cpu else 1.0, amd_cpu=args.amd_cpu,
+                  nccl_version=parse_nccl_version(args.nccl_version))
 
 
 def predicted_rows(op: str, ranks: int, sizes: list[int], seconds) -> list[ResultRow]:

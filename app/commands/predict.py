@@ -8,7 +8,7 @@ from simulator.collective import REDUCING, TOTAL_SIZE_OPS, normalize_op
 from simulator.errors import CollsimError
 from simulator.fileio import atomic_write
 from simulator.formats.nccl_tests import ResultRow, format_log, nccl_type_name, write_log
-from simulator.nccl_model import PROTOCOLS
+from simulator.nccl_model import PROTOCOLS, parse_nccl_version
 from simulator.predict import MAX_CHANNELS, MAX_RANKS, OPS, check_channels, machine_of, parse_algo, predict
 from simulator.ranks_per_node import default_ranks, parse_ranks_per_node
 from simulator.topology import PRESETS
@@ -49,6 +49,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--channels", metavar="N", help="ring and tree channels per call, as NCCL_MIN_NCHANNELS = "
                    f"NCCL_MAX_NCHANNELS = N set them, 1..{MAX_CHANNELS} (default: NCCL's count per size; NVLS, "
                    "NVLS-tree and PAT keep NCCL's own; NCCL's picks stay those of its default channels)")
+    p.add_argument("--nccl-version", metavar="V", default="latest", help="NCCL release whose tuning.cc latency tables "
+                   "set the picks and step costs, e.g. 2.20.3 (2.19 or later; default latest: NCCL master; bandwidth "
+                   "formulas stay master's)")
     p.add_argument("--nccl-log", metavar="FILE", help="also write the table to FILE (nccl-tests format, out-of-place)")
     p.add_argument("--csv", metavar="FILE", help="also write the picks as an NCCL tuner-plugin CSV (NVIDIA/nccl "
                    "ext-tuner/example/nccl_tuner.conf format), to try them on real GPUs")
@@ -80,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     if op not in OPS:
         raise CollsimError(f"op: predict covers {', '.join(OPS)}; not {op}")
     proto, algo, channels = _proto(args.proto), parse_algo(args.algo), _channels(args.channels)
+    version = parse_nccl_version(args.nccl_version)
     topology = parse_topology(args.preset)
     per_node = parse_ranks_per_node(args.ranks_per_node)
     ranks = args.ranks or default_ranks(topology, per_node)
@@ -88,12 +92,15 @@ def run(args: argparse.Namespace) -> int:
     if ranks > MAX_RANKS:
         raise CollsimError(f"ranks: {ranks} ranks; predict simulates at most {MAX_RANKS}; expected a smaller preset or --ranks")
     sizes = parse_size_range(args.size, "size", multiple=4)
-    rows = predict(topology, op, sizes, ranks=ranks, proto=proto, ranks_per_node=per_node, algo=algo, channels=channels)
+    rows = predict(topology, op, sizes, ranks=ranks, proto=proto, ranks_per_node=per_node, algo=algo, channels=channels,
+                   nccl_version=version)
     per = 4 * (ranks if op in TOTAL_SIZE_OPS else 1)  # nccl-tests' count: elements per rank
     results = [ResultRow(r.bytes, r.bytes // per, nccl_type_name("float32"), "sum" if op in REDUCING else "none", -1, r.time_s,
                          None, None) for r in rows]
     forced = [(flag, value) for flag, value in (("--ranks-per-node", per_node), ("--algo", args.algo if algo else None),
-                                                ("--proto", proto), ("--channels", channels)) if value is not None]
+                                                ("--proto", proto), ("--channels", channels),
+                                                ("--nccl-version", version and ".".join(map(str, version))))
+              if value is not None]
     title = f"collsim predict {args.preset}" + "".join(f" {flag} {value}" for flag, value in forced)
     if args.nccl_log:
         write_log(args.nccl_log, op, ranks, results, title=title)
@@ -101,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         atomic_write(args.csv, tuner_csv(op, ranks, rows, machine_of(topology, ranks, per_node)[0].nodes))
     if args.json:
         emit_json({"preset": args.preset, "op": op, "ranks": ranks, "ranks_per_node": per_node, "algo": algo,
-                   "proto": proto, "channels": channels,
+                   "proto": proto, "channels": channels, "nccl_version": version and ".".join(map(str, version)),
                    "rows": [{"bytes": r.bytes, "time_s": r.time_s, "engine_s": r.engine_s, "base_s": r.base_s,
                              "nccl_algorithm": r.nccl_algo, "protocol": r.proto, "schedule": r.algorithm,
                              "channels": r.channels} for r in rows]})

@@ -1,6 +1,7 @@
 """NCCL's tuning model: latencies and bandwidths worked out by hand from REFERENCE.md's constants, and its picks."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -235,3 +236,50 @@ def test_cli_nccl_model_shows_the_nvls_tree_column(capsys):
     out = capsys.readouterr().out
     assert "nvls_tree/Simple: 66.8 us + n / 246.2 GB/s" in out
     assert out.rstrip().endswith("nvls_tree/Simple")
+
+
+def test_latency_tables_of_older_releases_as_tuning_cc_had_them():
+    # NVIDIA/nccl src/graph/tuning.cc: v2.19.3 - v2.22.3 charge a tree Simple step 28 us on NVLink, PCIe and the
+    # network, with no base latency; v2.23.4 on 4.0 / 4.0 / 14 and 8.4 us base. NVLS (NVLink) 23 us in v2.20.3, 25 since
+    # v2.21.5; NVLS_TREE's network step 14 us up to v2.28.7, 20.9 in v2.28.9 and master.
+    from simulator.nccl_model import latency_us, parse_nccl_version
+
+    v220, v223 = parse_nccl_version("2.20.3"), parse_nccl_version("2.23")
+    assert [latency_us(t, "tree", "Simple", v220) for t in ("base", "nvlink", "pcie", "net")] == [0.0, 28.0, 28.0, 28.0]
+    assert [latency_us(t, "tree", "Simple", v223) for t in ("base", "nvlink", "pcie", "net")] == [8.4, 4.0, 4.0, 14.0]
+    assert [latency_us(t, "tree", "Simple") for t in ("base", "nvlink", "pcie", "net")] == [8.4, 4.0, 4.0, 14.0]
+    assert latency_us("nvlink", "tree", "LL128", v220) == 1.25 and latency_us("net", "ring", "Simple", v220) == 14.0
+    assert latency_us("nvlink", "nvls", "Simple", v220) == 23.0
+    assert latency_us("nvlink", "nvls", "Simple", parse_nccl_version("2.21.5")) == 25.0
+    assert latency_us("net", "nvls_tree", "Simple", parse_nccl_version("2.28.7")) == 14.0
+    assert latency_us("net", "nvls_tree", "Simple", parse_nccl_version("2.28.9")) == 20.9
+    # the model's latency follows: a 2-node tree Simple allreduce on 16 H100s, 8.4 + 2 (7 x 4 + 14) = 92.4 us in master,
+    # 0 + 2 (7 x 28 + 28) = 448 us in v2.20.3
+    master = System("hopper", 8, 2)
+    assert tune(master, "allreduce")[("tree", "Simple")][0] == pytest.approx(92.4)
+    assert tune(replace(master, nccl_version=v220), "allreduce")[("tree", "Simple")][0] == pytest.approx(448.0)
+
+
+@pytest.mark.parametrize("text, expected", [("2.20.3", (2, 20, 3)), ("2.21", (2, 21)), ("v2.20.3-1", (2, 20, 3)),
+                                            ("latest", None), (None, None), ("master", None)])
+def test_nccl_version_parsing(text, expected):
+    from simulator.nccl_model import parse_nccl_version
+
+    assert parse_nccl_version(text) == expected
+
+
+@pytest.mark.parametrize("text, match", [("2.3", "older than"), ("2.18.1", "older than"), ("two", "MAJOR.MINOR"),
+                                         ("2", "MAJOR.MINOR"), ("2.20.3.1", "MAJOR.MINOR"), ("", "MAJOR.MINOR")])
+def test_nccl_version_refused(text, match):
+    from simulator.nccl_model import parse_nccl_version
+
+    with pytest.raises(CollsimError, match=f"nccl-version: .*{match}"):
+        parse_nccl_version(text)
+
+
+def test_cli_nccl_model_takes_a_release(capsys):
+    # v2.20.3: tree Simple on 2 nodes of 8 H100 is 0 + 2 (7 x 28 + 28) = 448 us of latency (92.4 in master)
+    assert main(["nccl-model", "--gpus", "8", "--nodes", "2", "--size", "1MiB", "--nccl-version", "2.20.3"]) == 0
+    assert "tree/Simple: 448.0 us" in capsys.readouterr().out
+    assert main(["nccl-model", "--gpus", "8", "--nodes", "2", "--size", "1MiB"]) == 0
+    assert "tree/Simple: 92.4 us" in capsys.readouterr().out

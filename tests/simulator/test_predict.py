@@ -1,6 +1,7 @@
 """collsim predict: NCCL's protocol constants reach the engine, picks follow NCCL's model, the table reads back as a log."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -303,3 +304,28 @@ def test_cli_forced_algo_and_channels_in_the_table_and_json(capsys):
     data = json.loads(capsys.readouterr().out)
     assert (data["algo"], data["channels"]) == ("ring", 8)
     assert all((r["nccl_algorithm"], r["channels"]) == ("ring", 8) for r in data["rows"])
+
+
+def test_nccl_version_sets_the_step_costs_and_the_picks():
+    # tuning.cc before v2.23: a tree Simple step costs 28 us (NVLink and network) and no base latency, so on two p4de
+    # nodes (Simple only) NCCL v2.20.3's model ranks the ring first at 1 MiB where master's ranks the tree
+    from simulator.protocols import protocol
+
+    cost = protocol("Simple", "tree", "nvlink", True, (2, 20, 3))
+    assert (cost.base_s, cost.intra_s, cost.net_s) == pytest.approx((0.0, 28e-6, 28e-6))
+    topo = parse_topology("p4de:nodes=2")
+    system, _ = machine_of(topo, 16)
+    assert nccl_pick(system, "allreduce", 1 << 20) == ("tree", "Simple")
+    assert nccl_pick(replace(system, nccl_version=(2, 20, 3)), "allreduce", 1 << 20) == ("ring", "Simple")
+    # forced tree: the same schedule with 28 us steps is slower in v2.20.3
+    new, old = (predict(topo, "allreduce", [1 << 20], algo="tree", nccl_version=v)[0] for v in (None, "2.20.3"))
+    assert old.time_s > new.time_s
+    with pytest.raises(CollsimError, match="nccl-version: '2.3'"):
+        predict(topo, "allreduce", [1 << 20], nccl_version="2.3")
+
+
+def test_cli_nccl_version(capsys):
+    assert main(["predict", "--preset", "p4de:nodes=2", "--size", "1MiB", "--nccl-version", "2.20.3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["nccl_version"] == "2.20.3"
+    assert main(["predict", "--preset", "p4de:nodes=2", "--size", "1MiB", "--nccl-version", "2.20.3"]) == 0
+    assert capsys.readouterr().out.startswith("# collsim predict p4de:nodes=2 --nccl-version 2.20.3")
