@@ -2,7 +2,8 @@
 
 The same functions the pages call, without the browser and without Streamlit's cache (a changed widget
 is a new choice); 'step (move)' is the step slider alone, with the run already built (the page caches it).
-Goal (issue 11): under 0.3 s at p = 16 for every page, under 1 s at p = 32.
+Goal (issue 11): under 0.3 s at p = 16 for every page, under 1 s at p = 32. The what-if page's default view (NCCL's
+picks, as `collsim predict` times them) is measured too: predict runs NCCL's own schedules, far more transfers.
 
 usage: python -m benchmarks.app_latency [--ranks 8,16,32] [--repeat 3] [--json PATH]
 """
@@ -101,6 +102,23 @@ def _whatif_one(p: int) -> Callable[[], object]:
     return build
 
 
+def _whatif_presets(p: int, nccl: bool) -> Callable[[], object]:
+    """The page's default collectives view (allreduce and allgather at 64 KiB, 16 MiB, 1 GiB) on two presets of p GPUs,
+    timed as NCCL runs them (collsim predict, the page's default) or with the best collsim algorithm."""
+    import pandas as pd
+    import plotly.express as px
+
+    from app.ui.whatif_model import nccl_rows, whatif_rows
+
+    machines = [f"dgx-h100:nodes={max(p // 8, 1)}", f"hgx-b200:nodes={max(p // 8, 1)}"]
+    ops, sizes = ["allreduce", "allgather"], [65536, 16 << 20, 1 << 30]
+
+    def build():
+        found = [r for m in machines for r in nccl_rows(m, ops, sizes)] if nccl else whatif_rows(machines, ops, sizes)
+        return px.bar(pd.DataFrame(found), x="bytes", y="time (us)", color="machine", barmode="group")
+    return build
+
+
 def _whatif_step(p: int) -> Callable[[], object]:
     """A DDP step of llama2-7b on two machines of p GPUs (8 per node), isolated runs (the page's default)."""
     import pandas as pd
@@ -143,6 +161,8 @@ PAGES = {"step (new choice)": _step, "step (8 chunks)": _step_chunks, "step (mov
          "cost explorer": _cost, "contention": _contention,
          "what-if (2 machines)": _whatif,
          "what-if (1 machine edited)": _whatif_one,
+         "what-if presets, NCCL (default view)": lambda p: _whatif_presets(p, True),
+         "what-if presets, best algorithm": lambda p: _whatif_presets(p, False),
          "what-if (DDP step, 2 machines)": _whatif_step, "model vs reality": _reality, "lesson d (engine)": _lesson("d"),
          "lesson e (engine)": _lesson("e")}
 

@@ -94,14 +94,22 @@ class Prediction:
     base_s: float
 
 
+NCCL_PRESETS = tuple(n for n, p in PRESETS.items() if p.machine is not None)  # the presets with a Machine record
+
+
+def knows(topology: Topology) -> bool:
+    """Whether NCCL's model knows the machine: a preset with a Machine record (not a builder, not mi300x or a TPU)."""
+    return topology.preset is not None and topology.preset[0].machine is not None
+
+
 def machine_of(topology: Topology, ranks: int, ranks_per_node: int | None = None) -> tuple[System, int]:
     """NCCL's view of a preset machine (its System) and the ranks per node the rings cross nodes by.
 
     `ranks_per_node` K: K ranks on each node (simulator/ranks_per_node.py), NCCL sees K GPUs and their NICs per node.
     """
-    if topology.preset is None or topology.preset[0].machine is None:
-        names = ", ".join(n for n, p in PRESETS.items() if p.machine is not None)
-        raise CollsimError(f"preset: {topology.name} is not a preset machine NCCL's model knows; expected one of {names}")
+    if not knows(topology):
+        raise CollsimError(f"preset: {topology.name} is not a preset machine NCCL's model knows; expected one of "
+                           f"{', '.join(NCCL_PRESETS)}")
     preset, nodes, net = topology.preset
     m = preset.machine
     per_node, nics = preset.gpus_per_node, m.nics_per_node

@@ -78,6 +78,40 @@ def machine_rows(spec: str, ops: list[str], sizes: list[int], build: Builder = b
     return rows
 
 
+NCCL_TIMED = "best collsim algorithm"  # the other way the page times collectives, named in the errors below
+
+
+def nccl_rows(spec: str, ops: list[str], sizes: list[int]) -> list[dict]:
+    """One row per (op, size) on one preset machine, timed as `collsim predict` times it (simulator.predict.predict on
+    all its GPUs, float32 as nccl-tests): machine_rows' columns, with "best algorithm" the collsim schedule the engine
+    ran, plus NCCL's algorithm, protocol and channels."""
+    from simulator import predict as nccl
+
+    wrong = [op for op in ops if op not in nccl.OPS]
+    if wrong:
+        raise CollsimError(f"collectives: {', '.join(map(repr, wrong))} {'is' if len(wrong) == 1 else 'are'} not timed as NCCL runs "
+                           f"it; expected {', '.join(nccl.OPS)}, or choose '{NCCL_TIMED}'")
+    odd = [n for n in sizes if n % 4]
+    if odd:
+        raise CollsimError(f"sizes: {odd[0]} bytes is not a whole number of float32 elements (NCCL's timing runs "
+                           "float32, as nccl-tests); expected multiples of 4 bytes, such as 1MiB")
+    topo = _machine(spec)
+    if not nccl.knows(topo):
+        raise CollsimError(f"machine: {spec.strip()!r} is not a preset NCCL's model knows; expected one of "
+                           f"{', '.join(nccl.NCCL_PRESETS)} (add :nodes=N), or choose '{NCCL_TIMED}'")
+    ranks = topo.num_devices
+    if ranks > nccl.MAX_RANKS:
+        raise CollsimError(f"machine: {spec.strip()!r} has {ranks} GPUs; predict simulates at most {nccl.MAX_RANKS}")
+    rows = []
+    for op in ops:
+        for r in nccl.predict(topo, op, sizes):
+            coll = Collective(op, ranks, r.bytes, "float32")
+            rows.append({"machine": spec, "ranks": ranks, "op": op, "bytes": r.bytes, "best algorithm": r.algorithm,
+                         "time (us)": r.time_s * 1e6, "busbw (GB/s)": coll.busbw(r.time_s) / 1e9,
+                         "NCCL algorithm": r.nccl_algo, "protocol": r.proto, "channels": r.channels})
+    return rows
+
+
 def check_choice(machines: list[str], sizes: list[int]) -> None:
     """Bounds of the page: 1..MAX_MACHINES machines, 1..MAX_SIZES sizes."""
     if not machines or len(machines) > MAX_MACHINES:

@@ -1,4 +1,5 @@
-"""What-if hardware: the same collectives on two or three machines, timed by the engine with the best algorithm on each."""
+"""What-if hardware: the same collectives on two or three machines, timed as NCCL runs them (collsim predict) or with the
+best collsim algorithm on each, or a training step on each."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from app.ui.whatif_model import (
     STEP_SCENARIOS,
     check_choice,
     machine_rows,
+    nccl_rows,
     step_row,
     step_table_row,
 )
@@ -34,8 +36,8 @@ st.header("What-if hardware")
 st.markdown(
     "Faster links help only the part of a collective they limit: latency-bound sizes care about per-message latency "
     "and the number of steps, bandwidth-bound sizes about the slowest link on the path. Compare machines here on "
-    "collectives (each machine runs every algorithm of each collective in the event engine, on all its GPUs, and the "
-    "fastest counts) or on a whole training step.")
+    "collectives (each machine on all its GPUs in the event engine, running NCCL's own picks or the fastest of "
+    "collsim's algorithms) or on a whole training step.")
 st.caption(f"Presets: {', '.join(PRESETS)} (add :nodes=N); builders such as cluster:nodes=2,gpus=8,net_bw=50GB/s. "
            f"At most {MAX_MACHINES} machines, {MAX_RANKS} GPUs each, {MAX_SIZES} sizes.")
 
@@ -77,6 +79,12 @@ def _rows(machine: str, ops: tuple, sizes: tuple) -> list[dict]:
                         lambda coll, name: _schedule(coll.op, coll.ranks, coll.nbytes, coll.dtype, name))
 
 
+@st.cache_data(max_entries=32, show_spinner="running NCCL's picks on the machine in the engine...")
+def _nccl_rows(machine: str, ops: tuple, sizes: tuple) -> list[dict]:
+    """One machine's rows as `collsim predict` times them, cached per machine like _rows."""
+    return nccl_rows(machine, list(ops), list(sizes))
+
+
 @st.cache_data(max_entries=32, show_spinner="running the training step in the engine...")
 def _step(machine: str, scenario: str, model: str, gpu: str, tp: int, mfu: float, mode: str) -> dict:
     """One machine's training step (as `collsim whatif`), cached per machine."""
@@ -85,7 +93,15 @@ def _step(machine: str, scenario: str, model: str, gpu: str, tp: int, mfu: float
     return row
 
 
+TIMED = ("NCCL (collsim predict)", "best collsim algorithm (links only)")
+
+
 def collectives_section() -> None:
+    timed = st.radio("timed as", TIMED, horizontal=True, key=url.choice("timed", TIMED))
+    st.caption("NCCL (collsim predict): what nccl-tests would print, NCCL's own pick of algorithm, protocol and "
+               "channels timed in the engine (preset machines only; docs/accuracy.md says how close it comes to real "
+               "logs); best collsim algorithm: the fastest of collsim's algorithms on the machine's plain links.")
+    nccl = timed == TIMED[0]
     c = st.columns(2)
     ops_text = c[0].text_input(f"collectives (comma-separated: {', '.join(OPS)})", key=url.text("ops", "allreduce,allgather"))
     sizes_text = c[1].text_input(f"sizes (at most {MAX_SIZES})", key=url.text("sizes", "64KiB,16MiB,1GiB"))
@@ -94,15 +110,20 @@ def collectives_section() -> None:
         ops = parse_ops(ops_text)
         sizes = sizes_input(sizes_text)
         check_choice(list(chosen), sizes)
-        rows = pd.DataFrame([row for spec in chosen for row in _rows(spec, tuple(ops), tuple(sizes))])
+        timing = _nccl_rows if nccl else _rows
+        rows = pd.DataFrame([row for spec in chosen for row in timing(spec, tuple(ops), tuple(sizes))])
+        if nccl:
+            rows = rows.rename(columns={"best algorithm": "schedule"})
+        hover = ["NCCL algorithm", "protocol", "channels", "schedule"] if nccl else ["best algorithm"]
+        how = "NCCL's pick (collsim predict)" if nccl else "the best algorithm"
         rows["size"] = [format_size(int(n)) for n in rows["bytes"]]
         first = rows[rows["machine"] == chosen[0]].set_index(["op", "bytes"])["time (us)"]
         rows[f"time vs {chosen[0]}"] = [t / first[(op, n)] for op, n, t in zip(rows["op"], rows["bytes"], rows["time (us)"])]
         for op in ops:
             part = rows[rows["op"] == op]
             fig = px.bar(part, x="size", y="time (us)", color="machine", barmode="group", log_y=True,
-                         hover_data=["best algorithm", "ranks", "busbw (GB/s)"],
-                         title=f"{op}: engine time with the best algorithm on each machine (lower is better)")
+                         hover_data=[*hover, "ranks", "busbw (GB/s)"],
+                         title=f"{op}: engine time with {how} on each machine (lower is better)")
             st.plotly_chart(fig, key=f"whatif.{op}")
         st.dataframe(rows.drop(columns=["bytes"]), hide_index=True, key="whatif.table",
                      column_config={f"time vs {chosen[0]}": st.column_config.NumberColumn(format="%.2fx")})

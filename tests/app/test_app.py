@@ -412,8 +412,30 @@ def test_contention_times_equal_simulate_before_and_after():
     assert top["utilisation"] == pytest.approx(top["bytes"] / 12.5e9 / loaded, rel=1e-9)
 
 
+def test_whatif_default_is_nccl_as_collsim_predict_times_it():
+    from simulator.predict import predict
+
+    at = _page("views/whatif.py", {"sizes": "64KiB,16MiB"})
+    assert at.radio(key="whatif.timed").value == "NCCL (collsim predict)"
+    table = at.dataframe[0].value
+    assert list(table["machine"].unique()) == ["dgx-h100:nodes=2", "hgx-b200:nodes=2"]
+    for spec in ("dgx-h100:nodes=2", "hgx-b200:nodes=2"):
+        for op in ("allreduce", "allgather"):
+            rows = table[(table["machine"] == spec) & (table["op"] == op)]
+            want = predict(parse_topology(spec), op, [64 << 10, 16 << 20])
+            assert list(rows["NCCL algorithm"]) == [r.nccl_algo for r in want]
+            assert list(rows["protocol"]) == [r.proto for r in want] and list(rows["channels"]) == [r.channels for r in want]
+            assert list(rows["time (us)"]) == pytest.approx([r.time_s * 1e6 for r in want], rel=1e-12)
+    at.text_input(key="whatif.ops").input("allreduce,alltoall").run()
+    assert len(at.error) == 1 and at.error[0].value.startswith("collectives: 'alltoall' is not timed as NCCL runs it")
+    at.radio(key="whatif.timed").set_value("best collsim algorithm (links only)").run()
+    _ok(at)
+    assert at.query_params["timed"] == "best collsim algorithm (links only)"
+    assert "NCCL algorithm" not in at.dataframe[0].value.columns
+
+
 def test_whatif_rows_are_the_fastest_algorithm_in_the_engine():
-    at = _page("views/whatif.py")
+    at = _page("views/whatif.py", {"timed": "best collsim algorithm (links only)"})
     at.text_input(key="whatif.m0").input("switch:4").run()
     at.text_input(key="whatif.m1").input("ring:4").run()
     at.text_input(key="whatif.ops").input("allgather").run()
@@ -517,6 +539,8 @@ def test_reality_shows_every_size_of_the_log_with_its_out_of_sample_error():
     ("views/cost.py", {"op": "allgather", "p": "16", "sizes": "4KiB:4MiB"}, "cost.p", 16),
     ("views/contention.py", {"topo": "torus:2x4", "algo": "rabenseifner"}, "contention.topo", "torus:2x4"),
     ("views/whatif.py", {"m0": "dgx-a100", "sizes": "1MiB"}, "whatif.m0", "dgx-a100"),
+    ("views/whatif.py", {"timed": "best collsim algorithm (links only)", "m0": "switch:8"}, "whatif.timed",
+     "best collsim algorithm (links only)"),
     ("views/whatif.py", {"kind": "a training step", "m0": "dgx-a100", "m1": "", "scenario": "ddp", "model": "llama2-7b",
                          "gpu": "", "tp": "0", "mfu": "0.5", "mode": "isolated"}, "whatif.mfu", 0.5),
     ("views/reality.py", {"log": "12_rtx4090_pcie_1node_2gpu_allreduce.txt", "arch": "ampere"}, "reality.arch", "ampere"),

@@ -140,3 +140,42 @@ def test_a_link_restores_the_lesson_and_the_check_works(server, browser, tmp_pat
     assert page.locator(EXCEPTION).count() == 0
     _photograph(page, _shots(tmp_path) / "app_lesson_checked.png")
     page.close()
+
+
+def _table(page) -> list[dict]:
+    """The page's first table as the browser shows it (its accessible copy of the grid), one dict per row."""
+    found = page.evaluate("""() => { const t = document.querySelector("[data-testid='stDataFrame'] table");
+        return {heads: [...t.querySelectorAll("thead th")].map(c => c.textContent),
+                rows: [...t.querySelectorAll("tbody tr")].map(r => [...r.querySelectorAll("td")].map(c => c.textContent))}; }""")
+    return [dict(zip(found["heads"], row)) for row in found["rows"]]
+
+
+def test_whatif_shows_nccl_picks_and_the_link_keeps_the_timing(server, browser):
+    from simulator.predict import predict
+    from simulator.topology import parse_topology
+    from simulator.units import format_size
+
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(f"{server}/whatif")
+    page.get_by_text("NCCL algorithm").first.wait_for(state="attached", timeout=90000)  # the default: NCCL's picks
+    page.wait_for_function("() => document.querySelectorAll(\"[data-testid='stDataFrame'] tbody tr\").length == 12")
+    assert "timed=NCCL" in page.url
+    shown = {(r["machine"], r["op"], r["size"]): (r["NCCL algorithm"], r["protocol"], r["channels"]) for r in _table(page)}
+    sizes = [64 << 10, 16 << 20, 1 << 30]
+    for machine in ("dgx-h100:nodes=2", "hgx-b200:nodes=2"):
+        for op in ("allreduce", "allgather"):
+            for want in predict(parse_topology(machine), op, sizes):
+                assert shown[(machine, op, format_size(want.bytes))] == (want.nccl_algo, want.proto, str(want.channels))
+    page.get_by_text("best collsim algorithm (links only)", exact=True).click()
+    page.wait_for_url(re.compile(r"timed=best"), timeout=60000)
+    page.get_by_text("best algorithm", exact=True).first.wait_for(state="attached", timeout=60000)
+    link = page.url
+    page.close()
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(link)  # a new session from the link: the timing choice comes back with it
+    page.locator(".js-plotly-plot").first.wait_for(timeout=90000)
+    page.get_by_text("best algorithm", exact=True).first.wait_for(state="attached", timeout=60000)
+    assert page.get_by_role("radio", name="best collsim algorithm (links only)").is_checked()
+    assert "NCCL algorithm" not in _table(page)[0]
+    assert page.locator(EXCEPTION).count() == 0
+    page.close()

@@ -153,6 +153,44 @@ def test_whatif_best_time_is_the_fastest_of_every_algorithm_run(machine):
             assert best_time(machine, op, n) == min(every), (op, n)
 
 
+@pytest.mark.parametrize("machine, ops", [("dgx-h100", ["allreduce", "reduce_scatter"]), ("hgx-b200:nodes=2", ["allgather"])])
+def test_whatif_nccl_rows_are_what_predict_says(machine, ops):
+    from app.ui.whatif_model import nccl_rows
+    from simulator.predict import predict
+
+    sizes = [64 << 10, 16 << 20]
+    rows = nccl_rows(machine, ops, sizes)
+    assert [(r["op"], r["bytes"]) for r in rows] == [(op, n) for op in ops for n in sizes]
+    topo = parse_topology(machine)
+    p = topo.num_devices
+    for op in ops:
+        for row, want in zip([r for r in rows if r["op"] == op], predict(topo, op, sizes)):
+            assert row["machine"] == machine and row["ranks"] == p
+            assert row["time (us)"] == pytest.approx(want.time_s * 1e6, rel=1e-12)
+            assert (row["NCCL algorithm"], row["protocol"], row["channels"], row["best algorithm"]) == (
+                want.nccl_algo, want.proto, want.channels, want.algorithm)
+            factor = 2 * (p - 1) / p if op == "allreduce" else (p - 1) / p  # nccl-tests' busbw factors
+            assert row["busbw (GB/s)"] == pytest.approx(want.bytes / want.time_s * factor / 1e9, rel=1e-12)
+
+
+@pytest.mark.parametrize("machine, ops, sizes, field, quoted", [
+    ("dgx-h100", ["allreduce", "alltoall"], [4096], "collectives", "'alltoall' is not timed as NCCL runs it"),
+    ("cluster:nodes=2,gpus=8", ["allreduce"], [4096], "machine", "'cluster:nodes=2,gpus=8'"),
+    ("mi300x", ["allgather"], [4096], "machine", "'mi300x'"),
+    ("dgx-h100", ["allreduce"], [1001], "sizes", "1001 bytes"),
+])
+def test_whatif_nccl_rows_refuse_what_predict_does_not_time(machine, ops, sizes, field, quoted):
+    from app.ui.whatif_model import nccl_rows
+
+    with pytest.raises(CollsimError) as err:
+        nccl_rows(machine, ops, sizes)
+    text = str(err.value)
+    assert text.startswith(f"{field}: ") and quoted in text
+    if field != "sizes":  # names what is accepted, and the other way to time it
+        assert ("allreduce, allgather, reduce_scatter" if field == "collectives" else "dgx-h100") in text
+        assert "best collsim algorithm" in text
+
+
 def test_bruck_alltoall_scratch_shows_the_blocks_in_transit():
     p = 8
     stepper = build_stepper(build_schedule(picture_collective("alltoall", p), "bruck"))

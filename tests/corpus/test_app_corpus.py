@@ -75,6 +75,11 @@ PAGE_CASES = [
     ("whatif", "whatif.m0", "dgx-h100:nodes=100", "machine", "limit of 64"),
     ("whatif", "whatif.m1", "3 fortnights", "machine", "'3 fortnights'"),
     ("whatif", "whatif.m0", "/dev/zero", "machine", "'/dev/zero'"),
+    ("whatif", "whatif.ops", "allreduce,alltoall", "collectives", "'alltoall' is not timed as NCCL runs it"),
+    ("whatif", "whatif.m1", "cluster:nodes=2,gpus=8", "machine", "'cluster:nodes=2,gpus=8' is not a preset NCCL"),
+    ("whatif", "whatif.m0", "mi300x", "machine", "'mi300x' is not a preset NCCL"),
+    ("whatif", "whatif.m0", "tpu-v4-4x4x4", "machine", "'tpu-v4-4x4x4' is not a preset NCCL"),
+    ("whatif", "whatif.sizes", "1KiB,1001", "sizes", "1001 bytes"),
 ]
 
 
@@ -109,6 +114,7 @@ LINK_CASES = [
     ("cost", {"p": "5000"}, "p", 8),
     ("cost", {"p": "x"}, "p", 8),
     ("whatif", {"kind": "a training step", "mfu": "7"}, "mfu", 0.4),
+    ("whatif", {"timed": "links"}, "timed", "NCCL (collsim predict)"),
     ("contention", {"factor": "1000"}, "factor", 4),
 ]
 
