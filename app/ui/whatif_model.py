@@ -78,7 +78,7 @@ def machine_rows(spec: str, ops: list[str], sizes: list[int], build: Builder = b
     return rows
 
 
-NCCL_TIMED = "best collsim algorithm"  # the other way the page times collectives, named in the errors below
+LINKS_ONLY_MODE = "best collsim algorithm"  # the other way the page times collectives, named in the errors below
 
 
 def nccl_rows(spec: str, ops: list[str], sizes: list[int]) -> list[dict]:
@@ -90,7 +90,7 @@ def nccl_rows(spec: str, ops: list[str], sizes: list[int]) -> list[dict]:
     wrong = [op for op in ops if op not in nccl.OPS]
     if wrong:
         raise CollsimError(f"collectives: {', '.join(map(repr, wrong))} {'is' if len(wrong) == 1 else 'are'} not timed as NCCL runs "
-                           f"it; expected {', '.join(nccl.OPS)}, or choose '{NCCL_TIMED}'")
+                           f"it; expected {', '.join(nccl.OPS)}, or choose '{LINKS_ONLY_MODE}'")
     odd = [n for n in sizes if n % 4]
     if odd:
         raise CollsimError(f"sizes: {odd[0]} bytes is not a whole number of float32 elements (NCCL's timing runs "
@@ -98,7 +98,7 @@ def nccl_rows(spec: str, ops: list[str], sizes: list[int]) -> list[dict]:
     topo = _machine(spec)
     if not nccl.knows(topo):
         raise CollsimError(f"machine: {spec.strip()!r} is not a preset NCCL's model knows; expected one of "
-                           f"{', '.join(nccl.NCCL_PRESETS)} (add :nodes=N), or choose '{NCCL_TIMED}'")
+                           f"{', '.join(nccl.NCCL_PRESETS)} (add :nodes=N), or choose '{LINKS_ONLY_MODE}'")
     ranks = topo.num_devices
     if ranks > nccl.MAX_RANKS:
         raise CollsimError(f"machine: {spec.strip()!r} has {ranks} GPUs; predict simulates at most {nccl.MAX_RANKS}")
