@@ -42,7 +42,7 @@ from simulator.topology.spec import parse_topology
 
 from .docs_block import replace_block
 from .nvls_step import fit_without, nvls_data
-from .preset_accuracy import CASES
+from .preset_accuracy import CASES, LOG_NCCL
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "accuracy.md"
@@ -54,14 +54,21 @@ def _err(predicted, measured) -> np.ndarray:
     return np.abs((np.asarray(predicted) - measured) / measured * 100)
 
 
-def size_holdout(path: Path, spec: str, nvls_step_s: float | None = None) -> dict:
-    """Fit on sizes <= 16 MiB, report the error on sizes >= 64 MiB."""
+def size_holdout(path: Path, spec: str, nvls_step_s: float | None = None, nccl_version: str | None = None) -> dict:
+    """Fit on sizes <= 16 MiB, report the error on sizes >= 64 MiB; also fitted with the log's NCCL release if given."""
     log = read_log(path)
     sizes, times = _unique(log.measurements())
     train = sizes <= TRAIN_MAX
     report = fit_calibration(parse_topology(spec), log.op, log.ranks, sizes, times, train, path.name,
                              nvls_step_s=nvls_step_s)
     test = sizes >= TEST_MIN
+    release = None
+    if nccl_version is not None:
+        own = fit_calibration(parse_topology(spec), log.op, log.ranks, sizes, times, train, path.name,
+                              nvls_step_s=nvls_step_s, nccl_version=nccl_version)
+        err = _err(own.predicted[test], times[test])
+        release = {"nccl_version": nccl_version, "train_median_abs_pct": own.median_abs_pct(True),
+                   "median_abs_pct": float(np.median(err)), "worst_abs_pct": float(np.max(err))}
     cal, before = _err(report.predicted[test], times[test]), _err(report.before[test], times[test])
     train_log = [(int(s), float(t)) for s, t in zip(sizes[train], times[train])]
     free = fit_measurements(log.op, "ring", log.ranks, train_log, 3).pieces
@@ -74,7 +81,8 @@ def size_holdout(path: Path, spec: str, nvls_step_s: float | None = None) -> dic
             **{f"{k}_worst_abs_pct": float(np.max(v)) for k, v in ab.items()},
             "test_sizes": int(test.sum()), "median_abs_pct": float(np.median(cal)), "worst_abs_pct": float(np.max(cal)),
             "preset_median_abs_pct": float(np.median(before)), "preset_worst_abs_pct": float(np.max(before)),
-            "identified": list(report.calibration.identified), "calibration": report.calibration.to_dict()["parameters"]}
+            "identified": list(report.calibration.identified), "calibration": report.calibration.to_dict()["parameters"],
+            "release": release}
 
 
 def node_transfer(one: Path, two: Path, spec: str, nvls_step_s: float | None = None) -> dict:
@@ -100,18 +108,25 @@ def node_transfer(one: Path, two: Path, spec: str, nvls_step_s: float | None = N
             "identified": list(cal.identified)}
 
 
+def _release_cells(release: dict | None) -> str:
+    if release is None:
+        return "- | - | -"
+    return f"{release['nccl_version']} | {release['median_abs_pct']:.1f}% | {release['worst_abs_pct']:.0f}%"
+
+
 def markdown(sizes: list[dict], nodes: list[dict], load: str) -> str:
     """The docs tables."""
     lines = ["| log | preset | train: median (fitted, not a prediction) | sizes >= 64 MiB | calibrated: median | worst | "
              "goal (<= 10%) met | preset alone: median | worst | alpha-beta `--piecewise`: median | worst | "
-             "alpha-beta `--bounds`: median | worst | parameters identified |", "|" + "---|" * 14]
+             "alpha-beta `--bounds`: median | worst | parameters identified | calibrated with the log's NCCL release | "
+             "median | worst |", "|" + "---|" * 17]
     for r in sizes:
         lines.append(f"| {r['log'][:2]} | `{r['preset']}` | {r['train_median_abs_pct']:.1f}% | {r['test_sizes']} | "
                      f"{r['median_abs_pct']:.1f}% | {r['worst_abs_pct']:.0f}% | {'yes' if r['median_abs_pct'] <= 10 else 'no'} | "
                      f"{r['preset_median_abs_pct']:.1f}% | {r['preset_worst_abs_pct']:.0f}% | "
                      f"{r['alpha_beta_median_abs_pct']:.0f}% | {r['alpha_beta_worst_abs_pct']:.0f}% | "
                      f"{r['alpha_beta_bounded_median_abs_pct']:.1f}% | {r['alpha_beta_bounded_worst_abs_pct']:.0f}% | "
-                     f"{', '.join(r['identified']) or 'none'} |")
+                     f"{', '.join(r['identified']) or 'none'} | " + _release_cells(r.get("release")) + " |")
     lines += ["", "| calibrated on | predicts | sizes >= 1 MiB: calibrated median | worst | preset alone: median | worst |",
               "|---|---|---|---|---|---|"]
     for r in nodes:
@@ -138,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     nvls = nvls_data(every)
     sizes = []
     for case, path in found.values():
-        sizes.append(size_holdout(path, case.new_spec, fit_without(nvls, {case.prefix})))
+        sizes.append(size_holdout(path, case.new_spec, fit_without(nvls, {case.prefix}), LOG_NCCL.get(case.prefix)))
         print(f"{path.name}: {sizes[-1]['median_abs_pct']:.1f}% median on sizes >= 64 MiB", file=sys.stderr)
     nodes = [node_transfer(found[a][1], found[b][1], spec, fit_without(nvls, {a, b}))
              for a, b, spec in TRANSFERS if a in found and b in found]
@@ -154,6 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     print(table(["calibrated on", "predicts", "calibrated med/worst", "preset med/worst"],
                 [[r["from"][:34], r["to"][:34], f"{r['median_abs_pct']:.1f}/{r['worst_abs_pct']:.0f}",
                   f"{r['preset_median_abs_pct']:.1f}/{r['preset_worst_abs_pct']:.0f}"] for r in nodes], "llrr"))
+    for r in sizes:
+        if r["release"] is not None:
+            rel = r["release"]
+            print(f"{r['log'][:2]}: calibrated with NCCL {rel['nccl_version']}'s latency tables (the log's release): "
+                  f"{rel['median_abs_pct']:.1f}/{rel['worst_abs_pct']:.0f}")
     print(f"load average: {load}")
     if args.json:
         atomic_write(args.json, json.dumps({"load_average": load, "sizes": sizes, "nodes": nodes}, indent=1))

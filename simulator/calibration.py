@@ -39,7 +39,7 @@ import yaml
 
 from .errors import CollsimError
 from .fileio import atomic_write
-from .nccl_model import PROTOCOLS
+from .nccl_model import PROTOCOLS, parse_nccl_version
 from .readfile import read_data
 from .topology.model import Topology
 from .topology.presets import PRESETS, build_preset
@@ -54,7 +54,7 @@ ROUNDS = 2
 BANDWIDTH_BOUND = 0.5  # an efficiency is fitted only where its bandwidth term is at least this share of a time
 # finite-difference steps: 1/efficiency + 0.25, step latency + 10 us
 DELTAS = (0.25,) * 6 + (10e-6, 10e-6)
-FILE_KEYS = ("collsim_calibration", "preset", "nodes", "net", "parameters", "identified", "fitted_to", "fit")
+FILE_KEYS = ("collsim_calibration", "preset", "nodes", "net", "nccl_version", "parameters", "identified", "fitted_to", "fit")
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,13 @@ class Calibration:
     identified: tuple[str, ...] = PARAMS
     fitted_to: str = ""
     fit: dict = field(default_factory=dict)
+    nccl_version: str | None = None  # the NCCL release whose latency tables the fit ran with (None: master)
 
     def __post_init__(self) -> None:
         if self.preset not in PRESETS or PRESETS[self.preset].machine is None:
             names = ", ".join(n for n, p in PRESETS.items() if p.machine is not None)
             raise CollsimError(f"preset: {self.preset!r} is not a machine preset; expected one of {names}")
+        parse_nccl_version(self.nccl_version)
         for name in ("intra_efficiency", "net_efficiency"):
             for proto, value in zip(PROTOCOLS, getattr(self, name)):
                 if not _number(value) or not MIN_EFFICIENCY <= value <= 1.0:
@@ -111,6 +113,7 @@ class Calibration:
     def to_dict(self) -> dict:
         """Plain data for YAML/JSON (latencies in microseconds)."""
         return {"collsim_calibration": FORMAT_VERSION, "preset": self.preset, "nodes": self.nodes, "net": self.net,
+                "nccl_version": self.nccl_version,
                 "parameters": {"intra_efficiency": {p: round(v, 6) for p, v in zip(PROTOCOLS, self.intra_efficiency)},
                                "net_efficiency": {p: round(v, 6) for p, v in zip(PROTOCOLS, self.net_efficiency)},
                                "intra_step_us": round(self.intra_step_s * 1e6, 6),
@@ -158,9 +161,12 @@ def calibration_from_dict(data, where: str) -> Calibration:
     fit = data.get("fit") or {}
     if not isinstance(fit, dict):
         raise fail(f"fit: {fit!r}; expected a mapping (what the fit reported)")
+    version = data.get("nccl_version")
+    if version is not None and not isinstance(version, str):
+        raise fail(f"nccl_version: {version!r} is not an NCCL release; expected a string such as '2.20.3', or null")
     try:
         cal = Calibration(str(data.get("preset")), nodes, net, identified=tuple(identified),
-                          fitted_to=str(data.get("fitted_to", "")), fit=fit, **values)
+                          fitted_to=str(data.get("fitted_to", "")), fit=fit, nccl_version=version, **values)
         build_preset(cal.preset, nodes, net)
     except CollsimError as exc:
         raise fail(str(exc)) from None
@@ -288,6 +294,7 @@ def _times(topology: Topology, op: str, ranks: int, sizes, cal: Calibration, nvl
 
     machines = {proto: apply(topology, cal, proto) for proto in PROTOCOLS}
     system, per_node = machine_of(topology, ranks)
+    system = replace(system, nccl_version=parse_nccl_version(cal.nccl_version))
     out = np.full((len(sizes), 2), np.inf)
     for i, size in enumerate(sizes):
         for j, (algo, proto) in enumerate(candidates(system, op, int(size))):
@@ -317,10 +324,12 @@ def _box_lstsq(a: np.ndarray, y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> 
 
 
 def fit_calibration(topology: Topology, op: str, ranks: int, sizes, measured, train, source: str = "",
-                    rounds: int = ROUNDS, nvls_step_s: float | None = None) -> FitReport:
+                    rounds: int = ROUNDS, nvls_step_s: float | None = None, nccl_version: str | None = None) -> FitReport:
     """Fit a preset machine's free parameters to the measured times at the training sizes (see module docstring).
 
-    `nvls_step_s` is predict's NVLS step cost (default NVLS_STEP_FIT); it is not fitted here.
+    `nvls_step_s` is predict's NVLS step cost (default NVLS_STEP_FIT); it is not fitted here. `nccl_version` is the
+    release the log ran ('2.20.3'): its tuning.cc latency tables set NCCL's picks and step costs, and the calibration
+    keeps it for predict.
     """
     from .nccl_channels import NVLS_STEP_FIT
     from .predict import candidates, machine_of
@@ -331,12 +340,14 @@ def fit_calibration(topology: Topology, op: str, ranks: int, sizes, measured, tr
         raise CollsimError(f"preset: {topology.name} is not a preset machine; expected e.g. p5 or dgx-h100:nodes=2")
     preset, nodes, net = topology.preset
     system, _ = machine_of(topology, ranks)
+    system = replace(system, nccl_version=parse_nccl_version(nccl_version))
     sizes = np.asarray(sizes, dtype=np.float64)
     measured = np.asarray(measured, dtype=np.float64)
     train = np.asarray(train, dtype=bool)
     if train.sum() < 2:
         raise CollsimError(f"train-sizes: {int(train.sum())} measured size(s) to fit on; expected at least 2")
-    cal = Calibration(preset.name, nodes, net, fitted_to=source)
+    cal = Calibration(preset.name, nodes, net, fitted_to=source,
+                      nccl_version=None if system.nccl_version is None else ".".join(map(str, system.nccl_version)))
     lo = np.array([1.0] * 6 + [0.0, 0.0])
     hi = np.array([1 / MIN_EFFICIENCY] * 6 + [MAX_STEP_S, MAX_STEP_S])
     ran = {proto for size in sizes[train] for _, proto in candidates(system, op, int(size))}

@@ -186,12 +186,14 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
     if ranks_per_node is None:  # else machine_of checks K ranks on each node, within the preset's nodes
         topology.check_ranks(ranks)
     system, per_node = machine_of(topology, ranks, ranks_per_node)
-    if not isinstance(nccl_version, tuple):
-        nccl_version = parse_nccl_version(nccl_version)
-    system = replace(system, nccl_version=nccl_version)
     if ranks_per_node is not None:
         topology = place_per_node(topology, ranks_per_node, topology.preset[0].gpus_per_node)
     calibration = getattr(topology, "calibration", None)
+    if nccl_version is None and calibration is not None:  # the release the calibration was fitted with
+        nccl_version = calibration.nccl_version
+    if not isinstance(nccl_version, tuple):
+        nccl_version = parse_nccl_version(nccl_version)
+    system = replace(system, nccl_version=nccl_version)
     if net_extra_s is None:
         net_extra_s = NET_STEP_FIT.get(topology.preset[2], (0.0, ""))[0] if system.nodes > 1 else 0.0
         if calibration is not None:

@@ -48,6 +48,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "name); with --preset, the calibrated preset, a file predict and simulate take as --preset/--topology FILE[:nodes=N]")
     p.add_argument("--preset", metavar="SPEC", help="calibrate this machine preset (e.g. p5, dgx-h100:nodes=2) to the log: fit its "
                    "link efficiency per class and protocol (<= 1) and its extra latency per step (>= 0, on top of NCCL's)")
+    p.add_argument("--nccl-version", metavar="V", help="with --preset: the NCCL release the log ran (e.g. 2.20.3), whose "
+                   "tuning.cc latency tables set NCCL's picks and step costs; kept in the calibration (default: latest)")
     p.add_argument("--train-sizes", metavar="A:B", help="fit only the sizes in [A, B] (either end may be left open, e.g. :16MiB); "
                    "the error on the other sizes is reported as a prediction")
     p.add_argument("--bounds", metavar="SPEC", help="bound the alpha-beta fit by a machine preset: bandwidth at most what its "
@@ -139,6 +141,9 @@ def train_mask(sizes: np.ndarray, train_text: str | None, holdout_text: str | No
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.nccl_version is not None and args.preset is None:
+        raise CollsimError(f"nccl-version: {args.nccl_version!r} sets the latency tables of a preset's calibration; "
+                           "expected it with --preset SPEC")
     log = read_log(args.log, op=args.op, ranks=args.ranks)
     if args.preset is not None:
         return run_calibration(args, log)
@@ -341,7 +346,8 @@ def run_calibration(args, log: NcclTestsLog) -> int:
         raise CollsimError(f"preset: {args.preset} has {topology.num_devices} GPUs and the log {log.ranks} ranks; "
                            "expected a preset with at least as many GPUs (e.g. :nodes=N)")
     sizes, times, train = _split(args, log)
-    report = fit_calibration(topology, log.op, log.ranks, sizes, times, train, str(args.log))
+    report = fit_calibration(topology, log.op, log.ranks, sizes, times, train, str(args.log),
+                             nccl_version=args.nccl_version)
     cal = report.calibration
     stats = _medians(report.predicted, times, train)
     if args.out:

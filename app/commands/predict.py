@@ -49,14 +49,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--channels", metavar="N", help="ring and tree channels per call, as NCCL_MIN_NCHANNELS = "
                    f"NCCL_MAX_NCHANNELS = N set them, 1..{MAX_CHANNELS} (default: NCCL's count per size; NVLS, "
                    "NVLS-tree and PAT keep NCCL's own; NCCL's picks stay those of its default channels)")
-    p.add_argument("--nccl-version", metavar="V", default="latest", help="NCCL release whose tuning.cc latency tables "
-                   "set the picks and step costs, e.g. 2.20.3 (2.19 or later; default latest: NCCL master; bandwidth "
-                   "formulas stay master's)")
+    p.add_argument("--nccl-version", metavar="V", help="NCCL release whose tuning.cc latency tables set the picks and "
+                   "step costs, e.g. 2.20.3 (2.19 or later, or latest: NCCL master; default: a calibration file's release, "
+                   "else latest; bandwidth formulas stay master's)")
     p.add_argument("--nccl-log", metavar="FILE", help="also write the table to FILE (nccl-tests format, out-of-place)")
     p.add_argument("--csv", metavar="FILE", help="also write the picks as an NCCL tuner-plugin CSV (NVIDIA/nccl "
                    "ext-tuner/example/nccl_tuner.conf format), to try them on real GPUs")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
+
+
+def _release(text: str | None, topology) -> str | None:
+    """The NCCL release predict used: the one asked for, else the calibration's, else None (master)."""
+    calibration = getattr(topology, "calibration", None)
+    version = parse_nccl_version(text if text is not None else calibration and calibration.nccl_version)
+    return version and ".".join(map(str, version))
 
 
 def _channels(text: str | None) -> int | None:
@@ -93,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         raise CollsimError(f"ranks: {ranks} ranks; predict simulates at most {MAX_RANKS}; expected a smaller preset or --ranks")
     sizes = parse_size_range(args.size, "size", multiple=4)
     rows = predict(topology, op, sizes, ranks=ranks, proto=proto, ranks_per_node=per_node, algo=algo, channels=channels,
-                   nccl_version=version)
+                   nccl_version=args.nccl_version)
     per = 4 * (ranks if op in TOTAL_SIZE_OPS else 1)  # nccl-tests' count: elements per rank
     results = [ResultRow(r.bytes, r.bytes // per, nccl_type_name("float32"), "sum" if op in REDUCING else "none", -1, r.time_s,
                          None, None) for r in rows]
@@ -108,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         atomic_write(args.csv, tuner_csv(op, ranks, rows, machine_of(topology, ranks, per_node)[0].nodes))
     if args.json:
         emit_json({"preset": args.preset, "op": op, "ranks": ranks, "ranks_per_node": per_node, "algo": algo,
-                   "proto": proto, "channels": channels, "nccl_version": version and ".".join(map(str, version)),
+                   "proto": proto, "channels": channels, "nccl_version": _release(args.nccl_version, topology),
                    "rows": [{"bytes": r.bytes, "time_s": r.time_s, "engine_s": r.engine_s, "base_s": r.base_s,
                              "nccl_algorithm": r.nccl_algo, "protocol": r.proto, "schedule": r.algorithm,
                              "channels": r.channels} for r in rows]})

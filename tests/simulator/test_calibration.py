@@ -20,12 +20,14 @@ from simulator.calibration import (
     load_calibration,
 )
 from simulator.errors import CollsimError
+from simulator.formats.nccl_tests import read_log
 from simulator.predict import predict
 from simulator.topology.presets import build_preset
 from simulator.topology.spec import parse_topology
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "nccl-tests"
 LOG04 = DATA / "04_h100_p5_1node_8gpu_allreduce_awsbatch.txt"
+LOG02 = DATA / "02_a100_p4de_2node_16gpu_efa_allreduce.txt"
 SIZES = np.array([1 << k for k in (10, 14, 18, 20, 22, 24, 26, 28)], dtype=float)
 
 
@@ -161,3 +163,27 @@ def test_cli_preset_calibration_writes_a_file_predict_takes(tmp_path, capsys):
     assert sum(r["train"] for r in rows) == 5  # 1, 2, 4, 8, 16 MiB
     pred = _cli_json(["predict", "--preset", f"{out_file}:nodes=2", "--size", "1MiB:4MiB", "--json"], capsys)
     assert pred["ranks"] == 16 and len(pred["rows"]) == 3
+
+
+def test_a_calibration_keeps_the_nccl_release_it_was_fitted_with(tmp_path):
+    # a log from NCCL 2.20.3 is fitted with that release's latency tables (tree Simple 28 us per step); the file keeps
+    # the release and predict on it uses those tables unless told otherwise
+    from simulator.nccl_model import parse_nccl_version
+
+    log = read_log(LOG02)
+    sizes, times = zip(*log.measurements())
+    train = np.array(sizes) <= 16 << 20
+    topo = parse_topology("p4de:nodes=2")
+    report = fit_calibration(topo, log.op, log.ranks, sizes, times, train, "02", nccl_version="2.20.3")
+    cal = report.calibration
+    assert cal.nccl_version == "2.20.3"
+    cal.save(tmp_path / "c.yaml")
+    assert load_calibration(tmp_path / "c.yaml").nccl_version == "2.20.3"
+    fitted = parse_topology(str(tmp_path / "c.yaml"))
+    sizes = [1 << 20, 64 << 20]
+    own = [r.time_s for r in predict(fitted, "allreduce", sizes)]
+    assert own == [r.time_s for r in predict(fitted, "allreduce", sizes, nccl_version="2.20.3")]
+    assert own != [r.time_s for r in predict(fitted, "allreduce", sizes, nccl_version="latest")]
+    # the fit's own predictions ran with that release: it reproduces them
+    assert np.allclose(own, report.predicted[[list(report.sizes).index(s) for s in sizes]], rtol=1e-9)
+    assert parse_nccl_version(cal.nccl_version) == (2, 20, 3)
