@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,15 +92,112 @@ def fit_log(measured: Measured, algo: str, segments: int = 1) -> FitResult:
     return fit_measurements(measured.op, algo, measured.ranks, list(measured.measurements), segments)
 
 
-def rows(fit: FitResult, measured: Measured, arch: str, nodes: int) -> list[dict]:
-    """Per size: measured, fitted, cross-validated prediction and its error, NCCL's pick and its predicted time."""
+def rows(fit: FitResult, measured: Measured, arch: str, nodes: int, predictions: list | None = None) -> list[dict]:
+    """Per size: measured, fitted, cross-validated prediction and its error, NCCL's pick and its predicted time; with
+    `predictions` (predict_log), collsim predict's time, its error and NCCL's algorithm/protocol and channels in it."""
     picks, nccl = [None] * len(fit.sizes), [None] * len(fit.sizes)
     if measured.op in NCCL_OPS and measured.ranks % nodes == 0:
         system = System(arch=arch, gpus_per_node=measured.ranks // nodes, nodes=nodes)
         chosen, best, _ = choose(system, measured.op, fit.sizes)
         picks = [f"{a}/{p}" for a, p in chosen]
         nccl = list(np.asarray(best) * 1e6)
-    return [{"bytes": int(n), "measured (us)": float(t * 1e6), "fitted (us)": float(f * 1e6),
-             "predicted out of sample (us)": float(c * 1e6), "error (%)": float(e),
-             "NCCL's pick": pk, "NCCL model (us)": nt}
-            for n, t, f, c, e, pk, nt in zip(fit.sizes, fit.times, fit.fitted, fit.cv_predicted, fit.cv_errors_pct, picks, nccl)]
+    out = [{"bytes": int(n), "measured (us)": float(t * 1e6), "fitted (us)": float(f * 1e6),
+            "predicted out of sample (us)": float(c * 1e6), "error (%)": float(e),
+            "NCCL's pick": pk, "NCCL model (us)": nt}
+           for n, t, f, c, e, pk, nt in zip(fit.sizes, fit.times, fit.fitted, fit.cv_predicted, fit.cv_errors_pct, picks, nccl)]
+    if predictions is not None:
+        by_size = {p.bytes: p for p in predictions}
+        for row in out:
+            p = by_size.get(row["bytes"])
+            row["predict (us)"] = None if p is None else p.time_s * 1e6
+            row["predict error (%)"] = None if p is None else (p.time_s * 1e6 - row["measured (us)"]) / row["measured (us)"] * 100
+            row["predict: NCCL algorithm/protocol"] = None if p is None else f"{p.nccl_algo}/{p.proto}"
+            row["predict channels"] = None if p is None else p.channels
+    return out
+
+# ---- collsim predict on the log's machine preset (nothing fitted to the log) ----------------------------------------
+
+PREDICT_MAX_RANKS = 64  # the page runs predict on at most this many ranks (log 06, 32 ranks: see app/views/reality.py)
+ACCURACY_MIN_BYTES = 1 << 20  # predict's median / worst |error| are over sizes >= 1 MiB, as benchmarks/preset_accuracy.py
+
+
+def machine_presets() -> list[str]:
+    """The presets `collsim predict` runs on (those that describe a machine NCCL's model knows)."""
+    from simulator.topology.presets import PRESETS
+
+    return [name for name, preset in PRESETS.items() if preset.machine is not None]
+
+
+def default_preset(log_name: str | None) -> str:
+    """The preset of the machine a bundled log came from (simulator/log_presets.py), '' for any other log."""
+    from simulator.log_presets import preset_of
+
+    return preset_of(log_name) if log_name in bundled_logs() else ""
+
+
+def preset_topology(text: str, measured: Measured):
+    """The machine preset typed on the page, for the log's ranks (field 'preset'); files and builders are refused."""
+    from app.ui.inputs import topology_input
+    from simulator.predict import OPS as PREDICT_OPS
+
+    names = machine_presets()
+    if text.split(":", 1)[0].strip() not in names:
+        raise CollsimError(f"preset: {text!r} is not a machine preset collsim predict runs; expected one of "
+                           f"{', '.join(names)}, optionally :nodes=N")
+    if measured.op not in PREDICT_OPS:
+        raise CollsimError(f"op: collsim predict covers {', '.join(PREDICT_OPS)}; this log is {measured.op}")
+    if measured.ranks > PREDICT_MAX_RANKS:
+        raise CollsimError(f"ranks: the log has {measured.ranks} ranks, over this page's limit of {PREDICT_MAX_RANKS} "
+                           f"for collsim predict; expected at most {PREDICT_MAX_RANKS} (the command line takes more)")
+    return topology_input(text, measured.ranks, "preset")
+
+
+def predict_log(measured: Measured, text: str) -> list:
+    """`collsim predict` on the preset `text` at every size of the log, with its ranks: one Prediction per size.
+
+    Nothing is fitted to the log: the preset's own constants, as `collsim predict --preset TEXT` uses them.
+    """
+    from simulator.predict import predict
+
+    topology = preset_topology(text.strip(), measured)
+    sizes = sorted({n for n, _ in measured.measurements})
+    return predict(topology, measured.op, sizes, ranks=measured.ranks)
+
+
+def predict_accuracy(measured: Measured, predictions: list) -> tuple[float, float] | None:
+    """Median and worst |error| (%) of predict over the log's sizes >= 1 MiB (None if it has none)."""
+    by_size = {p.bytes: p.time_s for p in predictions}
+    errs = [abs(by_size[n] - t) / t * 100 for n, t in measured.measurements if n >= ACCURACY_MIN_BYTES and n in by_size]
+    return (float(np.median(errs)), float(np.max(errs))) if errs else None
+
+
+def fitted_constants(text: str, predictions: list) -> list[tuple[str, str]]:
+    """The preset's constants fitted on bundled logs that entered these predictions: (what, the logs it was fitted on)."""
+    from simulator.nccl_channels import NVLS_STEP_FIT
+    from simulator.topology.presets import HOST_STAGED, SHM_RATE_FIT
+
+    out = []
+    if text.split(":", 1)[0].strip() in HOST_STAGED:
+        out.append((f"SHM load rate {SHM_RATE_FIT[0] / 1e9:.2f} GB/s (SHM_RATE_FIT)", SHM_RATE_FIT[1]))
+    if any(p.algorithm == "nvls" for p in predictions):
+        out.append((f"NVLS step cost {NVLS_STEP_FIT[0] * 1e6:.1f} us (NVLS_STEP_FIT)", NVLS_STEP_FIT[1].split(";")[0]))
+    return out
+
+
+def fitted_on(log_name: str, constants: list[tuple[str, str]]) -> bool:
+    """Whether a bundled log is one of those the constants were fitted on (their 'logs 04, 05, 07' names it)."""
+    number = log_name.split("_", 1)[0]
+    return log_name in bundled_logs() and any(number in re.findall(r"\d+", logs) for _, logs in constants)
+
+
+def predict_summary(measured: Measured, text: str, predictions: list) -> tuple[str, str]:
+    """The predict trace's name and the page's caption line: median and worst |error| over sizes >= 1 MiB, and any
+    constant of the preset that was fitted on bundled logs (naming them)."""
+    constants = fitted_constants(text, predictions)
+    label = (f"collsim predict on {text.strip()} "
+             f"({'a constant fitted on this log' if fitted_on(measured.source, constants) else 'nothing fitted'})")
+    accuracy = predict_accuracy(measured, predictions)
+    stat = (f"median |error| {accuracy[0]:.1f}%, worst {accuracy[1]:.0f}% over sizes >= 1 MiB" if accuracy else
+            "no sizes >= 1 MiB to judge it on")
+    fitted = "".join(f"; the preset's {what} was fitted on {logs}" for what, logs in constants)
+    return label, f"{label}: NCCL's algorithm, protocol and channels per size, timed by the engine; {stat}{fitted}."
