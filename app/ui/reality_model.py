@@ -117,7 +117,9 @@ def rows(fit: FitResult, measured: Measured, arch: str, nodes: int, predictions:
 
 # ---- collsim predict on the log's machine preset (nothing fitted to the log) ----------------------------------------
 
-PREDICT_MAX_RANKS = 64  # the page runs predict on at most this many ranks (log 06, 32 ranks: see app/views/reality.py)
+# ranks the page runs predict on: log 03 (16 ranks) and 06 (32) take 8-10 s each (benchmarks/reality_predict.py);
+# one size at 64 ranks up to 4 s, so a 64-rank log would take minutes
+PREDICT_MAX_RANKS = 32
 ACCURACY_MIN_BYTES = 1 << 20  # predict's median / worst |error| are over sizes >= 1 MiB, as benchmarks/preset_accuracy.py
 
 
@@ -148,7 +150,8 @@ def preset_topology(text: str, measured: Measured):
         raise CollsimError(f"op: collsim predict covers {', '.join(PREDICT_OPS)}; this log is {measured.op}")
     if measured.ranks > PREDICT_MAX_RANKS:
         raise CollsimError(f"ranks: the log has {measured.ranks} ranks, over this page's limit of {PREDICT_MAX_RANKS} "
-                           f"for collsim predict; expected at most {PREDICT_MAX_RANKS} (the command line takes more)")
+                           f"for collsim predict; expected at most {PREDICT_MAX_RANKS} (the command line "
+                           "`collsim predict --ranks N` takes more)")
     return topology_input(text, measured.ranks, "preset")
 
 

@@ -35,7 +35,7 @@ st.markdown(
 
 @st.cache_data(max_entries=32, show_spinner="running collsim predict at every size of the log...")
 def cached_predict(log: Measured, preset: str) -> list:
-    """predict_log, kept per (log, preset): log 06 (32 ranks, 31 sizes) takes seconds."""
+    """predict_log, kept per (log, preset): logs 03 and 06 take 8-10 s each (benchmarks/reality_predict.py)."""
     return predict_log(log, preset)
 
 

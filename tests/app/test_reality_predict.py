@@ -98,7 +98,7 @@ def test_the_label_says_when_a_preset_constant_was_fitted_on_this_log():
     ("allreduce", 8, "/etc/passwd", "preset:", "'/etc/passwd'"),
     ("allreduce", 16, "p5", "preset:", "fewer than the 16 ranks"),
     ("allreduce", 12, "p5:nodes=2", "ranks:", "expected a multiple of 8"),
-    ("allreduce", 128, "dgx-a100:nodes=16", "ranks:", "limit of 64"),
+    ("allreduce", 64, "dgx-a100:nodes=8", "ranks:", "limit of 32"),
     ("allreduce", 8, "dgx-h100:nodes=99999", "preset:", "too large"),
 ])
 def test_a_preset_predict_cannot_run_is_one_clear_error(op, ranks, spec, starts, quoted):
