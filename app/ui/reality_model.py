@@ -152,7 +152,11 @@ def preset_topology(text: str, measured: Measured):
         raise CollsimError(f"ranks: the log has {measured.ranks} ranks, over this page's limit of {PREDICT_MAX_RANKS} "
                            f"for collsim predict; expected at most {PREDICT_MAX_RANKS} (the command line "
                            "`collsim predict --ranks N` takes more)")
-    return topology_input(text, measured.ranks, "preset")
+    try:
+        return topology_input(text, measured.ranks, "preset")
+    except CollsimError as exc:  # the spec's own parser names the field 'topology': on this page it is 'preset'
+        message = str(exc)
+        raise CollsimError("preset:" + message[len("topology:"):] if message.startswith("topology:") else message) from None
 
 
 def predict_log(measured: Measured, text: str) -> list:

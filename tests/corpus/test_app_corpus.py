@@ -75,6 +75,14 @@ PAGE_CASES = [
     ("whatif", "whatif.m0", "dgx-h100:nodes=100", "machine", "limit of 64"),
     ("whatif", "whatif.m1", "3 fortnights", "machine", "'3 fortnights'"),
     ("whatif", "whatif.m0", "/dev/zero", "machine", "'/dev/zero'"),
+    # the default log (01) is an all-reduce on 16 ranks
+    ("reality", "reality.preset", "ring:16", "preset", "'ring:16'"),
+    ("reality", "reality.preset", "mi300x", "preset", "'mi300x'"),
+    ("reality", "reality.preset", "/etc/passwd", "preset", "'/etc/passwd'"),
+    ("reality", "reality.preset", "p5", "preset", "fewer than the 16 ranks"),
+    ("reality", "reality.preset", "p5:nodes=x", "preset", "'p5:nodes=x'"),
+    ("reality", "reality.preset", "dgx-h100:nodes=99999", "preset", "too large"),
+    ("reality", "reality.preset", "p5:nodes=2,net=nope", "net", "'nope'"),
 ]
 
 
