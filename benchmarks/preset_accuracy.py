@@ -43,11 +43,11 @@ from simulator.engine import EngineOptions, simulate
 from simulator.fileio import atomic_write
 from simulator.formats.nccl_tests import read_log
 from simulator.log_presets import CASES, Case
+from simulator.nvls_fit import leave_one_out as nvls_leave_one_out
 from simulator.topology.presets import SHM_RATE_FIT, build_preset
 from simulator.topology.spec import parse_topology
 
 from .docs_block import replace_block
-from .nvls_step import leave_one_out as nvls_leave_one_out
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "accuracy.md"

@@ -117,7 +117,7 @@ def rows(fit: FitResult, measured: Measured, arch: str, nodes: int, predictions:
 
 # ---- collsim predict on the log's machine preset (nothing fitted to the log) ----------------------------------------
 
-# ranks the page runs predict on: log 03 (16 ranks) and 06 (32) take 8-10 s each (benchmarks/reality_predict.py);
+# ranks the page runs predict on: log 03 (16 ranks) and 06 (32) take 6-10 s each at load average 1.7-3.4 (benchmarks/reality_predict.py);
 # one size at 64 ranks up to 4 s, so a 64-rank log would take minutes
 PREDICT_MAX_RANKS = 32
 ACCURACY_MIN_BYTES = 1 << 20  # predict's median / worst |error| are over sizes >= 1 MiB, as benchmarks/preset_accuracy.py
@@ -159,16 +159,17 @@ def preset_topology(text: str, measured: Measured):
         raise CollsimError("preset:" + message[len("topology:"):] if message.startswith("topology:") else message) from None
 
 
-def predict_log(measured: Measured, text: str) -> list:
+def predict_log(measured: Measured, text: str, nvls_step_s: float | None = None) -> list:
     """`collsim predict` on the preset `text` at every size of the log, with its ranks: one Prediction per size.
 
-    Nothing is fitted to the log: the preset's own constants, as `collsim predict --preset TEXT` uses them.
+    The preset's own constants, as `collsim predict --preset TEXT` uses them; `nvls_step_s` replaces NVLS_STEP_FIT
+    (held_out_nvls_step: for a log it was fitted on, the value fitted on the other logs).
     """
     from simulator.predict import predict
 
     topology = preset_topology(text.strip(), measured)
     sizes = sorted({n for n, _ in measured.measurements})
-    return predict(topology, measured.op, sizes, ranks=measured.ranks)
+    return predict(topology, measured.op, sizes, ranks=measured.ranks, nvls_step_s=nvls_step_s)
 
 
 def predict_accuracy(measured: Measured, predictions: list) -> tuple[float, float] | None:
@@ -178,33 +179,61 @@ def predict_accuracy(measured: Measured, predictions: list) -> tuple[float, floa
     return (float(np.median(errs)), float(np.max(errs))) if errs else None
 
 
-def fitted_constants(text: str, predictions: list) -> list[tuple[str, str]]:
-    """The preset's constants fitted on bundled logs that entered these predictions: (what, the logs it was fitted on)."""
+def fitted_logs(provenance: str) -> list[str]:
+    """The log numbers a fitted constant's provenance names ('logs 04, 05, 07; held out: ...' -> 04, 05, 07)."""
+    return re.findall(r"\d+", provenance.split(";")[0])
+
+
+def _number(log_name: str | None) -> str | None:
+    """A bundled log's number ('04' of 04_h100_...), None for any other log."""
+    return log_name.split("_", 1)[0] if log_name in bundled_logs() else None
+
+
+def held_out_nvls_step(log_name: str | None) -> float | None:
+    """For a bundled log NVLS_STEP_FIT was fitted on, the NVLS step cost fitted on the *other* such logs only
+    (simulator/nvls_fit.py, as benchmarks/preset_accuracy.py predicts it); None for any other log."""
+    from simulator.log_presets import CASES
+    from simulator.nccl_channels import NVLS_STEP_FIT
+    from simulator.nvls_fit import fit, nvls_data
+
+    number, logs = _number(log_name), fitted_logs(NVLS_STEP_FIT[1])
+    if number not in logs:
+        return None
+    others = [(case.prefix, case.new_spec, paths[0]) for case in CASES
+              if case.prefix[:-1] in logs and case.prefix[:-1] != number and (paths := sorted(LOGS.glob(case.prefix + "*.txt")))]
+    data = nvls_data(others)
+    return fit(data, sorted(data)) if data else None
+
+
+def fitted_constants(measured: Measured, text: str, predictions: list,
+                     nvls_step_s: float | None = None) -> list[tuple[str, bool]]:
+    """The constants fitted on bundled logs that entered these predictions: (what and where from, fitted on this log)."""
     from simulator.nccl_channels import NVLS_STEP_FIT
     from simulator.topology.presets import HOST_STAGED, SHM_RATE_FIT
 
-    out = []
+    number, out = _number(measured.source), []
     if text.split(":", 1)[0].strip() in HOST_STAGED:
-        out.append((f"SHM load rate {SHM_RATE_FIT[0] / 1e9:.2f} GB/s (SHM_RATE_FIT)", SHM_RATE_FIT[1]))
+        out.append((f"the preset's SHM load rate {SHM_RATE_FIT[0] / 1e9:.2f} GB/s (SHM_RATE_FIT) was fitted on "
+                    f"{SHM_RATE_FIT[1]}", number in fitted_logs(SHM_RATE_FIT[1])))
     if any(p.algorithm == "nvls" for p in predictions):
-        out.append((f"NVLS step cost {NVLS_STEP_FIT[0] * 1e6:.1f} us (NVLS_STEP_FIT)", NVLS_STEP_FIT[1].split(";")[0]))
+        logs = fitted_logs(NVLS_STEP_FIT[1])
+        if nvls_step_s is None:
+            out.append((f"the NVLS step cost {NVLS_STEP_FIT[0] * 1e6:.1f} us (NVLS_STEP_FIT) was fitted on logs "
+                        f"{', '.join(logs)}", number in logs))
+        else:
+            out.append((f"the NVLS step cost {nvls_step_s * 1e6:.1f} us was fitted on the other NVLS logs "
+                        f"({', '.join(n for n in logs if n != number)}), not this one", False))
     return out
 
 
-def fitted_on(log_name: str, constants: list[tuple[str, str]]) -> bool:
-    """Whether a bundled log is one of those the constants were fitted on (their 'logs 04, 05, 07' names it)."""
-    number = log_name.split("_", 1)[0]
-    return log_name in bundled_logs() and any(number in re.findall(r"\d+", logs) for _, logs in constants)
-
-
-def predict_summary(measured: Measured, text: str, predictions: list) -> tuple[str, str]:
-    """The predict trace's name and the page's caption line: median and worst |error| over sizes >= 1 MiB, and any
-    constant of the preset that was fitted on bundled logs (naming them)."""
-    constants = fitted_constants(text, predictions)
-    label = (f"collsim predict on {text.strip()} "
-             f"({'a constant fitted on this log' if fitted_on(measured.source, constants) else 'nothing fitted'})")
+def predict_summary(measured: Measured, text: str, predictions: list, nvls_step_s: float | None = None) -> tuple[str, str]:
+    """The predict trace's name and the page's caption line: median and worst |error| over sizes >= 1 MiB, and the
+    constants fitted on bundled logs that entered the prediction (naming them)."""
+    constants = fitted_constants(measured, text, predictions, nvls_step_s)
+    on_this = any(mine for _, mine in constants)
+    label = f"collsim predict on {text.strip()} ({'a constant fitted on this log' if on_this else 'nothing fitted'})"
     accuracy = predict_accuracy(measured, predictions)
     stat = (f"median |error| {accuracy[0]:.1f}%, worst {accuracy[1]:.0f}% over sizes >= 1 MiB" if accuracy else
             "no sizes >= 1 MiB to judge it on")
-    fitted = "".join(f"; the preset's {what} was fitted on {logs}" for what, logs in constants)
+    fitted = "".join(f"; {what}" for what, _ in constants)
     return label, f"{label}: NCCL's algorithm, protocol and channels per size, timed by the engine; {stat}{fitted}."

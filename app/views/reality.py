@@ -13,6 +13,7 @@ from app.ui.reality_model import (
     bundled_logs,
     default_preset,
     fit_log,
+    held_out_nvls_step,
     predict_log,
     predict_summary,
     read_bundled,
@@ -34,9 +35,15 @@ st.markdown(
 
 
 @st.cache_data(max_entries=32, show_spinner="running collsim predict at every size of the log...")
-def cached_predict(log: Measured, preset: str) -> list:
-    """predict_log, kept per (log, preset): logs 03 and 06 take 8-10 s each (benchmarks/reality_predict.py)."""
-    return predict_log(log, preset)
+def cached_predict(log: Measured, preset: str, nvls_step_s: float | None) -> list:
+    """predict_log, kept per (log, preset): logs 03 and 06 take 6-10 s each at load average 1.7-3.4 (benchmarks/reality_predict.py)."""
+    return predict_log(log, preset, nvls_step_s)
+
+
+@st.cache_data(max_entries=16, show_spinner="fitting the NVLS step cost on the other NVLS logs...")
+def cached_held_out(log_name: str | None) -> float | None:
+    """held_out_nvls_step, kept per bundled log."""
+    return held_out_nvls_step(log_name)
 
 
 url = UrlState("reality")
@@ -71,16 +78,17 @@ with friendly():
     algos = names_for(log.op)
     algo = c[1].selectbox("algorithm to fit", algos, key=url.choice("algo", algos, log.algorithm or "ring"))
     fit = fit_log(log, algo, int(segments))
-    predictions = None
+    predictions, nvls_step_s = None, None
     if preset.strip():
         with friendly():  # a preset predict cannot run shows one error line; the rest of the page stays
-            predictions = cached_predict(log, preset.strip())
+            nvls_step_s = cached_held_out(log_name if upload is None else None)
+            predictions = cached_predict(log, preset.strip(), nvls_step_s)
     table = pd.DataFrame(rows(fit, log, arch, int(nodes) or max(1, -(-log.ranks // 8)), predictions))
     st.caption(f"{log.source}: {log.op} on {log.ranks} ranks, {len(table)} sizes. Fitted alpha "
                f"{fit.alpha_s * 1e6:.3g} us, bandwidth {fit.bandwidth_Bps / 1e9:.3g} GB/s; median |error| out of sample "
                f"(sizes >= 64 KiB): {fit.cv_median_abs_pct_error() or 0:.1f}%.")
     if predictions is not None:
-        label, caption = predict_summary(log, preset, predictions)
+        label, caption = predict_summary(log, preset, predictions, nvls_step_s)
         st.caption(caption)
     labels = [format_size(int(n)) for n in table["bytes"]]
     fig = go.Figure()

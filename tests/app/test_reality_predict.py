@@ -13,6 +13,7 @@ from app.ui.reality_model import (
     bundled_logs,
     default_preset,
     fit_log,
+    held_out_nvls_step,
     predict_accuracy,
     predict_log,
     predict_summary,
@@ -51,6 +52,29 @@ def test_the_page_statistic_is_the_benchmark_predict_column():
     assert median == pytest.approx(bench["median_abs_pct"], rel=1e-12)
     assert worst == pytest.approx(bench["worst_abs_pct"], rel=1e-12)
     assert bench["spec"] == default_preset(name) == "p5:nodes=2"
+
+
+def test_a_log_the_nvls_step_was_fitted_on_is_predicted_as_the_benchmark_holds_it_out():
+    """Log 04 (one p5 node, NVLS): the page fits the NVLS step cost on the other NVLS logs, as the benchmark does."""
+    from benchmarks.preset_accuracy import CASES, evaluate
+    from simulator.nvls_fit import leave_one_out
+
+    found = [(c, sorted(LOGS.glob(c.prefix + "*.txt"))[0]) for c in CASES]
+    held_out, _ = leave_one_out([(c.prefix, c.new_spec, path) for c, path in found])  # as preset_accuracy.main
+    name = "04_h100_p5_1node_8gpu_allreduce_awsbatch.txt"
+    case = next(c for c in CASES if name.startswith(c.prefix))
+    bench = evaluate(LOGS / name, case, nvls_step_s=held_out[case.prefix])["predict"]
+    log = read_bundled(name)
+    step = held_out_nvls_step(name)
+    assert step == held_out[case.prefix]
+    predictions = predict_log(log, default_preset(name), step)
+    assert predict_accuracy(log, predictions) == pytest.approx((bench["median_abs_pct"], bench["worst_abs_pct"]), rel=1e-12)
+    label, caption = predict_summary(log, "p5", predictions, step)
+    assert label == "collsim predict on p5 (nothing fitted)" and "other NVLS logs (05, 07), not this one" in caption
+    # with the shipped value (fitted on 04 too) the page says so
+    label, caption = predict_summary(log, "p5", predict_log(log, "p5"))
+    assert "a constant fitted on this log" in label and "NVLS_STEP_FIT" in caption
+    assert held_out_nvls_step("03_h100_p5_2node_16gpu_efa_allreduce.txt") is None and held_out_nvls_step(None) is None
 
 
 def test_rows_carry_predict_time_error_and_nccl_choice_per_size():
