@@ -103,7 +103,8 @@ with friendly():
         fig.add_trace(go.Scatter(x=table["bytes"], y=table["predict (us)"], name=label, mode="lines+markers",
                                  line=dict(color="#2f855a"), marker=dict(symbol="diamond")))
     fig.update_layout(title="measured against predicted", xaxis=dict(title="size (bytes)", type="log"),
-                      yaxis=dict(title="time (us)", type="log"), height=460)
+                      yaxis=dict(title="time (us)", type="log"), height=460,
+                      legend=dict(orientation="h", yanchor="top", y=-0.2))  # below: the predict trace's name is long
     left, right = st.columns(2)
     left.plotly_chart(fig, key="reality.figure")
     err = go.Figure(go.Bar(x=labels, y=table["error (%)"], marker_color="#dd6b20", name=f"{algo} model (out of sample)"))
