@@ -598,6 +598,7 @@ def test_reality_takes_an_uploaded_verify_result_and_fits_it_exactly():
     table = at.dataframe[0].value
     assert list(table["bytes"]) == sizes
     assert table["error (%)"].abs().max() < 1e-6  # the model is exact for these times, so out of sample too
+    assert at.text_input(key="reality.preset").value == "" and "predict (us)" not in table  # no machine named yet
     assert any("alpha 100 us, bandwidth 2 GB/s" in c.value for c in at.caption)
     at.file_uploader(key="reality.upload").set_value(("run.json", b'{"rows": []}', "application/json")).run()
     assert not at.exception and len(at.error) == 1 and at.error[0].value.startswith("upload: 'run.json'")
