@@ -36,13 +36,13 @@ from simulator.fileio import atomic_write
 from simulator.fit import _unique, fit_measurements, predict_pieces
 from simulator.fit_bounds import fit_limited, preset_limits
 from simulator.formats.nccl_tests import read_log
+from simulator.log_presets import CASES, LOG_NCCL
+from simulator.nvls_fit import fit_without, nvls_data
 from simulator.predict import predict
 from simulator.topology.presets import build_preset
 from simulator.topology.spec import parse_topology
 
 from .docs_block import replace_block
-from .nvls_step import fit_without, nvls_data
-from .preset_accuracy import CASES, LOG_NCCL
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "accuracy.md"

@@ -2,8 +2,8 @@
 
     python -m benchmarks.preset_accuracy [--data tests/data/nccl-tests] [--json PATH] [--write-docs] [--fit]
 
-For every log, the preset that matches its machine (read off the log's first line and
-its README), simulated two ways:
+For every log, the preset that matches its machine (simulator/log_presets.py, read off the log's
+first line and its README), simulated two ways:
 
 - `simulate`: today's plain path, `collsim simulate --algo ring` (one ring over ranks 0..p-1,
   links alone, no protocol) on the preset the log's machine was mapped to before this script;
@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,45 +42,16 @@ from simulator.collective import Collective, busbw_factor
 from simulator.engine import EngineOptions, simulate
 from simulator.fileio import atomic_write
 from simulator.formats.nccl_tests import read_log
+from simulator.log_presets import CASES, LOG_NCCL, Case
+from simulator.nvls_fit import leave_one_out as nvls_leave_one_out
 from simulator.topology.presets import SHM_RATE_FIT, build_preset
 from simulator.topology.spec import parse_topology
 
 from .docs_block import replace_block
-from .nvls_step import leave_one_out as nvls_leave_one_out
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "accuracy.md"
 MIN_BYTES = 1 << 20
-
-
-@dataclass(frozen=True)
-class Case:
-    """One shared log and the machine it came from."""
-
-    prefix: str
-    machine: str
-    old_spec: str    # the preset this log's machine mapped to before machine presets existed
-    new_spec: str    # the machine's own preset (simulator/topology/presets.py)
-
-
-CASES = (
-    Case("01_", "GCP A3 Mega, 2 x 8 H100, TCPXO 8 x 200G", "dgx-h100:nodes=2", "a3-mega:nodes=2"),
-    Case("02_", "AWS p4de, 2 x 8 A100, EFA 4 x 100G", "dgx-a100:nodes=2", "p4de:nodes=2"),
-    Case("03_", "AWS p5, 2 x 8 H100, EFA 32 x 100G", "dgx-h100:nodes=2", "p5:nodes=2"),
-    Case("04_", "AWS p5, 1 x 8 H100", "dgx-h100", "p5"),
-    Case("05_", "OCI GB200 NVL, 2 x 4 GPUs, one NVLink domain", "gb200-nvl72", "gb200-nvl4:nodes=2"),
-    Case("06_", "CoreWeave A100, 4 x 8, IB 8 x 200G + SHARP", "dgx-a100:nodes=4", "dgx-a100:nodes=4"),
-    Case("07_", "Vultr HGX B200, 1 x 8", "hgx-b200", "hgx-b200"),
-    Case("08_", "Vultr HGX B200, 1 x 8 (allgather)", "hgx-b200", "hgx-b200"),
-    Case("12_", "2 x RTX 4090, PCIe, no P2P", "pcie-8gpu", "rtx4090-pcie"),
-    Case("13_", "4 x RTX 4090, PCIe, no P2P", "pcie-8gpu", "rtx4090-pcie"),
-)
-
-
-# The NCCL release each log ran, where its source names one (predict --nccl-version: that release's latency tables):
-# 01: the log's repository lists the TCPXO plugin's libnccl.so.2.21.5; 02, 03: the awsome-distributed-training README
-# that added them (88c2e71b) builds NCCL_VERSION=2.20.3; 05: the job's image nccl-tests:pytorch-25.03-nccl-2.26.6-1.
-LOG_NCCL = {"01_": "2.21.5", "02_": "2.20.3", "03_": "2.20.3", "05_": "2.26.6"}
 
 
 def simulate_ring(spec: str, op: str, ranks: int, sizes: list[int]) -> np.ndarray:

@@ -533,6 +533,27 @@ def test_reality_shows_every_size_of_the_log_with_its_out_of_sample_error():
     err = (table["predicted out of sample (us)"] - table["measured (us)"]) / table["measured (us)"] * 100
     assert list(err.round(9)) == list(table["error (%)"].round(9))
     assert table["NCCL's pick"].notna().all()
+    # collsim predict on the machine the log came from (an HGX B200), by default, at every size
+    from simulator.predict import predict
+
+    assert at.text_input(key="reality.preset").value == "hgx-b200" and at.query_params["preset"] == "hgx-b200"
+    direct = predict(parse_topology("hgx-b200"), "allreduce", [n for n, _ in measured], ranks=8)
+    assert list(table["predict (us)"]) == pytest.approx([p.time_s * 1e6 for p in direct], rel=1e-12)
+    assert list(table["predict: NCCL algorithm/protocol"]) == [f"{p.nccl_algo}/{p.proto}" for p in direct]
+    assert list(table["predict channels"]) == [p.channels for p in direct]
+    names = [t.get("name", "") for t in _charts(at)[0]["data"]]
+    assert any(n.startswith("collsim predict on hgx-b200") for n in names), names
+    assert any(c.value.startswith("collsim predict on hgx-b200") and "median |error|" in c.value for c in at.caption)
+    # another log brings its own machine; a preset predict cannot run is one error line and the fit still shows
+    at.selectbox(key="reality.log").set_value("03_h100_p5_2node_16gpu_efa_allreduce.txt").run()
+    assert at.text_input(key="reality.preset").value == "p5:nodes=2"
+    at.text_input(key="reality.preset").input("hgx-b200").run()
+    assert not at.exception and [e.value for e in at.error] == [
+        "preset: 'hgx-b200' has 8 devices, fewer than the 16 ranks chosen; use a larger topology or fewer ranks"]
+    assert "predict (us)" not in at.dataframe[0].value and len(_charts(at)) == 2
+    at.text_input(key="reality.preset").input("").run()
+    _ok(at)
+    assert "predict (us)" not in at.dataframe[0].value and at.query_params["preset"] == ""
 
 
 @pytest.mark.parametrize("path, query, key, value", [
@@ -544,6 +565,8 @@ def test_reality_shows_every_size_of_the_log_with_its_out_of_sample_error():
     ("views/whatif.py", {"kind": "a training step", "m0": "dgx-a100", "m1": "", "scenario": "ddp", "model": "llama2-7b",
                          "gpu": "", "tp": "0", "mfu": "0.5", "mode": "isolated"}, "whatif.mfu", 0.5),
     ("views/reality.py", {"log": "12_rtx4090_pcie_1node_2gpu_allreduce.txt", "arch": "ampere"}, "reality.arch", "ampere"),
+    ("views/reality.py", {"log": "13_rtx4090_pcie_1node_4gpu_allreduce.txt", "preset": "pcie-8gpu"}, "reality.preset",
+     "pcie-8gpu"),
 ])
 def test_url_round_trip(path, query, key, value):
     at = _page(path, query)
@@ -599,6 +622,7 @@ def test_reality_takes_an_uploaded_verify_result_and_fits_it_exactly():
     table = at.dataframe[0].value
     assert list(table["bytes"]) == sizes
     assert table["error (%)"].abs().max() < 1e-6  # the model is exact for these times, so out of sample too
+    assert at.text_input(key="reality.preset").value == "" and "predict (us)" not in table  # no machine named yet
     assert any("alpha 100 us, bandwidth 2 GB/s" in c.value for c in at.caption)
     at.file_uploader(key="reality.upload").set_value(("run.json", b'{"rows": []}', "application/json")).run()
     assert not at.exception and len(at.error) == 1 and at.error[0].value.startswith("upload: 'run.json'")

@@ -80,6 +80,14 @@ PAGE_CASES = [
     ("whatif", "whatif.m0", "mi300x", "machine", "'mi300x' is not a preset NCCL"),
     ("whatif", "whatif.m0", "tpu-v4-4x4x4", "machine", "'tpu-v4-4x4x4' is not a preset NCCL"),
     ("whatif", "whatif.sizes", "1KiB,1001", "sizes", "1001 bytes"),
+    # the default log (01) is an all-reduce on 16 ranks
+    ("reality", "reality.preset", "ring:16", "preset", "'ring:16'"),
+    ("reality", "reality.preset", "mi300x", "preset", "'mi300x'"),
+    ("reality", "reality.preset", "/etc/passwd", "preset", "'/etc/passwd'"),
+    ("reality", "reality.preset", "p5", "preset", "fewer than the 16 ranks"),
+    ("reality", "reality.preset", "p5:nodes=x", "preset", "'p5:nodes=x'"),
+    ("reality", "reality.preset", "dgx-h100:nodes=99999", "preset", "too large"),
+    ("reality", "reality.preset", "p5:nodes=2,net=nope", "net", "'nope'"),
 ]
 
 

@@ -94,7 +94,7 @@ def test_nvls_step_cost_only_where_the_chunk_is_below_the_largest():
 def test_nvls_step_fit_never_uses_the_log_it_predicts():
     import numpy as np
 
-    from benchmarks.nvls_step import fit, fit_without
+    from simulator.nvls_fit import fit, fit_without
 
     # three synthetic logs whose times need 0.5, 1.0 and 3.0 us per extra step
     steps = np.array([10.0, 100.0, 1000.0])
