@@ -39,10 +39,10 @@ import yaml
 
 from .errors import CollsimError
 from .fileio import atomic_write
-from .nccl_model import PROTOCOLS, parse_nccl_version
+from .nccl_model import PROTOCOLS, parse_nccl_version, release_name
 from .readfile import read_data
 from .topology.model import Topology
-from .topology.presets import PRESETS, build_preset
+from .topology.presets import MACHINE_PRESETS, build_preset
 from .units import parse_time
 
 FORMAT_VERSION = 1
@@ -74,9 +74,8 @@ class Calibration:
     nccl_version: str | None = None  # the NCCL release whose latency tables the fit ran with (None: master)
 
     def __post_init__(self) -> None:
-        if self.preset not in PRESETS or PRESETS[self.preset].machine is None:
-            names = ", ".join(n for n, p in PRESETS.items() if p.machine is not None)
-            raise CollsimError(f"preset: {self.preset!r} is not a machine preset; expected one of {names}")
+        if self.preset not in MACHINE_PRESETS:
+            raise CollsimError(f"preset: {self.preset!r} is not a machine preset; expected one of {', '.join(MACHINE_PRESETS)}")
         parse_nccl_version(self.nccl_version)
         for name in ("intra_efficiency", "net_efficiency"):
             for proto, value in zip(PROTOCOLS, getattr(self, name)):
@@ -347,7 +346,7 @@ def fit_calibration(topology: Topology, op: str, ranks: int, sizes, measured, tr
     if train.sum() < 2:
         raise CollsimError(f"train-sizes: {int(train.sum())} measured size(s) to fit on; expected at least 2")
     cal = Calibration(preset.name, nodes, net, fitted_to=source,
-                      nccl_version=None if system.nccl_version is None else ".".join(map(str, system.nccl_version)))
+                      nccl_version=release_name(system.nccl_version))
     lo = np.array([1.0] * 6 + [0.0, 0.0])
     hi = np.array([1 / MIN_EFFICIENCY] * 6 + [MAX_STEP_S, MAX_STEP_S])
     ran = {proto for size in sizes[train] for _, proto in candidates(system, op, int(size))}

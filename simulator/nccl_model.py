@@ -78,6 +78,11 @@ def parse_nccl_version(text) -> tuple[int, ...] | None:
     return version
 
 
+def release_name(version: tuple[int, ...] | None) -> str | None:
+    """(2, 20, 3) -> '2.20.3'; None (master) stays None."""
+    return None if version is None else ".".join(map(str, version))
+
+
 def latency_us(table: str, algo: str, proto: str, version: tuple[int, ...] | None = None) -> float:
     """tuning.cc's latency of (algorithm, protocol): BASE_LAT (table "base") or HW_LAT[table], in the given release."""
     key = (table, algo, proto)

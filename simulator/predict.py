@@ -47,7 +47,7 @@ from .nvls_tree import nvls_tree_allreduce
 from .protocols import protocol, with_step_latency
 from .ranks_per_node import check_ranks_per_node, default_ranks, nics_used, place_per_node
 from .topology.model import Topology
-from .topology.presets import NET_STEP_FIT, NETWORKS, PRESETS
+from .topology.presets import MACHINE_PRESETS, NET_STEP_FIT, NETWORKS
 
 OPS = ("allreduce", "allgather", "reduce_scatter")
 PIPELINE_CHUNK = 4 << 20  # bytes per pipeline chunk of `rails` (NCCL's default buffer, NCCL_BUFFSIZE = 4 MiB)
@@ -94,9 +94,6 @@ class Prediction:
     base_s: float
 
 
-NCCL_PRESETS = tuple(n for n, p in PRESETS.items() if p.machine is not None)  # the presets with a Machine record
-
-
 def knows(topology: Topology) -> bool:
     """Whether NCCL's model knows the machine: a preset with a Machine record (not a builder, not mi300x or a TPU)."""
     return topology.preset is not None and topology.preset[0].machine is not None
@@ -109,7 +106,7 @@ def machine_of(topology: Topology, ranks: int, ranks_per_node: int | None = None
     """
     if not knows(topology):
         raise CollsimError(f"preset: {topology.name} is not a preset machine NCCL's model knows; expected one of "
-                           f"{', '.join(NCCL_PRESETS)}")
+                           f"{', '.join(MACHINE_PRESETS)}")
     preset, nodes, net = topology.preset
     m = preset.machine
     per_node, nics = preset.gpus_per_node, m.nics_per_node

@@ -8,10 +8,10 @@ from simulator.collective import REDUCING, TOTAL_SIZE_OPS, normalize_op
 from simulator.errors import CollsimError
 from simulator.fileio import atomic_write
 from simulator.formats.nccl_tests import ResultRow, format_log, nccl_type_name, write_log
-from simulator.nccl_model import PROTOCOLS, parse_nccl_version
+from simulator.nccl_model import PROTOCOLS, parse_nccl_version, release_name
 from simulator.predict import MAX_CHANNELS, MAX_RANKS, OPS, check_channels, machine_of, parse_algo, predict
 from simulator.ranks_per_node import default_ranks, parse_ranks_per_node
-from simulator.topology import PRESETS
+from simulator.topology.presets import MACHINE_PRESETS
 from simulator.topology.spec import parse_topology
 from simulator.units import format_size, parse_size_range
 
@@ -19,7 +19,7 @@ from ..output import emit_json, table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    machines = ", ".join(n for n, p in PRESETS.items() if p.machine is not None)
+    machines = ", ".join(MACHINE_PRESETS)
     p = sub.add_parser(
         "predict", help="what nccl-tests would print on a preset machine (NCCL's picks, timed by the engine)",
         description="For each size, pick the algorithm, protocol and channels as NCCL's tuning model does for the preset "
@@ -63,7 +63,7 @@ def _release(text: str | None, topology) -> str | None:
     """The NCCL release predict used: the one asked for, else the calibration's, else None (master)."""
     calibration = getattr(topology, "calibration", None)
     version = parse_nccl_version(text if text is not None else calibration and calibration.nccl_version)
-    return version and ".".join(map(str, version))
+    return release_name(version)
 
 
 def _channels(text: str | None) -> int | None:
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
                          None, None) for r in rows]
     forced = [(flag, value) for flag, value in (("--ranks-per-node", per_node), ("--algo", args.algo if algo else None),
                                                 ("--proto", proto), ("--channels", channels),
-                                                ("--nccl-version", version and ".".join(map(str, version))))
+                                                ("--nccl-version", release_name(version)))
               if value is not None]
     title = f"collsim predict {args.preset}" + "".join(f" {flag} {value}" for flag, value in forced)
     if args.nccl_log:

@@ -123,13 +123,6 @@ PREDICT_MAX_RANKS = 32
 ACCURACY_MIN_BYTES = 1 << 20  # predict's median / worst |error| are over sizes >= 1 MiB, as benchmarks/preset_accuracy.py
 
 
-def machine_presets() -> list[str]:
-    """The presets `collsim predict` runs on (those that describe a machine NCCL's model knows)."""
-    from simulator.topology.presets import PRESETS
-
-    return [name for name, preset in PRESETS.items() if preset.machine is not None]
-
-
 def default_preset(log_name: str | None) -> str:
     """The preset of the machine a bundled log came from (simulator/log_presets.py), '' for any other log."""
     from simulator.log_presets import preset_of
@@ -141,8 +134,8 @@ def preset_topology(text: str, measured: Measured):
     """The machine preset typed on the page, for the log's ranks (field 'preset'); files and builders are refused."""
     from app.ui.inputs import topology_input
     from simulator.predict import OPS as PREDICT_OPS
+    from simulator.topology.presets import MACHINE_PRESETS as names
 
-    names = machine_presets()
     if text.split(":", 1)[0].strip() not in names:
         raise CollsimError(f"preset: {text!r} is not a machine preset collsim predict runs; expected one of "
                            f"{', '.join(names)}, optionally :nodes=N")

@@ -10,6 +10,7 @@ from simulator.engine import EngineOptions, simulate
 from simulator.errors import CollsimError
 from simulator.schedule import Schedule
 from simulator.topology.model import Topology
+from simulator.topology.presets import MACHINE_PRESETS
 
 from .engine_bound import PairCosts, lower_bound
 
@@ -98,7 +99,7 @@ def nccl_rows(spec: str, ops: list[str], sizes: list[int]) -> list[dict]:
     topo = _machine(spec)
     if not nccl.knows(topo):
         raise CollsimError(f"machine: {spec.strip()!r} is not a preset NCCL's model knows; expected one of "
-                           f"{', '.join(nccl.NCCL_PRESETS)} (add :nodes=N), or choose '{LINKS_ONLY_MODE}'")
+                           f"{', '.join(MACHINE_PRESETS)} (add :nodes=N), or choose '{LINKS_ONLY_MODE}'")
     ranks = topo.num_devices
     if ranks > nccl.MAX_RANKS:
         raise CollsimError(f"machine: {spec.strip()!r} has {ranks} GPUs; predict simulates at most {nccl.MAX_RANKS}")

@@ -227,6 +227,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("tpu-v4-4x4x4", "TPU-v4-like 4x4x4 3-D torus slice, 50 GB/s per ICI link per direction", 64, _tpu,
            multinode=False),
 )}
+MACHINE_PRESETS = tuple(n for n, p in PRESETS.items() if p.machine is not None)  # those NCCL's model knows (a Machine)
 
 
 HOST_STAGED = ("rtx4090-pcie",)  # presets whose GPUs reach each other through host memory (shm=RATE sets the load rate)
