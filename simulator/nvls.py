@@ -29,7 +29,7 @@ import numpy as np
 
 from .collective import Collective
 from .errors import CollsimError
-from .schedule import Piece, Schedule, ScheduleBuilder
+from .schedule import ArraySchedule, Piece, Schedule, ScheduleBuilder
 from .topology.model import Topology
 
 MAX_CHUNKS = 64
@@ -202,4 +202,6 @@ def timing_view(schedule: Schedule) -> Schedule:
     """The same transfers seen as a collective of p + helpers ranks, which is what the engine counts ranks by."""
     coll = schedule.collective
     wide = Collective(coll.op, schedule.participants, coll.nbytes, coll.dtype)
+    if isinstance(schedule, ArraySchedule):  # columns stay columns (no Transfer objects made)
+        return ArraySchedule(wide, schedule.algorithm, schedule.columns, schedule.params, schedule.scratch_count)
     return Schedule(wide, schedule.algorithm, schedule.transfers, schedule.params, schedule.scratch_count)
