@@ -108,7 +108,9 @@ def lower_bound(schedule: Schedule, topology: Topology, options: EngineOptions |
 def critical_path(schedule: Schedule, topology: Topology, options: EngineOptions | None = None,
                   pairs: PairCosts | None = None) -> float:
     """Seconds of the longest dependency chain, every network transfer at latency + wire bytes / bottleneck, local
-    transfers at none (see the module)."""
+    transfers at none; and per link, at least the earliest its first byte can move (the longest chain before a
+    transfer on it, and that transfer's latency), its wire bytes at its bandwidth, and the shortest of the longest
+    chains after a transfer on it (see the module): the larger of the two."""
     options = options or EngineOptions()
     pairs = pairs or PairCosts(topology, options)
     arrays = schedule.arrays
@@ -121,17 +123,50 @@ def critical_path(schedule: Schedule, topology: Topology, options: EngineOptions
     p = int(max(src.max(), dst.max())) + 1
     used, inverse = np.unique(src[net] * p + dst[net], return_inverse=True)
     costs = np.array([pairs(*divmod(key, p))[1:] for key in used.tolist()], dtype=np.float64).reshape(-1, 2)
-    duration = np.zeros(n)
-    duration[net] = costs[inverse, 0] + extra[net] + wire[net] / costs[inverse, 1]
+    latency = np.zeros(n)
+    latency[net] = costs[inverse, 0] + extra[net]
+    duration = latency.copy()
+    duration[net] += wire[net] / costs[inverse, 1]
+    start, after = _chains(schedule, duration)
+    bound = float((start + duration + after).max())
+    if net.size:  # per pair: the earliest first byte and the shortest chain after; per link, the smallest over its pairs
+        first = np.full(used.size, np.inf)
+        np.minimum.at(first, inverse, start[net] + latency[net])
+        last = np.full(used.size, np.inf)
+        np.minimum.at(last, inverse, after[net])
+        pair_bytes = np.bincount(inverse, weights=wire[net], minlength=used.size)
+        links: dict[int, list[float]] = {}
+        for key, head, tail, nbytes in zip(used.tolist(), first.tolist(), last.tolist(), pair_bytes.tolist()):
+            for link in pairs(*divmod(key, p))[0]:
+                acc = links.get(link)
+                if acc is None:
+                    links[link] = [head, tail, nbytes]
+                else:
+                    acc[0], acc[1], acc[2] = min(acc[0], head), min(acc[1], tail), acc[2] + nbytes
+        capacity = pairs.capacity
+        bound = max(bound, max(head + nbytes / capacity[link] + tail for link, (head, tail, nbytes) in links.items()))
+    return bound
+
+
+def _chains(schedule: Schedule, duration: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per transfer: the longest chain of durations before it starts, and the longest after it ends."""
+    arrays = schedule.arrays
+    n = duration.size
     ptr, idx = arrays["dep_ptr"], arrays["dep_idx"]
     rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
-    order = range(n) if bool((idx < rows).all()) else schedule.topological_order()
+    order = list(range(n)) if bool((idx < rows).all()) else schedule.topological_order()
     ptr_l, idx_l, dur = ptr.tolist(), idx.tolist(), duration.tolist()
     end = [0.0] * n
     for t in order:
         deps = idx_l[ptr_l[t]:ptr_l[t + 1]]
         end[t] = (max([end[d] for d in deps]) if deps else 0.0) + dur[t]
-    return max(end)
+    after = [0.0] * n
+    for t in reversed(order):
+        tail = after[t] + dur[t]
+        for d in idx_l[ptr_l[t]:ptr_l[t + 1]]:
+            if tail > after[d]:
+                after[d] = tail
+    return np.array(end) - duration, np.array(after)
 
 
 def safe(bound: float, transfers: int) -> float:
