@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .algorithms.columns import Table
 from .algorithms.phases import chunked
 from .algorithms.tree import dtree_parents, tree_depths
 from .collective import Collective
 from .collnet import node_shards
 from .errors import CollsimError
-from .schedule import BUFFERS, ArraySchedule, csr_rows
+from .schedule import ArraySchedule
 
 MAX_CHUNKS = 64
 
@@ -68,35 +69,6 @@ def nvls_tree_allreduce(coll: Collective, group: int, chunks: int = 1, window: i
                              (group + 1) * count if build else 0)
     schedule.helpers = p // group
     return schedule
-
-
-class _Table:
-    """Columns of `n` transfers (one piece each) filled a kind of transfer at a time, with a dependency table."""
-
-    def __init__(self, n: int, width: int):
-        self.cols = {key: np.zeros(n, dtype=np.int64) for key in ("src", "dst", "step", "src_buf", "src_off",
-                                                                     "dst_buf", "dst_off", "count")}
-        self.cols["reduce"] = np.zeros(n, dtype=bool)
-        self.deps = np.full((n, width), -1, dtype=np.int64)
-
-    def put(self, ids, src, dst, src_piece, dst_piece, count, step, deps, reduce: bool = False) -> None:
-        """Transfers `ids` (any shape; the other arguments broadcast to it): (buffer, offset) pieces, each waiting for
-        the ids along the last axis of the arrays in `deps` (-1 for none)."""
-        ids = np.asarray(ids)
-        c = self.cols
-        for key, value in (("src", src), ("dst", dst), ("src_buf", BUFFERS.index(src_piece[0])), ("src_off", src_piece[1]),
-                           ("dst_buf", BUFFERS.index(dst_piece[0])), ("dst_off", dst_piece[1]), ("count", count),
-                           ("step", step), ("reduce", reduce)):
-            c[key][ids] = np.broadcast_to(value, ids.shape)
-        table = np.concatenate([np.broadcast_to(np.asarray(d)[..., None] if np.ndim(d) == ids.ndim else d,
-                                                ids.shape + (np.shape(d)[-1] if np.ndim(d) > ids.ndim else 1,))
-                                for d in deps], axis=-1)
-        self.deps[ids.ravel(), :table.shape[-1]] = table.reshape(ids.size, -1)
-
-    def columns(self) -> dict[str, np.ndarray]:
-        dep_ptr, dep_idx = csr_rows(self.deps)
-        n = self.deps.shape[0]
-        return {**self.cols, "dep_ptr": dep_ptr, "dep_idx": dep_idx, "piece_ptr": np.arange(n + 1, dtype=np.int64)}
 
 
 class _Pieces:
@@ -167,14 +139,14 @@ def _columns(p: int, group: int, count: int, parts: list[Part], window: int) -> 
     per_node = 2 * group if switch else 0
     block = nodes - 1 + (nodes * group if switch else 0)  # per piece, on the way down
     total = pc.size * (nodes * per_node + nodes - 1 + block)
-    table = _Table(total, 2 * group + 2 * pc.children.shape[-1] + 4)
+    table = Table(total, 2 * group + 2 * pc.children.shape[-1] + 4)
     if total:
         load, summed = _inside(table, pc, p, group, count) if switch else (None, np.full((pc.size, nodes), -1))
         _across(table, pc, p, group, count, load, summed, pc.size * nodes * per_node, block)
     return table.columns()
 
 
-def _inside(table: _Table, pc: _Pieces, p: int, g: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+def _inside(table: Table, pc: _Pieces, p: int, g: int, count: int) -> tuple[np.ndarray, np.ndarray]:
     """Per piece and node: the switch loads the piece from every GPU (ids (pieces, nodes, g)), reduces the slots, and
     sends the sum to the head (ids (pieces, nodes))."""
     nodes = p // g
@@ -195,7 +167,7 @@ def _inside(table: _Table, pc: _Pieces, p: int, g: int, count: int) -> tuple[np.
     return load, summed
 
 
-def _across(table: _Table, pc: _Pieces, p: int, g: int, count: int, load: np.ndarray | None, summed: np.ndarray,
+def _across(table: Table, pc: _Pieces, p: int, g: int, count: int, load: np.ndarray | None, summed: np.ndarray,
             first_up: int, block: int) -> None:
     """Per piece: the edges up and down its tree from ids `first_up` on, then per node the head's store and the
     switch's multicasts (with a switch: `load` and `summed` are _inside's ids)."""
