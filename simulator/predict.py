@@ -26,6 +26,9 @@ unlimited ports per rank (the channels run at once) and max-min sharing on every
 
 At one GPU per node (`ranks_per_node=1`, simulator/ranks_per_node.py) NCCL's model also has PAT for
 allgather and reduce-scatter: its pick runs the `pat` schedule with PAT's costs (simulator/pat_predict.py).
+
+Where two candidates are timed (ring and tree across nodes), the one whose lower bound (simulator/engine/bound.py)
+cannot beat the time already found is not run (`fastest`): the same answer as running both, for less.
 """
 
 from __future__ import annotations
@@ -235,7 +238,8 @@ def fastest(plans: list[Plan]) -> Prediction:
 
 def candidates(system: System, op: str, size: int, proto: str | None = None,
                algo: str | None = None) -> list[tuple[str, str]]:
-    """The (algorithm, protocol) pairs predict times at this size; it keeps the fastest.
+    """The (algorithm, protocol) pairs predict times at this size; it keeps the fastest (`fastest`: one that cannot
+    win is not run).
 
     NCCL's pick (among ring and NVLS on one node); across nodes, allreduce also times the other of ring
     and tree, because NCCL's model often mis-ranks those two there. An NVLS-tree pick

@@ -8,13 +8,19 @@ flow more than its bottleneck; a link never carries more than its bandwidth (les
 local transfer takes no time at least. So the run takes at least
 - `lower_bound`: per link, the wire bytes routed over it divided by its bandwidth; per rank, the contention-free
   durations of its sends (and of its receives) divided by its ports;
-- `critical_path`: the longest chain of dependencies, each network transfer at its contention-free duration.
+- `critical_path`: the longest chain of dependencies, each network transfer at its contention-free duration
+  (by induction over the chain, no transfer starts before the chain ending at it could end); and per link l,
+  head + W/B + tail: no byte crosses l before head, the earliest any transfer on l can start (its chain) plus its
+  latency; l's W wire bytes take W/B at its bandwidth B once the first has started; the transfer that carries
+  the last of them ends no earlier, and what depends on it takes at least tail, the shortest over l's transfers
+  of the longest chain after one ends.
 Reductions (gamma), late starts and waiting for ports only add time.
 
 The engine rounds every duration it adds to its clock's tick (clock.py; a femtosecond or finer for runs under
-an hour): a transfer's latency once and its completion once, so a chain of n transfers, or n flows sharing a
-link, may end up to n ticks early, and float sums may differ in the last bits from the bound's own sums.
-`safe` takes both off, giving a value the engine's time cannot fall below.
+an hour): a transfer's latency once and its completion once (at most a tick in all), so a chain of n transfers,
+or n flows sharing a link, may end up to n ticks early; a transfer plays at most three parts in a bound (in
+the head, the link's bytes, the tail), so 3 ticks a transfer cover every bound here. Float sums may differ in
+the last bits from the bound's own sums. `safe` takes both off, giving a value the engine's time cannot fall below.
 """
 
 from __future__ import annotations
@@ -171,7 +177,7 @@ def _chains(schedule: Schedule, duration: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def safe(bound: float, transfers: int) -> float:
     """A value the engine's reported time cannot fall below, given a bound on it for a schedule of `transfers` transfers
-    (see the module: a tick per transfer for the clock's rounding, FLOAT_SLACK for the sums); 0 past MAX_SAFE_S."""
+    (see the module: 3 ticks a transfer for the clock's rounding, FLOAT_SLACK for the sums); 0 past MAX_SAFE_S."""
     if not bound < MAX_SAFE_S:
         return 0.0
-    return bound * (1.0 - FLOAT_SLACK) - transfers * TICK_S
+    return bound * (1.0 - FLOAT_SLACK) - 3 * transfers * TICK_S
