@@ -8,8 +8,7 @@ from dataclasses import replace
 from simulator.algorithms.tree import dtree_parents, tree_depths
 from simulator.collective import Collective
 from simulator.collnet import node_shards
-from simulator.errors import CollsimError
-from simulator.nvls_tree import MAX_CHUNKS, Part, _parts
+from simulator.nvls_tree import Part, _parts
 from simulator.schedule import Piece, Schedule, ScheduleBuilder, region
 
 
@@ -85,15 +84,9 @@ def _trees(pipe: _Pipe, nodes: int, group: int, parts: list[Part]) -> None:
 
 
 def builder_nvls_tree(coll: Collective, group: int, chunks: int = 1, window: int = 1) -> Schedule:
-    """NVLS-tree allreduce of `coll` over nodes of `group` GPUs; node k's NVSwitch is helper rank p + k.
-
-    Each half-shard is cut into `chunks` pieces; every stage (switch loads, sum to the head, a tree edge, the
-    store, the multicast) passes them in order, at most `window` ahead of its previous piece.
-    """
+    """NVLS-tree allreduce of `coll` over nodes of `group` GPUs (checked by nvls_tree_allreduce, not here); node k's
+    NVSwitch is helper rank p + k; every stage passes the pieces in order, at most `window` ahead."""
     shards = node_shards(coll, group, "NVLS-tree")
-    for name, value in (("chunks", chunks), ("window", window)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CHUNKS:
-            raise CollsimError(f"{name}: {value!r}; expected an integer in 1..{MAX_CHUNKS}")
     p, count = coll.ranks, coll.count
     nodes = p // group
     pipe = _Pipe(ScheduleBuilder(coll, "nvls_tree", {"group": group, "chunks": chunks}), window)

@@ -40,12 +40,10 @@ class Flows:
 
     def __init__(self, routes: Routes, capacity: np.ndarray, bottleneck: np.ndarray, wire: np.ndarray,
                  ticks_per_s: float, post: Post, post_one: Callable[[int, int, int], None],
-                 alone: np.ndarray | None = None, forget: Callable[[int], None] | None = None,
-                 repost: Callable[[list[tuple[int, int, int, int]]], None] | None = None):
+                 alone: np.ndarray | None = None, forget: Callable[[int], None] | None = None):
         """capacity: B/s of every link; bottleneck: of every flow's route; wire: bytes each flow moves; alone (optional):
         per link, True if it never carries two flows at once (max-min then reads only its capacity); forget(when)
-        (optional): a completion posted for tick `when` is superseded; repost(changes) (optional): for each
-        (old, when, f, version), forget(old) if after now, then post_one(when, f, version), in one call."""
+        (optional): a completion posted for tick `when` is superseded."""
         n = len(routes)
         self._capacity_list = capacity.tolist()  # read one link at a time by max-min
         self.routes, self._own = _shareable(routes, alone, self._capacity_list)
@@ -56,7 +54,6 @@ class Flows:
         self.per_s = ticks_per_s
         self._post, self._post_one = post, post_one
         self._forget = forget or (lambda when: None)
-        self._repost = repost or self._repost_each
         with np.errstate(divide="ignore", invalid="ignore"):
             self.solo = np.rint(wire / bottleneck * ticks_per_s)  # ticks to move alone
         # numpy views for the array paths; the one-at-a-time paths use the array.arrays (bytearray) behind them
@@ -265,20 +262,13 @@ class Flows:
             new_rates = {f: capacity[-1 - f] for f in comp_flows}
         else:
             new_rates = progressive_filling(comp_flows, users, capacity)
-        changes = []
+        post = self._post_one
         for f, r in new_rates.items():
             st = states[f]
             if r != st[_RATE]:
                 st[_RATE] = r
-                version = st[_VERSION] = st[_VERSION] + 1
-                old = st[_DUE]
+                st[_VERSION] += 1
+                if st[_DUE] > now:
+                    self._forget(st[_DUE])
                 st[_DUE] = when = now + round(st[_REMAINING] / r * per_s)
-                changes.append((old if old > now else -1, when, f, version))
-        self._repost(changes)
-
-    def _repost_each(self, changes: list[tuple[int, int, int, int]]) -> None:
-        """repost() one completion at a time through forget and post_one."""
-        for old, when, f, version in changes:
-            if old >= 0:
-                self._forget(old)
-            self._post_one(when, f, version)
+                post(when, f, st[_VERSION])

@@ -63,28 +63,6 @@ class Agenda:
                 return
         self.post(when, DONE, [[t], [version]])
 
-    def repost(self, changes: list[tuple[int, int, int, int]]) -> None:
-        """For each (old, when, t, version) in order: forget(old) if it is after now, then post_done(when, t, version)
-        (the flows whose rate changed at one instant, in one call)."""
-        at, now = self._at, self.now
-        for old, when, t, version in changes:
-            if old > now:
-                slot = at.get(old)
-                if slot is not None:
-                    slot[_POSTED] -= 1
-                    if slot[_POSTED] == 0:
-                        del at[old]
-            slot = at.get(when)
-            if slot is not None:
-                done = slot[DONE]
-                if done and type(done[-1]) is list:
-                    last = done[-1]
-                    last[0].append(t)
-                    last[1].append(version)
-                    slot[_POSTED] += 1
-                    continue
-            self.post(when, DONE, [[t], [version]])
-
     def forget(self, when: int) -> None:
         """One id posted for the future tick `when` is no longer wanted (a superseded completion): once an instant holds
         only such ids it is dropped. Ticks not after now are left as they are."""

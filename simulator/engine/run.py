@@ -209,7 +209,7 @@ class _Run:
         if options.ports == 1 and self.pair_src.size:  # a link only one rank sends (or receives) on: one flow at a time
             alone = routes.one_sided(np.append(self.pair_src, -1), np.append(self.pair_dst, -1), capacity.size)
         self.flows = Flows(routes, capacity, bottleneck, wire, self.clock.scale, self._post_done, self.agenda.post_done,
-                           alone, self.agenda.forget, self.agenda.repost)
+                           alone, self.agenda.forget)
 
     def _post_done(self, when: np.ndarray, ids: np.ndarray, versions: np.ndarray) -> None:
         self.agenda.post_many(when, DONE, ids, versions)

@@ -285,26 +285,6 @@ def test_agenda_post_done_merges_a_burst_for_one_tick_into_one_chunk_in_order():
     assert [list(c[0]) for c in agenda._at[6][DONE]] == [[8]]
 
 
-def test_agenda_repost_is_forget_then_post_done_for_each_change():
-    def timeline(use_repost: bool) -> list:
-        log = []
-        agenda = Agenda(lambda now, due: log.append((now, [(list(c[0]), list(c[1])) for c in due[DONE]])))
-        agenda.post(3, DONE, ([0, 1], [1, 1]))
-        agenda.post(4, DONE, ([2], [1]))
-        # both ids at tick 3 superseded (dropped); tick 4 emptied, then posted again; 0 and 2 merged at tick 7
-        changes = [(3, 7, 0, 2), (4, 7, 2, 2), (-1, 9, 5, 1), (3, 4, 1, 2)]
-        if use_repost:
-            agenda.repost(changes)
-        else:
-            for old, when, t, version in changes:
-                if old >= 0:
-                    agenda.forget(old)
-                agenda.post_done(when, t, version)
-        agenda.run()
-        return log
-    assert timeline(True) == timeline(False) == [(4, [([1], [2])]), (7, [([0, 2], [2, 2])]), (9, [([5], [1])])]
-
-
 def test_engine_uses_only_simpys_public_api():
     source = "".join(p.read_text() for p in (Path(__file__).parents[2] / "simulator" / "engine").glob("*.py"))
     for private in ("env._", "._queue", "._eid", "._now", "._value", "._ok", "_Event"):
