@@ -14,7 +14,14 @@ from simulator.program.nccl_timing import TIMINGS
 from simulator.program.presets import GPUS, MODELS
 from simulator.program.run import MODES
 from simulator.program.scenarios import SCENARIOS
-from simulator.program.whatif import StepCase, check_case_timing, cost_per_million, evaluate, sensitivity_cases
+from simulator.program.whatif import (
+    StepCase,
+    calls_timed,
+    check_case_timing,
+    cost_per_million,
+    evaluate,
+    sensitivity_cases,
+)
 from simulator.units import format_time, parse_size
 
 from ..output import emit_json, table
@@ -205,14 +212,9 @@ def _print(rows: list[dict], args: argparse.Namespace, priced: bool, sensitive: 
               f"doubling NVLink saves {row['saved_by_2x_nvlink']:.1%} ({row['mode']} run)")
     if args.timing == "nccl":
         for row in rows:
-            print(f"# {row['label']}: {timed_text(row['timed'])} ({row['mode']} run)")
+            print(f"# {row['label']}: calls timed {calls_timed(row)} (NCCL: as collsim predict times them; "
+                  f"{row['mode']} run)")
         if not args.no_sensitivity:
             print("# no doubled-bandwidth reruns with --timing nccl: NCCL's model knows only each preset's own links "
                   "(use --timing links for them)")
 
-
-def timed_text(timed: dict[str, int]) -> str:
-    """'515 calls timed as NCCL runs them, 2 on the links (engine)' from a row's per-method call counts."""
-    links = [f"{n} {method}" for method, n in timed.items() if method != "nccl" and n]
-    return (f"{timed.get('nccl', 0)} calls timed as NCCL runs them"
-            + (f", on the links: {', '.join(links)}" if links else ", none on the links"))

@@ -152,6 +152,15 @@ def evaluate(case: StepCase) -> dict:
     return row
 
 
+def calls_timed(row: dict) -> str:
+    """How a row's collective calls were timed: 'links', or 'N NCCL' (and 'M links' where some fell back)."""
+    timed = row.get("timed") or {}
+    if row.get("timing") != "nccl":
+        return "links"
+    links = sum(timed.values()) - timed.get("nccl", 0)
+    return f"{timed.get('nccl', 0)} NCCL" + (f", {links} links" if links else "")
+
+
 def cost_per_million(row: dict, price_per_gpu_hour: float) -> float:
     """Dollars per million tokens at `price_per_gpu_hour` for each GPU."""
     return price_per_gpu_hour * row["gpus"] * row["step_s"] / 3600 / row["tokens"] * 1e6
