@@ -237,8 +237,9 @@ four NICs where predict's GPUs 0..3 use two, so that group stays on the links; o
 themselves qualify. Sizes pass unchanged: a program's call and predict both take nccl-tests' meaning (the whole
 buffer for all-gather and reduce-scatter). Everything else (all-to-all, broadcast, pipeline sends and receives,
 irregular groups, more than 512 members, a machine NCCL's model does not know, a size predict refuses) is timed on
-the links as before, and the output says how many calls went each way ("calls timed": `515 NCCL`, or `N NCCL, M
-links`).
+the links as before, and the output counts the collective calls timed each way ("calls timed": `515 NCCL`, or `N
+NCCL, M links`; a call of each group, those of the GPU that stands for all in a symmetric run; sends and receives
+are not counted).
 
 NCCL timing implies isolated calls: `--mode auto` runs isolated (symmetric where one GPU stands for all) and
 `--mode exact` is refused. So are `--algo` for the three ops (NCCL picks) and the doubled-bandwidth reruns, which
