@@ -123,9 +123,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Generate a training step (as `collsim scenario`) for each machine, run it on the engine and print "
                     "one table: step time, compute, exposed communication (not hidden behind compute), tokens/s, "
                     "scaling efficiency (compute-only step / step) and, with --price, dollars per million tokens. "
-                    "The sensitivity columns rerun each machine with the NIC bandwidth doubled, then NVLink doubled, "
-                    "and give the step time saved (docs/whatif.md).",
+                    "The sensitivity columns (with --timing links) rerun each machine with the NIC bandwidth doubled, "
+                    "then NVLink doubled, and give the step time saved (docs/whatif.md).",
         epilog="examples:\n  collsim whatif ddp --machines dgx-h100:nodes=2,net=ib400,hgx-b200:nodes=2 --price 2.5\n"
+               "  collsim whatif ddp --machines dgx-h100:nodes=2,p5:nodes=2 --timing nccl\n"
                "  collsim whatif hybrid --tp 8 --machines dgx-h100:nodes=8 --trace-dir traces")
     add_step_args(p)
     add_timing_arg(p)

@@ -115,3 +115,11 @@ def test_timing_nccl_refuses_what_it_cannot_honour():
     with pytest.raises(CollsimError, match=r"^timing: 'fast'; expected one of links, nccl$"):
         step_case_for("dgx-h100", "ddp", "llama2-7b", timing="fast")
     assert step_case_for("dgx-h100", "ddp", "llama2-7b", timing="nccl").timing == "nccl"
+
+
+def test_cloud_presets_bring_their_gpu():
+    from simulator.program.whatif import gpu_for
+
+    # the GPUs their summaries name (AWS p4de: A100; p5, GCP a3-mega: H100; GB200 trays: B200)
+    assert [gpu_for(m, None) for m in ("p4de:nodes=2", "p5", "a3-mega", "gb200-nvl4:nodes=2")] == ["a100", "h100", "h100", "b200"]
+    assert gpu_for("p5", "b200") == "b200"
