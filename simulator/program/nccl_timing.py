@@ -7,7 +7,9 @@ A call of allreduce, allgather or reduce_scatter is timed this way when NCCL's m
 - K members on each of N nodes: predict with `ranks_per_node=K`, ranks K x N (rank r on GPU r % K of node r // K).
 
 The members' own GPUs are taken as equivalent to those by the node's symmetry: every node of a preset is built
-alike, and on an NVSwitch node any K GPUs reach each other alike. Across nodes the NICs also count: a set of
+alike (the members' nodes stand for nodes 0..N-1; where they sit in the fabric, one leaf switch or several, is not
+kept, as NCCL's model does not see it either), and on an NVSwitch node (every NVLink preset is one) any K GPUs reach
+each other alike. Across nodes the NICs also count: a set of
 GPUs is equivalent to GPUs 0..K-1 only if it spreads over the node's NICs as they do (the same numbers of members
 behind each NIC used). On p4de (two GPUs per NIC) members on GPUs {0, 2, 4, 6} use four NICs where GPUs 0..3 use
 two, so such a call is not timed by NCCL's model; {0, 1, 2, 3} and {4, 5, 6, 7} are. On nodes without an NVSwitch
