@@ -6,6 +6,10 @@ A `StepCase` holds only names and numbers (it is sent to worker processes and Da
 - scaling efficiency = the compute-only step (the busiest rank's compute) / the simulated step: 1 when all
   communication hides behind compute, as with perfect linear scaling at a fixed per-GPU batch;
 - cost per million tokens = price per GPU-hour x GPUs x step / 3600 / tokens x 1e6.
+
+`timing` says how the collective calls are timed: 'links' (collsim's algorithms on the machine's links, as
+`mode` says) or 'nccl' (allreduce, allgather and reduce_scatter as NCCL runs them on the machine preset,
+nccl_timing.py; each call alone, so mode 'auto' runs isolated).
 """
 
 from __future__ import annotations
@@ -14,12 +18,15 @@ from dataclasses import asdict, dataclass, field, replace
 
 from ..engine import EngineOptions
 from ..errors import CollsimError
+from ..predict import OPS as NCCL_OPS
 from ..topology import Topology, parse_topology
 from ..topology.presets import PRESETS
+from .nccl_timing import check_timing
 from .run import run_program
 from .scenarios import DDP_BUCKET, build_spec, generate
 
-GPU_OF_PRESET = {"dgx-a100": "a100", "dgx-h100": "h100", "hgx-b200": "b200", "gb200-nvl72": "b200"}
+GPU_OF_PRESET = {"dgx-a100": "a100", "dgx-h100": "h100", "hgx-b200": "b200", "gb200-nvl72": "b200", "gb200-nvl4": "b200",
+                 "p4de": "a100", "p5": "h100", "a3-mega": "h100"}  # the GPU each preset's summary names
 LINK_KINDS = ("nic", "nvlink")
 
 
@@ -44,6 +51,7 @@ class StepCase:
     bucket: int = DDP_BUCKET
     algorithms: tuple[tuple[str, str], ...] = ()
     mode: str = "auto"
+    timing: str = "links"             # 'links' or 'nccl' (nccl_timing.TIMINGS)
     ports: int = 1
     double: str | None = None         # 'nic' or 'nvlink': that kind of link at twice its bandwidth
     trace_ranks: int = 0              # return Chrome trace events for the first N ranks (0: none)
@@ -103,8 +111,23 @@ def machine_of(case: StepCase) -> Topology:
     return scaled(topo, case.double) if case.double else topo
 
 
+def check_case_timing(case: StepCase) -> None:
+    """Refuse what NCCL timing cannot honour: unknown timings, a doubled link, an algorithm forced on an op NCCL picks."""
+    check_timing(case.timing, case.mode)
+    if case.timing != "nccl":
+        return
+    if case.double:
+        raise CollsimError(f"double: {case.double!r} with timing 'nccl': NCCL's model knows only the preset's own links; "
+                           "expected timing links for the doubled-bandwidth reruns")
+    forced = [f"{op}={name}" for op, name in case.algorithms if op in NCCL_OPS]
+    if forced:
+        raise CollsimError(f"algo: {', '.join(forced)} with timing 'nccl': NCCL picks its own algorithm for "
+                           f"{', '.join(NCCL_OPS)}; expected no --algo for those ops, or timing links")
+
+
 def evaluate(case: StepCase) -> dict:
     """Generate the step on the machine and run it: one row of the what-if table (plain data)."""
+    check_case_timing(case)
     topo = machine_of(case)
     gpus = case.gpus or topo.num_devices
     spec = build_spec(case.scenario, case.model, gpu_for(case.machine, case.gpu), gpus, gpus_per_node(case.machine, topo),
@@ -113,20 +136,30 @@ def evaluate(case: StepCase) -> dict:
     topo.check_ranks(gpus)
     program = generate(spec)
     result = run_program(program, topo, EngineOptions(ports=case.ports), dict(case.algorithms), spec.layout.gpus_per_node,
-                         mode=case.mode)
+                         mode=case.mode, timing=case.timing)
     t = result.totals()
     lay = spec.layout
     tokens = lay.dp * spec.micro_batch * spec.microbatches * spec.seq_len
     step = t["step_s"]
     row = {"label": case.label or case.machine, "machine": topo.name, "scenario": case.scenario, "model": spec.model.name,
            "gpu": spec.gpu.name, "gpus": gpus, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep,
-           "algorithms": dict(case.algorithms), "double": case.double, "mode": t["mode"], "step_s": step,
+           "algorithms": dict(case.algorithms), "double": case.double, "mode": t["mode"], "timing": case.timing, "timed": t["timed"],
+           "step_s": step,
            "compute_s": t["max_compute_s"], "comm_s": t["comm_s"], "exposed_s": t["exposed_s"], "tokens": tokens,
            "tokens_per_s": tokens / step if step > 0 else None,
            "efficiency": t["max_compute_s"] / step if step > 0 else None, "transfers": t["transfers"]}
     if case.trace_ranks:
         row["trace_events"] = result.chrome_events(ranks=case.trace_ranks)
     return row
+
+
+def calls_timed(row: dict) -> str:
+    """How a row's collective calls were timed: 'links', or 'N NCCL' (and 'M links' where some fell back)."""
+    timed = row.get("timed") or {}
+    if row.get("timing") != "nccl":
+        return "links"
+    links = sum(timed.values()) - timed.get("nccl", 0)
+    return f"{timed.get('nccl', 0)} NCCL" + (f", {links} links" if links else "")
 
 
 def cost_per_million(row: dict, price_per_gpu_hour: float) -> float:
