@@ -33,14 +33,21 @@ from .model import Op
 TIMINGS = ("links", "nccl")
 
 
-def check_timing(timing: str, mode: str = "isolated") -> str:
-    """The run's mode under this timing: 'nccl' times calls alone, so 'auto' runs isolated and 'exact' is refused."""
+def check_timing(timing: str, mode: str = "isolated", algorithms: dict[str, str] | None = None) -> str:
+    """The run's mode under this timing: 'nccl' times calls alone, so 'auto' runs isolated and 'exact' is refused;
+    it also refuses an algorithm forced (OP=NAME in `algorithms`) on an op NCCL picks its own algorithm for."""
     if timing not in TIMINGS:
         raise CollsimError(f"timing: {timing!r}; expected one of {', '.join(TIMINGS)}")
-    if timing == "nccl" and mode == "exact":
+    if timing != "nccl":
+        return mode
+    if mode == "exact":
         raise CollsimError("mode: 'exact' with timing 'nccl': NCCL timing times each call alone; expected mode "
                            "isolated or auto (which then runs isolated), or timing links")
-    return "isolated" if timing == "nccl" and mode == "auto" else mode
+    forced = [f"{op}={name}" for op, name in sorted((algorithms or {}).items()) if op in nccl.OPS]
+    if forced:
+        raise CollsimError(f"algo: {', '.join(forced)} with timing 'nccl': NCCL picks its own algorithm for "
+                           f"{', '.join(nccl.OPS)}; expected no --algo for those ops, or timing links")
+    return "isolated" if mode == "auto" else mode
 
 
 def placement(topology: Topology, op: Op, members: tuple[int, ...]) -> tuple[int, int | None] | None:

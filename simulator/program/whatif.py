@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass, field, replace
 
 from ..engine import EngineOptions
 from ..errors import CollsimError
-from ..predict import OPS as NCCL_OPS
 from ..topology import Topology, parse_topology
 from ..topology.presets import PRESETS
 from .nccl_timing import check_timing
@@ -112,17 +111,12 @@ def machine_of(case: StepCase) -> Topology:
 
 
 def check_case_timing(case: StepCase) -> None:
-    """Refuse what NCCL timing cannot honour: unknown timings, a doubled link, an algorithm forced on an op NCCL picks."""
-    check_timing(case.timing, case.mode)
-    if case.timing != "nccl":
-        return
-    if case.double:
+    """Refuse what NCCL timing cannot honour: unknown timings, exact mode, an algorithm forced on an op NCCL picks
+    (nccl_timing.check_timing), and a doubled link."""
+    check_timing(case.timing, case.mode, dict(case.algorithms))
+    if case.timing == "nccl" and case.double:
         raise CollsimError(f"double: {case.double!r} with timing 'nccl': NCCL's model knows only the preset's own links; "
                            "expected timing links for the doubled-bandwidth reruns")
-    forced = [f"{op}={name}" for op, name in case.algorithms if op in NCCL_OPS]
-    if forced:
-        raise CollsimError(f"algo: {', '.join(forced)} with timing 'nccl': NCCL picks its own algorithm for "
-                           f"{', '.join(NCCL_OPS)}; expected no --algo for those ops, or timing links")
 
 
 def evaluate(case: StepCase) -> dict:

@@ -125,6 +125,12 @@ def test_timing_values_and_modes():
         run_program(prog(2, {"g": [0, 1]}, [{"op": "allreduce", "group": "g", "size": "1MiB"}]),
                     parse_topology("dgx-h100"), mode="exact", timing="nccl")
     assert check_timing("nccl", "auto") == "isolated" and check_timing("links", "auto") == "auto"
+    with pytest.raises(CollsimError, match=r"^algo: allreduce=hierarchical with timing 'nccl': NCCL picks"):
+        run_program(prog(2, {"g": [0, 1]}, [{"op": "allreduce", "group": "g", "size": "1MiB"}]),
+                    parse_topology("dgx-h100"), algorithms={"allreduce": "hierarchical"}, timing="nccl")
+    # ops NCCL's model does not time keep their forced algorithm; links timing takes any
+    assert check_timing("nccl", "isolated", {"broadcast": "binomial"}) == "isolated"
+    assert check_timing("links", "auto", {"allreduce": "hierarchical"}) == "auto"
 
 
 def test_ddp_step_on_two_h100_nodes_nccl_against_the_links():
