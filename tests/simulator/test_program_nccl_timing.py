@@ -153,3 +153,20 @@ def test_ddp_step_on_two_h100_nodes_nccl_against_the_links():
     assert links["comm_s"] >= floor > nccl["comm_s"]
     assert links["exposed_s"] > nccl["exposed_s"] > 0
     assert nccl["max_compute_s"] == links["max_compute_s"]
+
+
+def test_an_empty_call_costs_nothing_under_nccl_timing():
+    # NCCL discards a collective of count 0 (src/enqueue.cc, taskAppend: "Empty collectives can be discarded."):
+    # predict's latency floor (microseconds) would be charged for a call NCCL never launches
+    t, links = times("dgx-h100:nodes=2"), times("dgx-h100:nodes=2", "links")
+    for op, members in [("allreduce", tuple(range(16))), ("allgather", (0, 1, 2, 3)), ("reduce_scatter", (2, 10))]:
+        call = Op(op, nbytes=0, group="g")
+        assert t(call, members) == (0.0, "nccl discarded")
+        assert links(call, members)[0] > 0  # the links' algorithms still take their steps' latencies
+    assert t.calls[NCCL] == 3
+    program = prog(16, {"all": list(range(16))}, [
+        {"op": "compute", "time": "1ms"}, {"op": "allreduce", "group": "all", "size": 0},
+        {"op": "allreduce", "group": "all", "size": "1MiB"}])
+    r = run_program(program, parse_topology("dgx-h100:nodes=2"), timing="nccl")
+    one = direct("dgx-h100:nodes=2", "allreduce", MiB, 16, 8)
+    assert r.step_time == pytest.approx(1e-3 + one, abs=2e-12)
