@@ -21,8 +21,8 @@ from ..errors import CollsimError
 from ..topology import Topology, parse_topology
 from ..topology.presets import PRESETS
 from .nccl_timing import check_timing
-from .run import run_program
-from .scenarios import DDP_BUCKET, build_spec, generate
+from .run import ProgramResult, run_program
+from .scenarios import DDP_BUCKET, StepSpec, build_spec, generate
 
 GPU_OF_PRESET = {"dgx-a100": "a100", "dgx-h100": "h100", "hgx-b200": "b200", "gb200-nvl72": "b200", "gb200-nvl4": "b200",
                  "p4de": "a100", "p5": "h100", "a3-mega": "h100"}  # the GPU each preset's summary names
@@ -119,8 +119,8 @@ def check_case_timing(case: StepCase) -> None:
                            "expected timing links for the doubled-bandwidth reruns")
 
 
-def evaluate(case: StepCase) -> dict:
-    """Generate the step on the machine and run it: one row of the what-if table (plain data)."""
+def run_step(case: StepCase) -> tuple[StepSpec, Topology, ProgramResult]:
+    """Generate the step on the machine and run it: its spec, the machine and the run."""
     check_case_timing(case)
     topo = machine_of(case)
     gpus = case.gpus or topo.num_devices
@@ -131,6 +131,13 @@ def evaluate(case: StepCase) -> dict:
     program = generate(spec)
     result = run_program(program, topo, EngineOptions(ports=case.ports), dict(case.algorithms), spec.layout.gpus_per_node,
                          mode=case.mode, timing=case.timing)
+    return spec, topo, result
+
+
+def evaluate(case: StepCase) -> dict:
+    """Generate the step on the machine and run it: one row of the what-if table (plain data)."""
+    spec, topo, result = run_step(case)
+    gpus = spec.layout.gpus
     t = result.totals()
     lay = spec.layout
     tokens = lay.dp * spec.micro_batch * spec.microbatches * spec.seq_len

@@ -170,3 +170,19 @@ def test_an_empty_call_costs_nothing_under_nccl_timing():
     r = run_program(program, parse_topology("dgx-h100:nodes=2"), timing="nccl")
     one = direct("dgx-h100:nodes=2", "allreduce", MiB, 16, 8)
     assert r.step_time == pytest.approx(1e-3 + one, abs=2e-12)
+
+
+def test_hybrid_step_call_shapes_as_the_whatif_page_lists_them():
+    """benchmarks/step_timing.py's hybrid breakdown (docs/whatif.md): TP 8 x DP 2 on dgx-h100:nodes=2."""
+    from benchmarks.step_timing import call_shapes
+
+    shapes = {(c["group"], c["bytes"]): c for c in call_shapes("hybrid", "dgx-h100:nodes=2")}
+    tp = shapes[("tp", 32 * MiB)]  # one per attention and MLP block, forward and backward: 4 x 32 layers
+    assert (tp["calls"], tp["ranks"], tp["nodes"], tp["stream"]) == (128, 8, 1, "compute")
+    assert tp["nccl_s"] == pytest.approx(direct("dgx-h100:nodes=2", "allreduce", 32 * MiB, 8), abs=2e-12)
+    # the links' ring of 8 moves 2(p-1)/p of the bytes through each GPU's 450 GB/s NVLink, no protocol cost
+    assert 2 * 7 / 8 * 32 * MiB / 450e9 < tp["links_s"] < tp["nccl_s"]
+    dp = shapes[("dp", 25 * MiB)]
+    assert (dp["ranks"], dp["nodes"], dp["stream"]) == (2, 2, "comm")
+    assert dp["nccl_s"] == pytest.approx(direct("dgx-h100:nodes=2", "allreduce", 25 * MiB, 2, 1), abs=2e-12)
+    assert 25 * MiB / NETWORKS["ib400"][0] < dp["links_s"]  # a ring of 2 through one 400G NIC: n / B at least
