@@ -10,7 +10,6 @@ import os
 from simulator.errors import CollsimError
 from simulator.fileio import atomic_write
 from simulator.parallel import check_jobs, run_cases
-from simulator.program.nccl_timing import TIMINGS
 from simulator.program.presets import GPUS, MODELS
 from simulator.program.run import MODES
 from simulator.program.scenarios import SCENARIOS
@@ -25,7 +24,7 @@ from simulator.program.whatif import (
 from simulator.units import format_time, parse_size
 
 from ..output import emit_json, table
-from .run_program import parse_algos
+from .run_program import add_timing_arg, parse_algos
 from .scenario import add_step_layout
 
 
@@ -43,16 +42,6 @@ def add_step_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ports", type=int, default=1, help="messages a rank may have in flight each way (default 1; 0 = unlimited)")
     add_parallel_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
-
-
-def add_timing_arg(p: argparse.ArgumentParser) -> None:
-    """--timing: how each collective call is timed (whatif and the What-if page; not scale, which compares algorithms)."""
-    p.add_argument("--timing", default="links", choices=TIMINGS,
-                   help="links (default): collsim's algorithms on the machine's links (--algo, --mode); nccl: "
-                        "allreduce, allgather and reduce_scatter as NCCL runs them on a preset machine (collsim "
-                        "predict: NCCL's algorithm, protocol, channels and latencies), each call timed alone "
-                        "(--mode auto runs isolated); other calls, and machines NCCL's model does not know, stay on "
-                        "the links (docs/whatif.md)")
 
 
 def add_parallel_args(p: argparse.ArgumentParser) -> None:

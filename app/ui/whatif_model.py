@@ -160,7 +160,8 @@ def step_case_for(machine: str, scenario: str, model: str, gpu: str = "", tp: in
     same parser and the same `step_case` (tp 0 or gpu '' = the scenario's or machine's default)."""
     import argparse
 
-    from app.commands.whatif import add_step_args, add_timing_arg, step_case
+    from app.commands.run_program import add_timing_arg
+    from app.commands.whatif import add_step_args, step_case
     from simulator.program.nccl_timing import check_timing
 
     if scenario not in STEP_SCENARIOS:

@@ -17,7 +17,8 @@ two, so such a call is not timed by NCCL's model; {0, 1, 2, 3} and {4, 5, 6, 7} 
 
 Sizes: a program's call and predict both take nccl-tests' size meaning (simulator/collective.py: the per-rank
 buffer for allreduce, the whole buffer, count x element size x ranks, for allgather and reduce_scatter), so the
-call's bytes are passed unchanged. Anything else (other ops, irregular member sets, more than predict.MAX_RANKS
+call's bytes are passed unchanged; a 0-byte call takes 0 s, as NCCL discards a collective of count 0 (src/enqueue.cc,
+taskAppend). Anything else (other ops, irregular member sets, more than predict.MAX_RANKS
 members, a machine or a size predict refuses) returns None and is timed on the links (isolated.py).
 """
 
@@ -33,14 +34,21 @@ from .model import Op
 TIMINGS = ("links", "nccl")
 
 
-def check_timing(timing: str, mode: str = "isolated") -> str:
-    """The run's mode under this timing: 'nccl' times calls alone, so 'auto' runs isolated and 'exact' is refused."""
+def check_timing(timing: str, mode: str = "isolated", algorithms: dict[str, str] | None = None) -> str:
+    """The run's mode under this timing: 'nccl' times calls alone, so 'auto' runs isolated and 'exact' is refused;
+    it also refuses an algorithm forced (OP=NAME in `algorithms`) on an op NCCL picks its own algorithm for."""
     if timing not in TIMINGS:
         raise CollsimError(f"timing: {timing!r}; expected one of {', '.join(TIMINGS)}")
-    if timing == "nccl" and mode == "exact":
+    if timing != "nccl":
+        return mode
+    if mode == "exact":
         raise CollsimError("mode: 'exact' with timing 'nccl': NCCL timing times each call alone; expected mode "
                            "isolated or auto (which then runs isolated), or timing links")
-    return "isolated" if timing == "nccl" and mode == "auto" else mode
+    forced = [f"{op}={name}" for op, name in sorted((algorithms or {}).items()) if op in nccl.OPS]
+    if forced:
+        raise CollsimError(f"algo: {', '.join(forced)} with timing 'nccl': NCCL picks its own algorithm for "
+                           f"{', '.join(nccl.OPS)}; expected no --algo for those ops, or timing links")
+    return "isolated" if mode == "auto" else mode
 
 
 def placement(topology: Topology, op: Op, members: tuple[int, ...]) -> tuple[int, int | None] | None:
@@ -78,11 +86,14 @@ def _per_nic(local: list[int], preset) -> list[int]:
 
 def nccl_time(topology: Topology, op: Op, placed: tuple[int, int | None]) -> tuple[float, str] | None:
     """(seconds, 'nccl ALGO/PROTO') of the call as predict times it at `placement`'s answer, or None where predict
-    refuses it."""
+    refuses it. A 0-byte call takes 0 s ('nccl discarded'): NCCL discards a collective of count 0 before planning or
+    launching it (src/enqueue.cc, taskAppend: "Empty collectives can be discarded."; predict.DISCARDED)."""
     ranks, per_node = placed
     try:
         best = nccl.predict(topology, op.op, [int(op.nbytes or 0)], ranks=ranks, dtype=op.dtype,
                             ranks_per_node=per_node)[0]
     except CollsimError:  # a size or dtype predict refuses: timed on the links instead
         return None
+    if best.algorithm == nccl.DISCARDED:
+        return best.time_s, f"nccl {nccl.DISCARDED}"
     return best.time_s, f"nccl {best.nccl_algo}/{best.proto}"

@@ -156,10 +156,10 @@ def run_program(program: Program, topology: Topology, options: EngineOptions | N
     (isolated.py) and runs it as one step; 'auto' is exact up to AUTO_LIMIT estimated transfers.
     timing 'links' times calls with collsim's algorithms on the machine's links; 'nccl' times allreduce, allgather
     and reduce_scatter as NCCL runs them (nccl_timing.py) and implies isolated calls: 'auto' runs isolated and
-    'exact' is refused."""
+    'exact' is refused, as are `algorithms` for those three ops (NCCL picks)."""
     if mode not in MODES:
         raise CollsimError(f"mode: {mode!r}; expected one of {', '.join(MODES)}")
-    mode = check_timing(timing, mode)
+    mode = check_timing(timing, mode, algorithms)
     options = replace(options or EngineOptions(), header_bytes=0, messages=None)  # lanes carry exact compute time
     if gpus_per_node is None:
         gpus_per_node = int(program.meta.get("meta", {}).get("scenario", {}).get("gpus_per_node", 8))

@@ -18,12 +18,11 @@ from dataclasses import asdict, dataclass, field, replace
 
 from ..engine import EngineOptions
 from ..errors import CollsimError
-from ..predict import OPS as NCCL_OPS
 from ..topology import Topology, parse_topology
 from ..topology.presets import PRESETS
 from .nccl_timing import check_timing
-from .run import run_program
-from .scenarios import DDP_BUCKET, build_spec, generate
+from .run import ProgramResult, run_program
+from .scenarios import DDP_BUCKET, StepSpec, build_spec, generate
 
 GPU_OF_PRESET = {"dgx-a100": "a100", "dgx-h100": "h100", "hgx-b200": "b200", "gb200-nvl72": "b200", "gb200-nvl4": "b200",
                  "p4de": "a100", "p5": "h100", "a3-mega": "h100"}  # the GPU each preset's summary names
@@ -112,21 +111,16 @@ def machine_of(case: StepCase) -> Topology:
 
 
 def check_case_timing(case: StepCase) -> None:
-    """Refuse what NCCL timing cannot honour: unknown timings, a doubled link, an algorithm forced on an op NCCL picks."""
-    check_timing(case.timing, case.mode)
-    if case.timing != "nccl":
-        return
-    if case.double:
+    """Refuse what NCCL timing cannot honour: unknown timings, exact mode, an algorithm forced on an op NCCL picks
+    (nccl_timing.check_timing), and a doubled link."""
+    check_timing(case.timing, case.mode, dict(case.algorithms))
+    if case.timing == "nccl" and case.double:
         raise CollsimError(f"double: {case.double!r} with timing 'nccl': NCCL's model knows only the preset's own links; "
                            "expected timing links for the doubled-bandwidth reruns")
-    forced = [f"{op}={name}" for op, name in case.algorithms if op in NCCL_OPS]
-    if forced:
-        raise CollsimError(f"algo: {', '.join(forced)} with timing 'nccl': NCCL picks its own algorithm for "
-                           f"{', '.join(NCCL_OPS)}; expected no --algo for those ops, or timing links")
 
 
-def evaluate(case: StepCase) -> dict:
-    """Generate the step on the machine and run it: one row of the what-if table (plain data)."""
+def run_step(case: StepCase) -> tuple[StepSpec, Topology, ProgramResult]:
+    """Generate the step on the machine and run it: its spec, the machine and the run."""
     check_case_timing(case)
     topo = machine_of(case)
     gpus = case.gpus or topo.num_devices
@@ -137,6 +131,13 @@ def evaluate(case: StepCase) -> dict:
     program = generate(spec)
     result = run_program(program, topo, EngineOptions(ports=case.ports), dict(case.algorithms), spec.layout.gpus_per_node,
                          mode=case.mode, timing=case.timing)
+    return spec, topo, result
+
+
+def evaluate(case: StepCase) -> dict:
+    """Generate the step on the machine and run it: one row of the what-if table (plain data)."""
+    spec, topo, result = run_step(case)
+    gpus = spec.layout.gpus
     t = result.totals()
     lay = spec.layout
     tokens = lay.dp * spec.micro_batch * spec.microbatches * spec.seq_len

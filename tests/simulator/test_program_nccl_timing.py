@@ -125,6 +125,12 @@ def test_timing_values_and_modes():
         run_program(prog(2, {"g": [0, 1]}, [{"op": "allreduce", "group": "g", "size": "1MiB"}]),
                     parse_topology("dgx-h100"), mode="exact", timing="nccl")
     assert check_timing("nccl", "auto") == "isolated" and check_timing("links", "auto") == "auto"
+    with pytest.raises(CollsimError, match=r"^algo: allreduce=hierarchical with timing 'nccl': NCCL picks"):
+        run_program(prog(2, {"g": [0, 1]}, [{"op": "allreduce", "group": "g", "size": "1MiB"}]),
+                    parse_topology("dgx-h100"), algorithms={"allreduce": "hierarchical"}, timing="nccl")
+    # ops NCCL's model does not time keep their forced algorithm; links timing takes any
+    assert check_timing("nccl", "isolated", {"broadcast": "binomial"}) == "isolated"
+    assert check_timing("links", "auto", {"allreduce": "hierarchical"}) == "auto"
 
 
 def test_ddp_step_on_two_h100_nodes_nccl_against_the_links():
@@ -147,3 +153,36 @@ def test_ddp_step_on_two_h100_nodes_nccl_against_the_links():
     assert links["comm_s"] >= floor > nccl["comm_s"]
     assert links["exposed_s"] > nccl["exposed_s"] > 0
     assert nccl["max_compute_s"] == links["max_compute_s"]
+
+
+def test_an_empty_call_costs_nothing_under_nccl_timing():
+    # NCCL discards a collective of count 0 (src/enqueue.cc, taskAppend: "Empty collectives can be discarded."):
+    # predict's latency floor (microseconds) would be charged for a call NCCL never launches
+    t, links = times("dgx-h100:nodes=2"), times("dgx-h100:nodes=2", "links")
+    for op, members in [("allreduce", tuple(range(16))), ("allgather", (0, 1, 2, 3)), ("reduce_scatter", (2, 10))]:
+        call = Op(op, nbytes=0, group="g")
+        assert t(call, members) == (0.0, "nccl discarded")
+        assert links(call, members)[0] > 0  # the links' algorithms still take their steps' latencies
+    assert t.calls[NCCL] == 3
+    program = prog(16, {"all": list(range(16))}, [
+        {"op": "compute", "time": "1ms"}, {"op": "allreduce", "group": "all", "size": 0},
+        {"op": "allreduce", "group": "all", "size": "1MiB"}])
+    r = run_program(program, parse_topology("dgx-h100:nodes=2"), timing="nccl")
+    one = direct("dgx-h100:nodes=2", "allreduce", MiB, 16, 8)
+    assert r.step_time == pytest.approx(1e-3 + one, abs=2e-12)
+
+
+def test_hybrid_step_call_shapes_as_the_whatif_page_lists_them():
+    """benchmarks/step_timing.py's hybrid breakdown (docs/whatif.md): TP 8 x DP 2 on dgx-h100:nodes=2."""
+    from benchmarks.step_timing import call_shapes
+
+    shapes = {(c["group"], c["bytes"]): c for c in call_shapes("hybrid", "dgx-h100:nodes=2")}
+    tp = shapes[("tp", 32 * MiB)]  # one per attention and MLP block, forward and backward: 4 x 32 layers
+    assert (tp["calls"], tp["ranks"], tp["nodes"], tp["stream"]) == (128, 8, 1, "compute")
+    assert tp["nccl_s"] == pytest.approx(direct("dgx-h100:nodes=2", "allreduce", 32 * MiB, 8), abs=2e-12)
+    # the links' ring of 8 moves 2(p-1)/p of the bytes through each GPU's 450 GB/s NVLink, no protocol cost
+    assert 2 * 7 / 8 * 32 * MiB / 450e9 < tp["links_s"] < tp["nccl_s"]
+    dp = shapes[("dp", 25 * MiB)]
+    assert (dp["ranks"], dp["nodes"], dp["stream"]) == (2, 2, "comm")
+    assert dp["nccl_s"] == pytest.approx(direct("dgx-h100:nodes=2", "allreduce", 25 * MiB, 2, 1), abs=2e-12)
+    assert 25 * MiB / NETWORKS["ib400"][0] < dp["links_s"]  # a ring of 2 through one 400G NIC: n / B at least
