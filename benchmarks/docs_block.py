@@ -13,3 +13,13 @@ def replace_block(doc: Path, name: str, text: str) -> None:
     page = doc.read_text(encoding="utf-8")
     start, stop = page.index(begin) + len(begin), page.index(end)
     atomic_write(doc, page[:start] + "\n" + text + "\n" + page[stop:])
+
+
+def current_block(doc: Path, name: str, default: str) -> str:
+    """What lies between NAME's markers in `doc` now (stripped), or `default` when the file or the markers are missing:
+    for a page generated whole that holds another benchmark's block."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    page = doc.read_text(encoding="utf-8") if doc.exists() else ""
+    if begin not in page or end not in page:
+        return default
+    return page[page.index(begin) + len(begin):page.index(end)].strip("\n")

@@ -11,12 +11,15 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 from app.commands.scale import machine_spec
 from simulator.fileio import atomic_write
 from simulator.parallel import run_cases
 from simulator.program.whatif import StepCase, evaluate
 from simulator.units import format_time
+
+from .docs_block import current_block
 
 MACHINES = {8: "dgx-h100", 64: "dgx-h100:nodes=8,net=ib400", 512: "dgx-h100:nodes=64,net=ib400"}
 RING, HIER = (("allreduce", "ring"),), (("allreduce", "hierarchical"),)
@@ -81,12 +84,15 @@ def main() -> int:
     if args.json:
         print(json.dumps({"rows": by_group, "wall_s": wall, "loadavg": load}, indent=1))
         return 0
-    atomic_write(args.out, page(by_group, wall, load, args.jobs))
+    timing_block = current_block(Path(args.out), "step_timing",
+                                 "(filled by `python -m benchmarks.step_timing --out docs/whatif.md`)")
+    atomic_write(args.out, page(by_group, wall, load, args.jobs, timing_block))
     print(f"wrote {args.out} ({len(flat)} cases in {wall:.0f} s, load average {load[0]:.2f})", file=sys.stderr)
     return 0
 
 
-def page(g: dict[str, list[dict]], wall: float, load: tuple, jobs: int) -> str:
+def page(g: dict[str, list[dict]], wall: float, load: tuple, jobs: int, timing_block: str) -> str:
+    """The page; `timing_block` is the step_timing block (benchmarks/step_timing.py), kept as it is."""
     ddp = {(r["gpus"], r["label"]): r for r in g["ddp"]}
     anchor = g["anchor"][0]
     flat64, hier64 = ddp[(64, "flat ring")], ddp[(64, "hierarchical")]
@@ -103,6 +109,7 @@ does the same as the GPU count grows, per all-reduce algorithm, with an HTML cha
 
 ```
 collsim whatif ddp --machines dgx-h100:nodes=2,net=ib400,hgx-b200:nodes=2 --price 2.5 --trace-dir traces
+collsim whatif ddp --machines dgx-h100:nodes=2,hgx-b200:nodes=2,p5:nodes=2 --timing nccl
 collsim scale ddp --gpus 8:512 --algos ring,hierarchical,double_binary_tree --html scale.html
 ```
 
@@ -124,7 +131,8 @@ stretch of links (DDP's single comm stream) and optimistic where collectives ove
 all-gather and reduce-scatter streams; TP and DP traffic on NVLink). When every GPU runs the same operations on
 groups of the same shape, called at the same positions (DDP, FSDP), one GPU stands for all in isolated mode
 (`symmetric`, `simulator/program/symmetry.py`): it gives the isolated numbers exactly, in a fraction of the time.
-The "run" column says which was used.
+The "run" column says which was used. With `--timing nccl` the all-reduces, all-gathers and reduce-scatters are timed
+as NCCL runs them instead, each alone (last section).
 
 ## 7B with DDP: 8 GPUs in one node, then 64 and 512 over 400G InfiniBand
 
@@ -208,6 +216,43 @@ the total is compared. No constant was tuned to this number.
 
 Produced by `python -m benchmarks.whatif_docs --jobs {jobs}` ({wall:.0f} s on this machine, 2 cores, load average
 {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}).
+
+## Collectives timed as NCCL runs them (`--timing nccl`)
+
+`collsim whatif --timing nccl` times each all-reduce, all-gather and reduce-scatter call of the step as
+`collsim predict` times it on the machine preset: NCCL's own algorithm, protocol and channels for the call's size,
+rings and trees that cross nodes on every NIC, NVLS and NVLS-tree where NCCL picks them, and NCCL's latency floors
+(`simulator/program/nccl_timing.py`). That is the model docs/accuracy.md holds against real nccl-tests logs (5-15%
+median error on most of them, where collsim's plain algorithms on the raw links are 10-485% off); `--timing links`,
+the command line's default, keeps collsim's algorithms on the machine's links (`--algo`, `--mode`). The What-if
+page's step view offers the same choice and starts on NCCL's timing, as its collectives view does, when NCCL's model
+knows every machine given; its caption gives the command with `--timing`.
+
+A call is timed by NCCL's model when the machine is a preset it knows (those of `collsim predict --preset`) and the
+call's members fit one of predict's placements: all on one node (predict on that many GPUs), or the same number K on
+each of N nodes (`--ranks-per-node K`: GPUs 0..K-1 of each node). The members' own GPUs are taken as equivalent by
+the node's symmetry: on an NVSwitch any K GPUs of a node reach each other alike, but across nodes they must also
+spread over the NICs as GPUs 0..K-1 do. On p4de (two GPUs per NIC) a group on GPUs {{0, 2, 4, 6}} of each node uses
+four NICs where predict's GPUs 0..3 use two, so that group stays on the links; on the PCIe presets only GPUs 0..K-1
+themselves qualify. Sizes pass unchanged: a program's call and predict both take nccl-tests' meaning (the whole
+buffer for all-gather and reduce-scatter). Everything else (all-to-all, broadcast, pipeline sends and receives,
+irregular groups, more than 512 members, a machine NCCL's model does not know, a size predict refuses) is timed on
+the links as before, and the output counts the collective calls timed each way ("calls timed": `515 NCCL`, or `N
+NCCL, M links`; a call of each group, those of the GPU that stands for all in a symmetric run; sends and receives
+are not counted).
+
+NCCL timing implies isolated calls: `--mode auto` runs isolated (symmetric where one GPU stands for all) and
+`--mode exact` is refused. So are `--algo` for the three ops (NCCL picks) and the doubled-bandwidth reruns, which
+`whatif --timing nccl` skips and says so: NCCL's model knows each preset's own links only. What it still leaves out
+of a step: calls are timed alone, so calls that run at once (FSDP's all-gather and reduce-scatter streams, TP and DP
+traffic on the same NVLink, two comm streams on the same NICs) do not slow each other; NCCL's kernels do not compete
+with compute for SMs or memory bandwidth, and NCCL picks channels as for an nccl-tests run, not for the SMs a
+training job leaves it; no launch or queueing gap is added between consecutive calls beyond NCCL's own latencies;
+and docs/accuracy.md's errors are for nccl-tests runs, not for calls inside a step.
+
+<!-- step_timing:begin -->
+{timing_block}
+<!-- step_timing:end -->
 """
 
 

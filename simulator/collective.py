@@ -140,7 +140,9 @@ class Collective:
         return busbw_factor(self.op, self.ranks)
 
     def algbw(self, seconds: float) -> float:
-        """Algorithm bandwidth in bytes/s (nccl-tests: size / time)."""
+        """Algorithm bandwidth in bytes/s (nccl-tests: size / time; 0 for 0 bytes, which may take 0 s)."""
+        if self.nbytes == 0:
+            return 0.0
         return self.nbytes / seconds if seconds > 0 else float("inf")
 
     def busbw(self, seconds: float) -> float:

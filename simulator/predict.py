@@ -64,6 +64,10 @@ NVLS_TREE_MAX_PIECES = 4096  # NVLS-tree: pieces (chunks x shards x 2 trees x no
 ALGO_NAMES = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls_tree", "nvls_tree": "nvls_tree",
               "pat": "pat"}
 MAX_CHANNELS = 64  # NCCL's MAXCHANNELS (src/include/device.h)
+# A collective of count 0 is discarded before NCCL plans or launches anything: src/enqueue.cc, taskAppend,
+# "// Empty collectives can be discarded." then "if (info->count == 0) return ncclSuccess;" (v2.28.9-1, lines
+# 2554-2555; the same test opens taskAppend in v2.21.5-1). predict times such a call 0 s, its schedule DISCARDED.
+DISCARDED = "discarded"
 
 
 def parse_algo(text: str | None) -> str | None:
@@ -162,7 +166,7 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
             dtype: str = "float32", net_extra_s: float | None = None, nvls_step_s: float | None = None,
             ranks_per_node: int | None = None, algo: str | None = None, channels: int | None = None,
             nccl_version: str | tuple[int, ...] | None = None) -> list[Prediction]:
-    """One Prediction per size (nccl-tests' size meaning).
+    """One Prediction per size (nccl-tests' size meaning); size 0 takes 0 s, as NCCL discards it (DISCARDED).
 
     `algo` forces NCCL's algorithm (as NCCL_ALGO does: its best protocol for it, or `proto`); `channels` forces the
     ring and tree channel count (as NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS would; NVLS, NVLS-tree and PAT keep
@@ -205,6 +209,9 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
     nvls_step_s = NVLS_STEP_FIT[0] if nvls_step_s is None else nvls_step_s
     out = []
     for size in sizes:
+        if int(size) == 0:  # NCCL discards it (DISCARDED): no algorithm, no protocol, no channel, 0 s
+            out.append(Prediction(0, 0, "none", "-", DISCARDED, 0, 0.0, 0.0, 0.0))
+            continue
         picks = candidates(system, op, int(size), proto, algo)
         if len(picks) == 1 or any(own_schedule(system, per_node, picked) for picked, _ in picks):
             rows = [run_pick(for_protocol(topology, proto_used), system, per_node, op, int(size), ranks, picked, proto_used,

@@ -9,7 +9,16 @@ from simulator.errors import CollsimError
 from simulator.fileio import atomic_write
 from simulator.formats.nccl_tests import ResultRow, format_log, nccl_type_name, write_log
 from simulator.nccl_model import PROTOCOLS, parse_nccl_version, release_name
-from simulator.predict import MAX_CHANNELS, MAX_RANKS, OPS, check_channels, machine_of, parse_algo, predict
+from simulator.predict import (
+    DISCARDED,
+    MAX_CHANNELS,
+    MAX_RANKS,
+    OPS,
+    check_channels,
+    machine_of,
+    parse_algo,
+    predict,
+)
 from simulator.ranks_per_node import default_ranks, parse_ranks_per_node
 from simulator.topology.presets import MACHINE_PRESETS
 from simulator.topology.spec import parse_topology
@@ -125,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
           + ") and the schedule the engine ran:")
     print(table(["size", "NCCL algo", "proto", "channels", "schedule"],
                 [[format_size(r.bytes), r.nccl_algo, r.proto, r.channels, r.algorithm] for r in rows], "llrrl"))
+    if any(r.algorithm == DISCARDED for r in rows):
+        print("# 0 B: NCCL discards a collective of count 0 (src/enqueue.cc, taskAppend) and runs nothing: 0 s")
     for what, path in (("nccl-tests log", args.nccl_log), ("NCCL tuner CSV", args.csv)):
         if path:
             print(f"wrote {what}: {path}")
@@ -146,6 +157,8 @@ def tuner_csv(op: str, ranks: int, rows, nodes: int) -> str:
              "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks"]
     ranges: list[list] = []
     for r in rows:
+        if r.algorithm == DISCARDED:  # nothing runs at count 0: no pick to give the plugin
+            continue
         pick = (TUNER_ALGOS.get(r.algorithm, r.algorithm), r.proto.lower(), r.channels)  # pat: NCCL's own name
         if ranges and ranges[-1][2] == pick:
             ranges[-1][1] = r.bytes

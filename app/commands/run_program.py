@@ -9,7 +9,9 @@ from simulator.collective import OPS, normalize_op
 from simulator.engine import EngineOptions
 from simulator.errors import CollsimError
 from simulator.program import load_program
+from simulator.program.nccl_timing import TIMINGS
 from simulator.program.run import MODES, ProgramDeadlock, ProgramResult, run_program
+from simulator.program.whatif import calls_timed
 from simulator.topology import Topology, ideal, parse_topology
 from simulator.units import format_time, parse_bandwidth, parse_time
 
@@ -26,6 +28,17 @@ def add_machine_args(p: argparse.ArgumentParser, default: str | None = None) -> 
     p.add_argument("--ports", type=int, default=1, help="messages a rank may have in flight each way (default 1; 0 = unlimited)")
     p.add_argument("--gamma", default="0", help="reduction cost in seconds per byte (default 0)")
     p.add_argument("--no-contention", action="store_true", help="no max-min sharing of links between flows")
+
+
+def add_timing_arg(p: argparse.ArgumentParser) -> None:
+    """--timing: how each collective call is timed (run-program, whatif and the What-if page; not scale, which
+    compares algorithms)."""
+    p.add_argument("--timing", default="links", choices=TIMINGS,
+                   help="links (default): collsim's algorithms on the machine's links (--algo, --mode); nccl: "
+                        "allreduce, allgather and reduce_scatter as NCCL runs them on a preset machine (collsim "
+                        "predict: NCCL's algorithm, protocol, channels and latencies), each call timed alone "
+                        "(--mode auto runs isolated); other calls, and machines NCCL's model does not know, stay on "
+                        "the links (docs/whatif.md)")
 
 
 def parse_algos(values: list[str]) -> dict[str, str]:
@@ -73,7 +86,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "communication no compute overlaps (exposed), per-call start and end, and the critical path. A "
                     "program whose ranks call in an order that cannot finish stops with the wait-for cycle named.",
         epilog="examples:\n  collsim scenario ddp --gpus 16 --out ddp.yaml\n"
-               "  collsim run-program ddp.yaml --topology dgx-h100:nodes=2 --trace step.trace.json")
+               "  collsim run-program ddp.yaml --topology dgx-h100:nodes=2 --trace step.trace.json\n"
+               "  collsim run-program ddp.yaml --topology dgx-h100:nodes=2 --timing nccl")
     p.add_argument("file", metavar="FILE", help="program file (.yaml, .yml or .json)")
     add_machine_args(p)
     p.add_argument("--alpha", metavar="TIME", help="set every link's latency")
@@ -82,6 +96,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", default="auto", choices=MODES,
                    help="exact: every call expanded into its schedule (calls share links); isolated: each distinct call "
                         "timed alone, then run as one step (large programs); auto (default): exact up to about 2M transfers")
+    add_timing_arg(p)
     p.add_argument("--calls", type=int, default=12, help="calls of rank 0 to list (default 12; 0 = none)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -89,10 +104,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     program = load_program(args.file)
+    set_links = [(name, value) for name, value in (("alpha", args.alpha), ("bandwidth", args.bandwidth)) if value]
+    if args.timing == "nccl" and set_links:
+        name, value = set_links[0]
+        raise CollsimError(f"{name}: {value!r} with timing 'nccl': NCCL's model knows only the preset's own links; "
+                           f"expected no --{name}, or timing links")
     topology = machine(args.topology, program.world, args.alpha, args.bandwidth)
     try:
         result = run_program(program, topology, engine_options(args), parse_algos(args.algo), args.gpus_per_node,
-                             mode=args.mode)
+                             mode=args.mode, timing=args.timing)
     except ProgramDeadlock as exc:
         if args.json:
             emit_json({"file": args.file, "ok": False, "problems": [p.to_dict() for p in exc.problems]})
@@ -111,8 +131,10 @@ def run(args: argparse.Namespace) -> int:
 def report(result: ProgramResult, name: str, topology: str, calls: int = 12) -> None:
     """The totals, rank 0's first calls and the critical path, as text."""
     t = result.totals()
-    print(f"# {name}: {result.program.world} ranks on {topology}; {t['mode']} run, {t['transfers']:,} transfers, "
-          f"{t['events']:,} events")
+    ranks = result.program.meta.get("represents", result.program.world)  # a symmetric run runs rank 0 for all
+    print(f"# {name}: {ranks} ranks on {topology}; {t['mode']} run, {t['transfers']:,} transfers, "
+          f"{t['events']:,} events" + (f"; calls timed {calls_timed(t)} (NCCL: as collsim predict times them)"
+                                       if t["timing"] == "nccl" else ""))
     print(table(["step", "compute", "communication", "exposed", "rank"],
                 [[format_time(t["step_s"]), format_time(t["compute_s"]), format_time(t["comm_s"]),
                   format_time(t["exposed_s"]), t["rank"]]]))

@@ -13,11 +13,18 @@ from simulator.parallel import check_jobs, run_cases
 from simulator.program.presets import GPUS, MODELS
 from simulator.program.run import MODES
 from simulator.program.scenarios import SCENARIOS
-from simulator.program.whatif import StepCase, cost_per_million, evaluate, sensitivity_cases
+from simulator.program.whatif import (
+    StepCase,
+    calls_timed,
+    check_case_timing,
+    cost_per_million,
+    evaluate,
+    sensitivity_cases,
+)
 from simulator.units import format_time, parse_size
 
 from ..output import emit_json, table
-from .run_program import parse_algos
+from .run_program import add_timing_arg, parse_algos
 from .scenario import add_step_layout
 
 
@@ -53,9 +60,12 @@ def step_case(args: argparse.Namespace, machine: str, **over) -> StepCase:
     fields = dict(scenario=args.scenario, machine=machine, model=args.model, gpu=args.gpu, tp=args.tp, pp=args.pp, ep=args.ep,
                   fsdp=args.fsdp, sp=args.sp, mfu=args.mfu, micro_batch=args.micro_batch, microbatches=args.microbatches,
                   seq_len=args.seq_len, bucket=parse_size(args.bucket, "bucket"),
-                  algorithms=tuple(sorted(parse_algos(args.algo).items())), mode=args.mode, ports=args.ports)
+                  algorithms=tuple(sorted(parse_algos(args.algo).items())), mode=args.mode,
+                  timing=getattr(args, "timing", "links"), ports=args.ports)
     fields.update(over)
-    return StepCase(**fields)
+    case = StepCase(**fields)
+    check_case_timing(case)
+    return case
 
 
 def split_machines(text: str) -> list[str]:
@@ -102,11 +112,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Generate a training step (as `collsim scenario`) for each machine, run it on the engine and print "
                     "one table: step time, compute, exposed communication (not hidden behind compute), tokens/s, "
                     "scaling efficiency (compute-only step / step) and, with --price, dollars per million tokens. "
-                    "The sensitivity columns rerun each machine with the NIC bandwidth doubled, then NVLink doubled, "
-                    "and give the step time saved (docs/whatif.md).",
+                    "The sensitivity columns (with --timing links) rerun each machine with the NIC bandwidth doubled, "
+                    "then NVLink doubled, and give the step time saved (docs/whatif.md).",
         epilog="examples:\n  collsim whatif ddp --machines dgx-h100:nodes=2,net=ib400,hgx-b200:nodes=2 --price 2.5\n"
+               "  collsim whatif ddp --machines dgx-h100:nodes=2,p5:nodes=2 --timing nccl\n"
                "  collsim whatif hybrid --tp 8 --machines dgx-h100:nodes=8 --trace-dir traces")
     add_step_args(p)
+    add_timing_arg(p)
     p.add_argument("--machines", required=True, metavar="SPEC,SPEC",
                    help="machines to compare: topology SPECs (a piece with '=' and no ':' belongs to the spec before)")
     p.add_argument("--gpus", type=int, help="GPUs of the job (default: every device of each machine)")
@@ -133,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
         raise CollsimError(f"trace-ranks: {args.trace_ranks}; expected an integer >= 1")
     cases = [step_case(args, m, gpus=args.gpus, trace_ranks=args.trace_ranks if args.trace_dir else 0, label=m)
              for m in machines]
-    extra = [] if args.no_sensitivity else [c for case in cases for c in sensitivity_cases(case)]
+    sensitive = not args.no_sensitivity and args.timing == "links"  # NCCL's model knows only the preset's own links
+    extra = [c for case in cases for c in sensitivity_cases(case)] if sensitive else []
     results = run_cases(evaluate, cases + extra, jobs, args.dask, "whatif")
     rows = _annotate(results[:len(cases)], results[len(cases):], prices)
     traces = _write_traces(rows, args.trace_dir) if args.trace_dir else []
@@ -187,3 +200,11 @@ def _print(rows: list[dict], args: argparse.Namespace, priced: bool, sensitive: 
     for row in rows if sensitive else ():
         print(f"# {row['label']}: doubling the NIC bandwidth saves {row['saved_by_2x_nic']:.1%}; "
               f"doubling NVLink saves {row['saved_by_2x_nvlink']:.1%} ({row['mode']} run)")
+    if args.timing == "nccl":
+        for row in rows:
+            print(f"# {row['label']}: calls timed {calls_timed(row)} (NCCL: as collsim predict times them; "
+                  f"{row['mode']} run)")
+        if not args.no_sensitivity:
+            print("# no doubled-bandwidth reruns with --timing nccl: NCCL's model knows only each preset's own links "
+                  "(use --timing links for them)")
+

@@ -143,21 +143,35 @@ MAX_TP = 8
 MAX_EXACT_GPUS = 16  # exact (and auto) runs expand every call: a DDP step on 32 GPUs took 15 s
 
 
+def nccl_knows(spec: str) -> bool:
+    """Whether NCCL's model knows the machine (a preset with a Machine record), False for any spec the page refuses."""
+    from simulator import predict as nccl
+
+    try:
+        return nccl.knows(_machine(spec))
+    except CollsimError:
+        return False
+
+
 def step_case_for(machine: str, scenario: str, model: str, gpu: str = "", tp: int = 0, mfu: float = 0.4,
-                  mode: str = "isolated"):
-    """The StepCase `collsim whatif SCENARIO --machines MACHINE --model ... --mode ...` builds, from the same parser
-    and the same `step_case` (tp 0 or gpu '' = the scenario's or machine's default)."""
+                  mode: str = "isolated", timing: str = "links"):
+    """The StepCase `collsim whatif SCENARIO --machines MACHINE --model ... --mode ... --timing ...` builds, from the
+    same parser and the same `step_case` (tp 0 or gpu '' = the scenario's or machine's default)."""
     import argparse
 
+    from app.commands.run_program import add_timing_arg
     from app.commands.whatif import add_step_args, step_case
+    from simulator.program.nccl_timing import check_timing
 
     if scenario not in STEP_SCENARIOS:
         raise CollsimError(f"scenario: {scenario!r}; expected one of {', '.join(STEP_SCENARIOS)}")
     if mode not in STEP_MODES:
         raise CollsimError(f"mode: {mode!r}; expected one of {', '.join(STEP_MODES)}")
+    check_timing(timing, mode)
     parser = argparse.ArgumentParser(prog="collsim whatif", add_help=False)
     add_step_args(parser)
-    argv = [scenario, "--model", model, "--mfu", repr(float(mfu)), "--mode", mode]
+    add_timing_arg(parser)
+    argv = [scenario, "--model", model, "--mfu", repr(float(mfu)), "--mode", mode, "--timing", timing]
     argv += ["--gpu", gpu] if gpu else []
     argv += ["--tp", str(int(tp))] if tp else []
     gpus = machine_ranks(machine)
@@ -169,16 +183,19 @@ def step_case_for(machine: str, scenario: str, model: str, gpu: str = "", tp: in
 
 
 def step_row(machine: str, scenario: str, model: str, gpu: str = "", tp: int = 0, mfu: float = 0.4,
-             mode: str = "isolated") -> dict:
+             mode: str = "isolated", timing: str = "links") -> dict:
     """One machine's training step, as `collsim whatif` evaluates it (simulator.program.whatif.evaluate)."""
     from simulator.program.whatif import evaluate
 
-    return evaluate(step_case_for(machine, scenario, model, gpu, tp, mfu, mode))
+    return evaluate(step_case_for(machine, scenario, model, gpu, tp, mfu, mode, timing))
 
 
 def step_table_row(row: dict) -> dict:
-    """The page's table row: times in ms, tokens/s, efficiency."""
+    """The page's table row: times in ms, tokens/s, efficiency, and how the calls were timed."""
+    from simulator.program.whatif import calls_timed
+
     return {"machine": row["label"], "gpu": row["gpu"], "gpus": row["gpus"], "tp": row["tp"], "dp": row["dp"],
             "step (ms)": row["step_s"] * 1e3, "compute (ms)": row["compute_s"] * 1e3,
             "exposed comm (ms)": row["exposed_s"] * 1e3, "tokens/s": row["tokens_per_s"],
-            "efficiency": row["efficiency"], "run": row["mode"]}
+            "efficiency": row["efficiency"], "run": row["mode"], "calls timed": calls_timed(row)}
+

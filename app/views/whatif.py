@@ -20,6 +20,7 @@ from app.ui.whatif_model import (
     STEP_SCENARIOS,
     check_choice,
     machine_rows,
+    nccl_knows,
     nccl_rows,
     step_row,
     step_table_row,
@@ -86,14 +87,20 @@ def _nccl_rows(machine: str, ops: tuple, sizes: tuple) -> list[dict]:
 
 
 @st.cache_data(max_entries=32, show_spinner="running the training step in the engine...")
-def _step(machine: str, scenario: str, model: str, gpu: str, tp: int, mfu: float, mode: str) -> dict:
+def _step(machine: str, scenario: str, model: str, gpu: str, tp: int, mfu: float, mode: str, timing: str) -> dict:
     """One machine's training step (as `collsim whatif`), cached per machine."""
-    row = step_row(machine, scenario, model, gpu, tp, mfu, mode)
+    row = step_row(machine, scenario, model, gpu, tp, mfu, mode, timing)
     row.pop("trace_events", None)
     return row
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def _knows(machine: str) -> bool:
+    return nccl_knows(machine)
+
+
 TIMED = ("NCCL (collsim predict)", "best collsim algorithm (links only)")
+STEP_TIMED = ("NCCL (collsim predict)", "collsim algorithms (links only)")  # --timing nccl, --timing links
 
 
 def collectives_section() -> None:
@@ -147,15 +154,26 @@ def step_section() -> None:
                            key=url.integer("tp", 0, MAX_TP, 0))
     mfu = c[1].slider("MFU (fraction of the GPU's peak achieved)", 0.05, 1.0, step=0.05,
                       key=url.number("mfu", 0.05, 1.0, 0.4))
+    # NCCL timing by default, as the collectives view, where NCCL's model knows every machine given
+    known = bool(chosen) and all(_knows(m) for m in chosen)
+    timed = st.radio("collectives timed as", STEP_TIMED, horizontal=True,
+                     key=url.choice("step_timed", STEP_TIMED, STEP_TIMED[0] if known else STEP_TIMED[1]),
+                     help="NCCL: allreduce, allgather and reduce-scatter timed as `collsim predict` times them on the "
+                          "machine preset (NCCL's algorithm, protocol, channels, latencies), each call alone; other "
+                          "calls, and machines NCCL's model does not know, stay on the links. links: collsim's "
+                          "algorithms on the machine's plain links")
+    timing = "nccl" if timed == STEP_TIMED[0] else "links"
     mode = c[2].selectbox("run", STEP_MODES, key=url.choice("mode", STEP_MODES),
                           help="isolated: each distinct collective timed alone (fast); exact: every call expanded, "
-                               "calls share links (seconds per machine); auto: exact up to about 2M transfers. "
-                               f"exact and auto: at most {MAX_EXACT_GPUS} GPUs per machine here")
+                               "calls share links (seconds per machine; links timing only); auto: exact up to about "
+                               f"2M transfers (isolated with NCCL timing). exact and auto: at most {MAX_EXACT_GPUS} GPUs "
+                               "per machine here")
     url.show_notes()
     with friendly():
         if not chosen:
             raise CollsimError(f"machines: none given; expected 1..{MAX_MACHINES}")
-        rows = pd.DataFrame([step_table_row(_step(m, scenario, model, gpu, int(tp), float(mfu), mode)) for m in chosen])
+        rows = pd.DataFrame([step_table_row(_step(m, scenario, model, gpu, int(tp), float(mfu), mode, timing))
+                             for m in chosen])
         rows[f"step vs {chosen[0]}"] = rows["step (ms)"] / rows["step (ms)"].iloc[0]
         times = rows.melt(id_vars=["machine"], value_vars=["step (ms)", "compute (ms)", "exposed comm (ms)"],
                           var_name="part", value_name="ms")
@@ -168,7 +186,9 @@ def step_section() -> None:
                      column_config={"efficiency": st.column_config.NumberColumn(format="%.3f"),
                                     f"step vs {chosen[0]}": st.column_config.NumberColumn(format="%.2fx")})
         st.caption("efficiency = compute-only step / step; tokens = data-parallel ranks x micro-batch x micro-batches "
-                   "x sequence length. Same numbers: `collsim whatif " + scenario + " --machines ... --mode " + mode + "`.")
+                   "x sequence length; calls timed: how many collective calls NCCL's model timed and how many the "
+                   "links. Same numbers: `collsim whatif " + scenario + " --machines ... --mode " + mode
+                   + " --timing " + timing + "`.")
 
 
 if kind == KINDS[0]:

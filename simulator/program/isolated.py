@@ -8,6 +8,10 @@ one fixed-duration step. Calls then do not share links with each other: right wh
 time on a stretch of links (DDP's one comm stream), optimistic when calls overlap on the same links.
 Above `max_engine_ranks` members, the call's closed form (the registry's) is used with the links between the
 members (the slowest hop of the ring; for hierarchical, the hop inside a node and the hop between nodes).
+
+With timing 'nccl', allreduce, allgather and reduce_scatter calls are timed as NCCL runs them (nccl_timing.py:
+`collsim predict` on the machine preset) wherever predict covers the call; the rest as above. `methods` counts the
+distinct shapes timed each way, `calls` the calls.
 """
 
 from __future__ import annotations
@@ -21,21 +25,38 @@ from ..engine import EngineOptions, simulate
 from ..topology.model import Topology
 from .lower import _params, algorithm_for
 from .model import Op
+from .nccl_timing import TIMINGS, nccl_time, placement
 
-ENGINE, CLOSED_FORM = "engine", "closed form"
+ENGINE, CLOSED_FORM, NCCL = "engine", "closed form", "nccl"
 
 
 class IsolatedTimes:
     """(op, members) -> (seconds, algorithm): each call's time alone on the machine, cached by shape."""
 
     def __init__(self, topology: Topology, options: EngineOptions, algorithms: dict[str, str], gpus_per_node: int,
-                 max_engine_ranks: int = 128):
+                 max_engine_ranks: int = 128, timing: str = "links"):
         self.topology, self.options, self.choices = topology, options, dict(algorithms)
         self.gpus_per_node, self.max_engine_ranks = gpus_per_node, max_engine_ranks
-        self.cache: dict[tuple, tuple[float, str]] = {}
-        self.methods: dict[str, int] = {ENGINE: 0, CLOSED_FORM: 0}
+        self.nccl = timing == TIMINGS[1]
+        self.cache: dict[tuple, tuple[float, str, str]] = {}
+        self.methods: dict[str, int] = {NCCL: 0, ENGINE: 0, CLOSED_FORM: 0}  # distinct shapes timed each way
+        self.calls: dict[str, int] = {NCCL: 0, ENGINE: 0, CLOSED_FORM: 0}  # calls timed each way
 
     def __call__(self, op: Op, members: tuple[int, ...]) -> tuple[float, str]:
+        placed = placement(self.topology, op, members) if self.nccl else None
+        key = ("nccl", op.op, op.nbytes, op.dtype, placed) if placed else None
+        if key is not None and key not in self.cache:
+            timed = nccl_time(self.topology, op, placed)
+            self.cache[key] = (*timed, NCCL) if timed else None
+            self.methods[NCCL] += timed is not None
+        if key is None or self.cache[key] is None:
+            key = self._links_key(op, members)
+        seconds, name, method = self.cache[key]
+        self.calls[method] += 1
+        return seconds, name
+
+    def _links_key(self, op: Op, members: tuple[int, ...]) -> tuple:
+        """Time the call on the links (engine or closed form) once per shape; its cache key."""
         name = algorithm_for(op, len(members), self.choices)
         params = _params(name, members, self.gpus_per_node)
         root = members.index(op.root) if op.op in ROOTED and op.root is not None else 0
@@ -45,12 +66,11 @@ class IsolatedTimes:
         if key not in self.cache:
             coll = Collective(op.op, len(members), int(op.nbytes or 0), op.dtype, root, op.redop)
             if len(members) <= self.max_engine_ranks:
-                self.cache[key] = (self._engine(coll, name, params, members), name)
-                self.methods[ENGINE] += 1
+                self.cache[key] = (self._engine(coll, name, params, members), name, ENGINE)
             else:
-                self.cache[key] = (self._closed_form(coll, name, params, members), name)
-                self.methods[CLOSED_FORM] += 1
-        return self.cache[key]
+                self.cache[key] = (self._closed_form(coll, name, params, members), name, CLOSED_FORM)
+            self.methods[self.cache[key][2]] += 1
+        return key
 
     def _placed(self, members: tuple[int, ...]) -> Topology:
         topo = self.topology

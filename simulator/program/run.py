@@ -24,6 +24,7 @@ from .graph import labels
 from .lower import Lowered, lower
 from .matching import Problem, _Checker
 from .model import COMPUTE, Program
+from .nccl_timing import check_timing
 from .symmetry import representative
 
 
@@ -64,6 +65,8 @@ class ProgramResult:
     ops: list[OpTime]
     per_rank: list[dict] = field(default_factory=list)
     mode: str = "exact"
+    timing: str = "links"
+    timed: dict[str, int] = field(default_factory=dict)  # isolated runs: calls timed each way (isolated.py's methods)
 
     @property
     def program(self) -> Program:
@@ -82,8 +85,8 @@ class ProgramResult:
                 "comm_s": worst["comm_s"] if worst else 0.0, "exposed_s": worst["exposed_s"] if worst else 0.0,
                 "rank": worst["rank"] if worst else 0,
                 "max_compute_s": max((r["compute_s"] for r in self.per_rank), default=0.0),
-                "mode": self.mode, "transfers": len(self.lowered.schedule.transfers), "events": self.trace.events,
-                "wall_s": self.trace.wall_s}
+                "mode": self.mode, "timing": self.timing, "timed": dict(self.timed),
+                "transfers": len(self.lowered.schedule.transfers), "events": self.trace.events, "wall_s": self.trace.wall_s}
 
     def collectives(self) -> list[dict]:
         """Each communication call of rank 0 (or of its lowest rank when rank 0 has none): start and end."""
@@ -146,36 +149,41 @@ def estimate_transfers(program: Program) -> int:
 
 def run_program(program: Program, topology: Topology, options: EngineOptions | None = None,
                 algorithms: dict[str, str] | None = None, gpus_per_node: int | None = None,
-                raise_on_deadlock: bool = True, mode: str = "auto") -> ProgramResult:
+                raise_on_deadlock: bool = True, mode: str = "auto", timing: str = "links") -> ProgramResult:
     """Run `program` on `topology`; mismatched calls and deadlocks raise CollsimError naming them.
 
     mode 'exact' expands every call into its schedule (calls share links); 'isolated' times each distinct call alone
-    (isolated.py) and runs it as one step; 'auto' is exact up to AUTO_LIMIT estimated transfers."""
+    (isolated.py) and runs it as one step; 'auto' is exact up to AUTO_LIMIT estimated transfers.
+    timing 'links' times calls with collsim's algorithms on the machine's links; 'nccl' times allreduce, allgather
+    and reduce_scatter as NCCL runs them (nccl_timing.py) and implies isolated calls: 'auto' runs isolated and
+    'exact' is refused, as are `algorithms` for those three ops (NCCL picks)."""
     if mode not in MODES:
         raise CollsimError(f"mode: {mode!r}; expected one of {', '.join(MODES)}")
+    mode = check_timing(timing, mode, algorithms)
     options = replace(options or EngineOptions(), header_bytes=0, messages=None)  # lanes carry exact compute time
     if gpus_per_node is None:
         gpus_per_node = int(program.meta.get("meta", {}).get("scenario", {}).get("gpus_per_node", 8))
-    timing, checker = None, None
+    calls, isolated, checker = None, None, None
     if mode == "isolated" or (mode == "auto" and estimate_transfers(program) > AUTO_LIMIT):
         from .isolated import IsolatedTimes
 
-        timing = IsolatedTimes(topology, options, algorithms or {}, gpus_per_node)
+        isolated = calls = IsolatedTimes(topology, options, algorithms or {}, gpus_per_node, timing=timing)
         rep = representative(program, gpus_per_node)
         if rep is not None:  # one rank stands for all (symmetry.py): time calls on the full groups, run rank 0 alone
             topology.check_ranks(program.world)
-            full, times = program.groups, timing
+            full = program.groups
             program = rep
-            timing = lambda op, members: times(op, full[op.group])  # noqa: E731
+            calls = lambda op, members: isolated(op, full[op.group])  # noqa: E731
     if program.world > 1 or "represents" not in program.meta:
         checker = _Checker(program)
         mismatches = checker.mismatches()
         if mismatches:
             raise CollsimError("program: mismatch: " + "; ".join(p.message for p in mismatches))
-    lowered = lower(program, topology, algorithms, gpus_per_node, timing)
+    lowered = lower(program, topology, algorithms, gpus_per_node, calls)
     trace = simulate(lowered.schedule, lowered.topology, options, raise_on_deadlock=False)
-    mode = "exact" if timing is None else "isolated" if program.world > 1 or "represents" not in program.meta else "symmetric"
-    result = ProgramResult(lowered, trace, _op_times(lowered, trace), mode=mode)
+    mode = "exact" if calls is None else "isolated" if program.world > 1 or "represents" not in program.meta else "symmetric"
+    result = ProgramResult(lowered, trace, _op_times(lowered, trace), mode=mode, timing=timing,
+                           timed=dict(isolated.calls) if isolated is not None else {})
     by_rank: dict[int, list[OpTime]] = {r: [] for r in range(program.world)}
     for o in result.ops:
         by_rank[o.rank].append(o)

@@ -6,6 +6,10 @@ A `StepCase` holds only names and numbers (it is sent to worker processes and Da
 - scaling efficiency = the compute-only step (the busiest rank's compute) / the simulated step: 1 when all
   communication hides behind compute, as with perfect linear scaling at a fixed per-GPU batch;
 - cost per million tokens = price per GPU-hour x GPUs x step / 3600 / tokens x 1e6.
+
+`timing` says how the collective calls are timed: 'links' (collsim's algorithms on the machine's links, as
+`mode` says) or 'nccl' (allreduce, allgather and reduce_scatter as NCCL runs them on the machine preset,
+nccl_timing.py; each call alone, so mode 'auto' runs isolated).
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ from ..engine import EngineOptions
 from ..errors import CollsimError
 from ..topology import Topology, parse_topology
 from ..topology.presets import PRESETS
-from .run import run_program
-from .scenarios import DDP_BUCKET, build_spec, generate
+from .nccl_timing import check_timing
+from .run import ProgramResult, run_program
+from .scenarios import DDP_BUCKET, StepSpec, build_spec, generate
 
-GPU_OF_PRESET = {"dgx-a100": "a100", "dgx-h100": "h100", "hgx-b200": "b200", "gb200-nvl72": "b200"}
+GPU_OF_PRESET = {"dgx-a100": "a100", "dgx-h100": "h100", "hgx-b200": "b200", "gb200-nvl72": "b200", "gb200-nvl4": "b200",
+                 "p4de": "a100", "p5": "h100", "a3-mega": "h100"}  # the GPU each preset's summary names
 LINK_KINDS = ("nic", "nvlink")
 
 
@@ -44,6 +50,7 @@ class StepCase:
     bucket: int = DDP_BUCKET
     algorithms: tuple[tuple[str, str], ...] = ()
     mode: str = "auto"
+    timing: str = "links"             # 'links' or 'nccl' (nccl_timing.TIMINGS)
     ports: int = 1
     double: str | None = None         # 'nic' or 'nvlink': that kind of link at twice its bandwidth
     trace_ranks: int = 0              # return Chrome trace events for the first N ranks (0: none)
@@ -103,8 +110,18 @@ def machine_of(case: StepCase) -> Topology:
     return scaled(topo, case.double) if case.double else topo
 
 
-def evaluate(case: StepCase) -> dict:
-    """Generate the step on the machine and run it: one row of the what-if table (plain data)."""
+def check_case_timing(case: StepCase) -> None:
+    """Refuse what NCCL timing cannot honour: unknown timings, exact mode, an algorithm forced on an op NCCL picks
+    (nccl_timing.check_timing), and a doubled link."""
+    check_timing(case.timing, case.mode, dict(case.algorithms))
+    if case.timing == "nccl" and case.double:
+        raise CollsimError(f"double: {case.double!r} with timing 'nccl': NCCL's model knows only the preset's own links; "
+                           "expected timing links for the doubled-bandwidth reruns")
+
+
+def run_step(case: StepCase) -> tuple[StepSpec, Topology, ProgramResult]:
+    """Generate the step on the machine and run it: its spec, the machine and the run."""
+    check_case_timing(case)
     topo = machine_of(case)
     gpus = case.gpus or topo.num_devices
     spec = build_spec(case.scenario, case.model, gpu_for(case.machine, case.gpu), gpus, gpus_per_node(case.machine, topo),
@@ -113,20 +130,37 @@ def evaluate(case: StepCase) -> dict:
     topo.check_ranks(gpus)
     program = generate(spec)
     result = run_program(program, topo, EngineOptions(ports=case.ports), dict(case.algorithms), spec.layout.gpus_per_node,
-                         mode=case.mode)
+                         mode=case.mode, timing=case.timing)
+    return spec, topo, result
+
+
+def evaluate(case: StepCase) -> dict:
+    """Generate the step on the machine and run it: one row of the what-if table (plain data)."""
+    spec, topo, result = run_step(case)
+    gpus = spec.layout.gpus
     t = result.totals()
     lay = spec.layout
     tokens = lay.dp * spec.micro_batch * spec.microbatches * spec.seq_len
     step = t["step_s"]
     row = {"label": case.label or case.machine, "machine": topo.name, "scenario": case.scenario, "model": spec.model.name,
            "gpu": spec.gpu.name, "gpus": gpus, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep,
-           "algorithms": dict(case.algorithms), "double": case.double, "mode": t["mode"], "step_s": step,
+           "algorithms": dict(case.algorithms), "double": case.double, "mode": t["mode"], "timing": case.timing, "timed": t["timed"],
+           "step_s": step,
            "compute_s": t["max_compute_s"], "comm_s": t["comm_s"], "exposed_s": t["exposed_s"], "tokens": tokens,
            "tokens_per_s": tokens / step if step > 0 else None,
            "efficiency": t["max_compute_s"] / step if step > 0 else None, "transfers": t["transfers"]}
     if case.trace_ranks:
         row["trace_events"] = result.chrome_events(ranks=case.trace_ranks)
     return row
+
+
+def calls_timed(row: dict) -> str:
+    """How a row's collective calls were timed: 'links', or 'N NCCL' (and 'M links' where some fell back)."""
+    timed = row.get("timed") or {}
+    if row.get("timing") != "nccl":
+        return "links"
+    links = sum(timed.values()) - timed.get("nccl", 0)
+    return f"{timed.get('nccl', 0)} NCCL" + (f", {links} links" if links else "")
 
 
 def cost_per_million(row: dict, price_per_gpu_hour: float) -> float:

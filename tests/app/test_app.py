@@ -494,15 +494,27 @@ def _whatif_json(capsys, scenario: str, machines: str, *extra: str) -> list[dict
 def test_whatif_training_step_shows_what_collsim_whatif_prints(capsys):
     machines = ["dgx-h100:nodes=2", "hgx-b200:nodes=2", "dgx-a100:nodes=2"]
     at = _page("views/whatif.py", {"kind": "a training step", "scenario": "fsdp", "m2": machines[2]})
+    # presets NCCL's model knows: timed as NCCL runs them by default, as the collectives view
+    assert at.radio(key="whatif.step_timed").value == "NCCL (collsim predict)"
+    assert any("--timing nccl`" in c.value for c in at.caption)
     table = at.dataframe[0].value
     assert list(table["machine"]) == machines and len(at.get("plotly_chart")) == 2
-    for row in _whatif_json(capsys, "fsdp", ",".join(machines)):
+    for row in _whatif_json(capsys, "fsdp", ",".join(machines), "--timing", "nccl"):
         shown = table[table["machine"] == row["label"]].iloc[0]
         assert shown["step (ms)"] == pytest.approx(row["step_s"] * 1e3, rel=1e-12)
         assert shown["exposed comm (ms)"] == pytest.approx(row["exposed_s"] * 1e3, rel=1e-12)
         assert shown["tokens/s"] == pytest.approx(row["tokens_per_s"], rel=1e-12)
         # a step is at least its compute, and exposed communication is what sticks out past it
         assert shown["step (ms)"] >= shown["compute (ms)"] > 0 and shown["exposed comm (ms)"] > 0
+        assert shown["calls timed"] == f"{row['timed']['nccl']} NCCL" and row["timed"]["nccl"] > 0
+    # the links, as `collsim whatif --timing links`
+    at.radio(key="whatif.step_timed").set_value("collsim algorithms (links only)").run()
+    _ok(at)
+    links = at.dataframe[0].value
+    assert any("--timing links`" in c.value for c in at.caption) and set(links["calls timed"]) == {"links"}
+    for row in _whatif_json(capsys, "fsdp", ",".join(machines), "--timing", "links"):
+        assert links[links["machine"] == row["label"]].iloc[0]["step (ms)"] == pytest.approx(row["step_s"] * 1e3, rel=1e-12)
+    at.radio(key="whatif.step_timed").set_value("NCCL (collsim predict)").run()
     bars = _charts(at)[0]["data"]
     assert sorted(_values(bars[0]["y"])) == sorted([table["step (ms)"].iloc[0], table["compute (ms)"].iloc[0],
                                                     table["exposed comm (ms)"].iloc[0]])
@@ -512,7 +524,7 @@ def test_whatif_training_step_shows_what_collsim_whatif_prints(capsys):
     at.number_input(key="whatif.tp").set_value(8).run()
     _ok(at)
     table = at.dataframe[0].value
-    for row in _whatif_json(capsys, "tp", ",".join(machines[:2]) + "," + machines[2], "--tp", "8"):
+    for row in _whatif_json(capsys, "tp", ",".join(machines[:2]) + "," + machines[2], "--tp", "8", "--timing", "nccl"):
         shown = table[table["machine"] == row["label"]].iloc[0]
         assert (shown["tp"], shown["dp"]) == (8, 2)
         assert shown["step (ms)"] == pytest.approx(row["step_s"] * 1e3, rel=1e-12)
@@ -564,6 +576,8 @@ def test_reality_shows_every_size_of_the_log_with_its_out_of_sample_error():
      "best collsim algorithm (links only)"),
     ("views/whatif.py", {"kind": "a training step", "m0": "dgx-a100", "m1": "", "scenario": "ddp", "model": "llama2-7b",
                          "gpu": "", "tp": "0", "mfu": "0.5", "mode": "isolated"}, "whatif.mfu", 0.5),
+    ("views/whatif.py", {"kind": "a training step", "m0": "dgx-a100", "m1": "", "step_timed": "collsim algorithms (links only)"},
+     "whatif.step_timed", "collsim algorithms (links only)"),
     ("views/reality.py", {"log": "12_rtx4090_pcie_1node_2gpu_allreduce.txt", "arch": "ampere"}, "reality.arch", "ampere"),
     ("views/reality.py", {"log": "13_rtx4090_pcie_1node_4gpu_allreduce.txt", "preset": "pcie-8gpu"}, "reality.preset",
      "pcie-8gpu"),

@@ -179,6 +179,29 @@ def test_whatif_shows_nccl_picks_and_the_link_keeps_the_timing(server, browser):
     assert "NCCL algorithm" not in _table(page)[0]
 
 
+ROWS_SHOWN = "() => document.querySelectorAll(\"[data-testid='stDataFrame'] tbody tr\").length > 0"
+
+
+def test_whatif_step_is_timed_as_nccl_runs_it_and_the_link_keeps_the_timing(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(f"{server}/whatif?kind=a+training+step")
+    page.get_by_text("--timing nccl").first.wait_for(state="attached", timeout=90000)  # presets NCCL knows: its timing
+    page.wait_for_function(ROWS_SHOWN)
+    assert "step_timed=NCCL" in page.url
+    assert all(r["calls timed"].endswith(" NCCL") for r in _table(page))
+    page.get_by_text("collsim algorithms (links only)", exact=True).click()
+    page.wait_for_url(re.compile(r"step_timed=collsim"), timeout=60000)
+    page.get_by_text("--timing links").first.wait_for(state="attached", timeout=60000)
+    link = page.url
+    page.close()
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(link)  # a new session from the link: the timing choice comes back with it
+    page.get_by_text("--timing links").first.wait_for(state="attached", timeout=90000)
+    page.wait_for_function(ROWS_SHOWN)
+    assert page.get_by_role("radio", name="collsim algorithms (links only)").is_checked()
+    assert {r["calls timed"] for r in _table(page)} == {"links"}
+
+
 def test_reality_predicts_the_logs_machine_and_a_link_keeps_another_preset(server, browser):
     """The default log (01, an A3 Mega pair) gets collsim predict on its own preset; a typed preset rides in the link."""
     from urllib.parse import parse_qs, urlparse

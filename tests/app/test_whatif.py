@@ -85,3 +85,41 @@ def test_scale_table_and_html(tmp_path, capsys):
     # across two nodes the hierarchical all-reduce sends 1/8 of the data over the network per GPU: never slower than the ring
     assert rows[(16, "hierarchical")]["step_s"] <= rows[(16, "ring")]["step_s"]
     assert "plotly" in html.read_text()[:5000].lower()
+
+
+def test_whatif_timing_nccl_on_a_ddp_step_of_two_h100_nodes(capsys):
+    """`--timing nccl` times the buckets as collsim predict does; `links` with collsim's flat ring (the default)."""
+    argv = ["whatif", "ddp", "--machines", "dgx-h100:nodes=2", "--model", "llama2-7b", "--jobs", "1", "--json"]
+    (nccl,) = run_json(capsys, [*argv, "--timing", "nccl"])["rows"]
+    (links,) = run_json(capsys, [*argv, "--timing", "links", "--no-sensitivity"])["rows"]
+    assert (nccl["timing"], links["timing"]) == ("nccl", "links")
+    assert nccl["mode"] == "symmetric" and nccl["timed"]["nccl"] > 0 and nccl["timed"]["engine"] == 0
+    assert "saved_by_2x_nic" not in nccl  # no doubled-bandwidth reruns: NCCL's model knows only the preset's links
+    assert nccl["compute_s"] == links["compute_s"] and nccl["tokens"] == links["tokens"]
+    # the flat ring crosses each node boundary on one NIC, NCCL's rings on all eight (the floor that makes this so is
+    # worked out in tests/simulator/test_program_nccl_timing.py): NCCL's timing exposes less of the step
+    assert 0 < nccl["exposed_s"] < links["exposed_s"] and nccl["step_s"] < links["step_s"]
+    assert main([*argv[:-1], "--timing", "nccl"]) == 0
+    text = capsys.readouterr().out
+    assert f"calls timed {nccl['timed']['nccl']} NCCL" in text and "no doubled-bandwidth reruns with --timing nccl" in text
+
+
+def test_timing_nccl_refuses_what_it_cannot_honour():
+    from app.ui.whatif_model import step_case_for
+    from simulator.program.whatif import StepCase, evaluate
+
+    with pytest.raises(CollsimError, match=r"^double: 'nic' with timing 'nccl'"):
+        evaluate(StepCase("ddp", "dgx-h100:nodes=2", double="nic", timing="nccl"))
+    with pytest.raises(CollsimError, match=r"^timing: 'fast'; expected one of links, nccl$"):
+        evaluate(StepCase("ddp", "dgx-h100", timing="fast"))
+    with pytest.raises(CollsimError, match=r"^timing: 'fast'; expected one of links, nccl$"):
+        step_case_for("dgx-h100", "ddp", "llama2-7b", timing="fast")
+    assert step_case_for("dgx-h100", "ddp", "llama2-7b", timing="nccl").timing == "nccl"
+
+
+def test_cloud_presets_bring_their_gpu():
+    from simulator.program.whatif import gpu_for
+
+    # the GPUs their summaries name (AWS p4de: A100; p5, GCP a3-mega: H100; GB200 trays: B200)
+    assert [gpu_for(m, None) for m in ("p4de:nodes=2", "p5", "a3-mega", "gb200-nvl4:nodes=2")] == ["a100", "h100", "h100", "b200"]
+    assert gpu_for("p5", "b200") == "b200"

@@ -123,6 +123,7 @@ LINK_CASES = [
     ("cost", {"p": "x"}, "p", 8),
     ("whatif", {"kind": "a training step", "mfu": "7"}, "mfu", 0.4),
     ("whatif", {"timed": "links"}, "timed", "NCCL (collsim predict)"),
+    ("whatif", {"kind": "a training step", "step_timed": "fast"}, "step_timed", "NCCL (collsim predict)"),
     ("contention", {"factor": "1000"}, "factor", 4),
 ]
 
@@ -175,7 +176,9 @@ STEP_CASES = [
     ({"whatif.m0": "3 fortnights"}, "machine", "'3 fortnights'"),
     ({"whatif.m0": "dgx-h100:nodes=100"}, "machine", "limit of 64"),
     ({"whatif.m1": "cluster:nodes=2,gpus=8"}, "gpu", "'cluster:nodes=2,gpus=8'"),
-    ({"whatif.m0": "dgx-h100:nodes=4", "whatif.m1": "", "whatif.mode": "exact"}, "mode", "limit of 16"),
+    ({"whatif.m0": "dgx-h100:nodes=4", "whatif.m1": "", "whatif.mode": "exact",
+      "whatif.step_timed": "collsim algorithms (links only)"}, "mode", "limit of 16"),
+    ({"whatif.m0": "dgx-h100", "whatif.m1": "", "whatif.mode": "exact"}, "mode", "'exact' with timing 'nccl'"),
 ]
 
 

@@ -331,6 +331,31 @@ def test_cli_nccl_version(capsys):
     assert capsys.readouterr().out.startswith("# collsim predict p4de:nodes=2 --nccl-version 2.20.3")
 
 
+@pytest.mark.parametrize("spec,op,ranks,per_node", [("dgx-h100", "allreduce", 8, None), ("p5:nodes=2", "allgather", 16, 8),
+                                                    ("p4de:nodes=2", "reduce_scatter", 2, 1)])
+def test_an_empty_call_takes_no_time_and_leaves_the_other_sizes_alone(spec, op, ranks, per_node):
+    # NCCL discards a collective of count 0 (src/enqueue.cc, taskAppend): nothing is picked, launched or timed
+    topology = parse_topology(spec)
+    empty, one = predict(topology, op, [0, 1 << 20], ranks=ranks, ranks_per_node=per_node)
+    assert (empty.time_s, empty.engine_s, empty.base_s, empty.channels, empty.algorithm) == (0.0, 0.0, 0.0, 0, "discarded")
+    assert one == predict(topology, op, [1 << 20], ranks=ranks, ranks_per_node=per_node)[0]
+    assert one.time_s > 0
+
+
+def test_cli_says_an_empty_call_is_discarded_and_keeps_it_out_of_the_tuner_csv(tmp_path, capsys):
+    out, log = tmp_path / "tuner.csv", tmp_path / "p.txt"
+    assert main(["predict", "--preset", "dgx-h100", "--size", "0,4KiB", "--csv", str(out), "--nccl-log", str(log)]) == 0
+    text = capsys.readouterr().out
+    assert "# 0 B: NCCL discards a collective of count 0 (src/enqueue.cc, taskAppend) and runs nothing: 0 s" in text
+    zero, size = ((r.bytes, r.timing("out").time_s) for r in read_log(log).rows)
+    assert zero == (0, 0.0) and size[0] == 4096 and size[1] > 0
+    rows = [line.split(",") for line in out.read_text().splitlines() if not line.startswith("#")]
+    assert len(rows) == 1 and rows[0][1:3] == ["0", "4294967295"] and rows[0][3] != "discarded"
+    assert main(["predict", "--preset", "dgx-h100", "--size", "0", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert (row["bytes"], row["time_s"], row["schedule"]) == (0, 0.0, "discarded")
+
+
 # ---- fastest: a candidate whose lower bound cannot beat the best time is not run ------------------------------------
 
 
