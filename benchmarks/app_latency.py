@@ -1,11 +1,12 @@
 """Time from a widget change to a page's figures being built, per page of the app, at p = 8, 16, 32.
 
 The same functions the pages call, without the browser and without Streamlit's cache (a changed widget
-is a new choice); 'step (move)' is the step slider alone, with the run already built (the page caches it).
+is a new choice); 'step (move)' is the step slider alone, with the run already built (the page caches it); the model
+vs reality page's `collsim predict` column is timed on its own (the page caches it per log).
 Goal (issue 11): under 0.3 s at p = 16 for every page, under 1 s at p = 32. The what-if page's default view (NCCL's
 picks, as `collsim predict` times them) is measured too: predict runs NCCL's own schedules, far more transfers.
 
-usage: python -m benchmarks.app_latency [--ranks 8,16,32] [--repeat 3] [--json PATH]
+usage: python -m benchmarks.app_latency [--ranks 8,16,32] [--repeat 3] [--pages WORD,...] [--json PATH]
 """
 
 from __future__ import annotations
@@ -147,6 +148,16 @@ def _reality(p: int) -> Callable[[], object]:
     return build
 
 
+def _reality_predict(p: int) -> Callable[[], object]:
+    """The page's `collsim predict` column on a log's first look (log 03, 16 ranks, whatever p is asked): the NVLS step
+    fitted on the other logs, then predict at every size of the log (the page caches both per log)."""
+    from app.ui.reality_model import default_preset, held_out_nvls_step, predict_log, read_bundled
+
+    name = "03_h100_p5_2node_16gpu_efa_allreduce.txt"
+    log = read_bundled(name)
+    return lambda: predict_log(log, default_preset(name), held_out_nvls_step(name))
+
+
 def _lesson(key: str) -> Callable[[int], Callable[[], object]]:
     """A lesson's live numbers (its p is the lesson's own)."""
     def make(p: int):
@@ -163,7 +174,8 @@ PAGES = {"step (new choice)": _step, "step (8 chunks)": _step_chunks, "step (mov
          "what-if (1 machine edited)": _whatif_one,
          "what-if presets, NCCL (default view)": lambda p: _whatif_presets(p, True),
          "what-if presets, best algorithm": lambda p: _whatif_presets(p, False),
-         "what-if (DDP step, 2 machines)": _whatif_step, "model vs reality": _reality, "lesson d (engine)": _lesson("d"),
+         "what-if (DDP step, 2 machines)": _whatif_step, "model vs reality": _reality,
+         "model vs reality, collsim predict (log 03, first look)": _reality_predict, "lesson d (engine)": _lesson("d"),
          "lesson e (engine)": _lesson("e")}
 
 
@@ -183,12 +195,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", default="8,16,32", help="rank counts (default 8,16,32)")
     parser.add_argument("--repeat", type=int, default=3, help="builds per case; the best is reported")
+    parser.add_argument("--pages", help="only the pages whose names contain one of these comma-separated words")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
     args = parser.parse_args()
     ranks = parse_rank_range(args.ranks)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     rows = []
     for page, make in PAGES.items():
+        if args.pages and not any(word.strip() in page for word in args.pages.split(",")):
+            continue
         row = {"page": page}
         for p in ranks:
             row[f"p={p} (s)"] = measure(make, p, args.repeat)

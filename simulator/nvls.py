@@ -23,13 +23,12 @@ node of 8 H100 or B200 (simulator/nccl_model.py); they are here to time what NCC
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
+from .algorithms.columns import Table
 from .collective import Collective
 from .errors import CollsimError
-from .schedule import Piece, Schedule, ScheduleBuilder
+from .schedule import ArraySchedule, Schedule
 from .topology.model import Topology
 
 MAX_CHUNKS = 64
@@ -80,69 +79,80 @@ def nvls_schedule(coll: Collective, chunks: int = 1, window: int = 2) -> Schedul
     raise CollsimError(f"op: NVLS is modelled for {', '.join(NVLS_OPS)}; not {coll.op}")
 
 
-def _nvls(coll: Collective, chunks: int, window: int) -> Schedule:
+def _nvls(coll: Collective, chunks: int, window: int) -> ArraySchedule:
     """The switch's loads and reduction (allreduce, reduce-scatter) and the owners' stores and multicast (allreduce,
     allgather) per piece of each block, in that order; see nvls_allreduce for `window`."""
     if isinstance(chunks, bool) or not isinstance(chunks, int) or not 1 <= chunks <= MAX_CHUNKS:
         raise CollsimError(f"chunks: {chunks!r}; expected an integer in 1..{MAX_CHUNKS}")
-    loads, stores = coll.op != "allgather", coll.op != "reduce_scatter"
     p, count = coll.ranks, coll.count
-    b = ScheduleBuilder(coll, "nvls", {"chunks": chunks})
-    if p > 1 and count > 0:
-        b.use_scratch((p + 1) * count)  # slot r: GPU r's contribution; slot p: the owner's store (multicast)
-        offsets = coll.block_offsets
-        stored: dict[tuple[int, int], int] = {}  # (shard, piece) -> the owner's store of that piece
-        # transfer -> the one it also waits for: allreduce, the owner's store `window` pieces back (at most `window`
-        # pieces of a shard in flight); allgather, reduce-scatter, the same GPU's load or store of the previous piece
-        after: dict[int, int] = {}
-        issued: dict[int, list[int]] = {}  # shard -> its last piece's loads (reduce-scatter) or store (allgather)
-        for c in range(chunks):
-            for d in range(p):
-                lo, size = int(offsets[d]), int(offsets[d + 1] - offsets[d])
-                start, stop = lo + size * c // chunks, lo + size * (c + 1) // chunks
-                if stop == start:
-                    continue
-                first = []
-                if loads:
-                    first = _load_reduce(b, d, start, stop - start)
-                    for tid in first if stores else ():
-                        if (d, c - window) in stored:
-                            after[tid] = stored[(d, c - window)]
-                if stores:
-                    stored[(d, c)] = _store_multicast(b, d, start, stop - start, to_owner=not loads)
-                    first = first or [stored[(d, c)]]
-                if not (loads and stores):
-                    after.update(zip(first, issued.get(d, ())))
-                    issued[d] = first
-    schedule = b.build()
-    schedule.transfers = [replace(t, deps=tuple(sorted({*t.deps, after[t.id]}))) if t.id in after else t
-                          for t in schedule.transfers]
+    build = p > 1 and count > 0
+    schedule = ArraySchedule(coll, "nvls", _nvls_columns(coll, chunks, window) if build else Table(0, 0).columns(),
+                             {"chunks": chunks}, (p + 1) * count if build else 0)
     schedule.helpers = 1
     return schedule
 
 
-def _load_reduce(b: ScheduleBuilder, d: int, start: int, n: int) -> list[int]:
-    """GPU d's multimem.ld_reduce of out[start:start+n]: the switch (rank p) loads it from every GPU, reduces the
-    copies and returns the sum to d. Returns the loads' transfer ids."""
-    p, count = b.collective.ranks, b.collective.count
-    sw = p
-    tids = [b.send(r, sw, Piece("out", start, "scratch", r * count + start, n), step=0) for r in range(p)]
-    for r in range(1, p):
-        b.send(sw, sw, Piece("scratch", r * count + start, "scratch", start, n), reduce=True, step=1)
-    b.send(sw, d, Piece("scratch", start, "out", start, n), step=2)
-    return tids
+def _nvls_columns(coll: Collective, chunks: int, window: int) -> dict[str, np.ndarray]:
+    """The transfers piece by piece (chunk c of shard d, empty pieces left out), with their dependencies written out
+    (tests/nvls_ref.py infers the same ones from the data, through ScheduleBuilder).
 
+    Per piece, with loads (allreduce, reduce-scatter): the switch's p loads (slot r of its scratch), its p - 1
+    reductions into slot 0 and the sum to the owner d; with stores (allreduce, allgather): d's store (slot p), then
+    the multicast to every other GPU (to every GPU, in an allgather). Pieces touch disjoint elements, so a piece's
+    transfers wait only for that piece's: a reduction for its load and load 0; the sum for what it reads and load d
+    (which read d's piece); the store for the sum (allreduce); a multicast for the store and, in an allreduce, load r
+    (which read GPU r's piece). And for the pipeline: an allreduce's loads for d's store `window` pieces back; the
+    loads (reduce-scatter) or the store (allgather) for the same of d's previous piece.
+    """
+    p, count = coll.ranks, coll.count
+    loads, stores = coll.op != "allgather", coll.op != "reduce_scatter"
+    offsets = coll.block_offsets
+    pieces = []  # (c, d, start, n)
+    for c in range(chunks):
+        for d in range(p):
+            lo, size = int(offsets[d]), int(offsets[d + 1] - offsets[d])
+            start, stop = lo + size * c // chunks, lo + size * (c + 1) // chunks
+            if stop > start:
+                pieces.append((c, d, start, stop - start))
+    index = {(c, d): i for i, (c, d, _, _) in enumerate(pieces)}
+    last: dict[int, int] = {}
+    prev = []  # the piece the pipeline waits on: (d, c - window) in an allreduce, else d's previous piece
+    for i, (c, d, _, _) in enumerate(pieces):
+        prev.append(index.get((c - window, d), -1) if loads and stores else last.get(d, -1))
+        last[d] = i
+    earlier = np.array(prev, dtype=np.int64)
+    d, start, n = (np.array(col, dtype=np.int64) for col in list(zip(*pieces))[1:])
+    size = len(pieces)
+    casts = p - 1 if loads else p
+    per = (2 * p if loads else 0) + (1 + casts if stores else 0)
+    table = Table(size * per, p + 2)
+    base = np.arange(size) * per
+    r = np.arange(p)
+    sw, at = p, start[:, None]
 
-def _store_multicast(b: ScheduleBuilder, d: int, start: int, n: int, to_owner: bool) -> int:
-    """GPU d's multimem.st of out[start:start+n]: the switch replicates it to every other GPU (and to d if
-    `to_owner`). Returns the store's transfer id."""
-    p, count = b.collective.ranks, b.collective.count
-    sw, first = p, 0 if to_owner else 3  # steps: after the loads (0-2) in an allreduce
-    store = b.send(d, sw, Piece("out", start, "scratch", p * count + start, n), step=first)
-    for r in range(p):
-        if r != d or to_owner:
-            b.send(sw, r, Piece("scratch", p * count + start, "out", start, n), step=first + 1)
-    return store
+    def before(ids):  # the same ids of the piece the pipeline waits on (-1 where none)
+        return np.where((earlier >= 0).reshape((-1,) + (1,) * (ids.ndim - 1)), ids[np.maximum(earlier, 0)], -1)
+
+    load = base[:, None] + r
+    store = base + (2 * p if loads else 0)
+    if loads:
+        reduced = base[:, None] + p + r[:-1]
+        summed = base + 2 * p - 1
+        wait = before(store)[:, None] if stores else before(load)  # allreduce: d's store; reduce-scatter: its own load
+        table.put(load, r, sw, ("out", at), ("scratch", r * count + at), n[:, None], 0, [wait])
+        table.put(reduced, sw, sw, ("scratch", r[1:] * count + at), ("scratch", at), n[:, None], 1,
+                  [load[:, 1:], load[:, :1]], reduce=True)
+        table.put(summed, sw, d, ("scratch", start), ("out", start), n, 2, [load[:, 0], reduced, load[np.arange(size), d]])
+    if stores:
+        to = np.array([[j for j in range(p) if j != owner or not loads] for owner in range(p)], dtype=np.int64)[d]
+        cast = store[:, None] + 1 + np.arange(casts)
+        slot = p * count + at
+        first = 3 if loads else 0  # steps: after the loads (0-2) in an allreduce
+        table.put(store, d, sw, ("out", start), ("scratch", slot[:, 0]), n, first,
+                  [summed if loads else before(store)])
+        table.put(cast, sw, to, ("scratch", slot), ("out", at), n[:, None], first + 1,
+                  [store[:, None], np.take_along_axis(load, to, axis=1)] if loads else [store[:, None]])
+    return table.columns()
 
 
 def nvls_time(p: int, n, alpha: float, bandwidth: float, op: str = "allreduce"):
@@ -202,4 +212,6 @@ def timing_view(schedule: Schedule) -> Schedule:
     """The same transfers seen as a collective of p + helpers ranks, which is what the engine counts ranks by."""
     coll = schedule.collective
     wide = Collective(coll.op, schedule.participants, coll.nbytes, coll.dtype)
+    if isinstance(schedule, ArraySchedule):  # columns stay columns (no Transfer objects made)
+        return ArraySchedule(wide, schedule.algorithm, schedule.columns, schedule.params, schedule.scratch_count)
     return Schedule(wide, schedule.algorithm, schedule.transfers, schedule.params, schedule.scratch_count)

@@ -27,47 +27,19 @@ The numpy check proves the data movement for any p and g dividing p. The engine 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
+from .algorithms.columns import Table
 from .algorithms.phases import chunked
 from .algorithms.tree import dtree_parents, tree_depths
 from .collective import Collective
 from .collnet import node_shards
 from .errors import CollsimError
-from .schedule import Piece, Schedule, ScheduleBuilder, region
+from .schedule import ArraySchedule
 
 MAX_CHUNKS = 64
 
 Part = tuple[int, int, int, int, int]  # (chunk c, shard h, tree t, offset, count)
-
-
-class _Pipe:
-    """Adds transfers stage by stage: chunk c of a stage (a link use of one node, shard and tree) waits for chunk c - window.
-
-    This is what NCCL's per-connection FIFOs do: each stage streams its chunks in order, so with k chunks the
-    stages overlap. `after` (transfer -> the transfers it must also wait for) is applied once the schedule is built.
-    """
-
-    def __init__(self, b: ScheduleBuilder, window: int):
-        self.b, self.window = b, window
-        self.done: dict[tuple, list[int]] = {}
-        self.after: dict[int, list[int]] = {}
-
-    def send(self, stage: tuple, c: int, src: int, dst: int, piece: Piece, reduce: bool = False, step: int = 0) -> None:
-        tid = self.b.send(src, dst, piece, reduce=reduce, step=step)
-        self.done.setdefault((stage, c), []).append(tid)
-        if (stage, c - self.window) in self.done:
-            self.after[tid] = self.done[(stage, c - self.window)]
-
-    def build(self, helpers: int) -> Schedule:
-        schedule = self.b.build()
-        after = self.after
-        schedule.transfers = [replace(t, deps=tuple(sorted({*t.deps, *after[t.id]}))) if t.id in after else t
-                              for t in schedule.transfers]
-        schedule.helpers = helpers
-        return schedule
 
 
 def _parts(shards: list[tuple[int, int]], chunks: int) -> list[Part]:
@@ -80,51 +52,7 @@ def _parts(shards: list[tuple[int, int]], chunks: int) -> list[Part]:
     return sorted(parts)
 
 
-def _node_reduce(pipe: _Pipe, node: int, group: int, part: Part, sw: int) -> None:
-    """The node's switch reads the piece from each of its GPUs (one scratch slot each), sums them, returns it to the head."""
-    c, h, t, off, n = part
-    count = pipe.b.collective.count
-    for j in range(group):
-        pipe.send(("load", node, h, t), c, node * group + j, sw, Piece("out", off, "scratch", j * count + off, n), step=c)
-    for j in range(1, group):
-        pipe.b.send(sw, sw, Piece("scratch", j * count + off, "scratch", off, n), reduce=True, step=c + 1)
-    pipe.send(("sum", node, h, t), c, sw, node * group + h, Piece("scratch", off, "out", off, n), step=c + 2)
-
-
-def _node_multicast(pipe: _Pipe, node: int, group: int, part: Part, sw: int, step: int) -> None:
-    """The head stores the piece to the switch (slot g), which replicates it to every other GPU of the node."""
-    c, h, t, off, n = part
-    slot = group * pipe.b.collective.count + off
-    pipe.send(("store", node, h, t), c, node * group + h, sw, Piece("out", off, "scratch", slot, n), step=step)
-    for j in range(group):
-        if j != h:
-            pipe.send(("multicast", node, h, t), c, sw, node * group + j, Piece("scratch", slot, "out", off, n), step=step + 1)
-
-
-def _trees(pipe: _Pipe, nodes: int, group: int, parts: list[Part]) -> None:
-    """Each piece (shard h, tree t) up tree t over the heads of shard h, leaves first, back down, multicast per node."""
-    p = nodes * group
-    trees = dtree_parents(nodes) if nodes > 1 else ([-1], [-1])
-    depths = [tree_depths(parent) for parent in trees]
-    height = max(max(d) for d in depths)
-    for c, h, t, off, n in parts:
-        parent, depth = trees[t], depths[t]
-        for k in sorted(range(nodes), key=lambda k: -depth[k]):
-            if parent[k] >= 0:
-                pipe.send(("up", k, h, t), c, k * group + h, parent[k] * group + h, region("out", off, n), reduce=True,
-                          step=c + 3 + height - depth[k])
-    for part in parts:
-        c, h, t, off, n = part
-        parent, depth = trees[t], depths[t]
-        for k in sorted(range(nodes), key=lambda k: depth[k]):
-            if parent[k] >= 0:
-                pipe.send(("down", k, h, t), c, parent[k] * group + h, k * group + h, region("out", off, n),
-                          step=c + 3 + height + depth[k])
-            if group > 1:
-                _node_multicast(pipe, k, group, part, p + k, step=c + 4 + height + depth[k])
-
-
-def nvls_tree_allreduce(coll: Collective, group: int, chunks: int = 1, window: int = 1) -> Schedule:
+def nvls_tree_allreduce(coll: Collective, group: int, chunks: int = 1, window: int = 1) -> ArraySchedule:
     """NVLS-tree allreduce of `coll` over nodes of `group` GPUs; node k's NVSwitch is helper rank p + k.
 
     Each half-shard is cut into `chunks` pieces; every stage (switch loads, sum to the head, a tree edge, the
@@ -135,16 +63,151 @@ def nvls_tree_allreduce(coll: Collective, group: int, chunks: int = 1, window: i
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CHUNKS:
             raise CollsimError(f"{name}: {value!r}; expected an integer in 1..{MAX_CHUNKS}")
     p, count = coll.ranks, coll.count
+    build = p > 1 and count > 0
+    columns = _columns(p, group, count, _parts(shards, chunks) if build else [], window)
+    schedule = ArraySchedule(coll, "nvls_tree", columns, {"group": group, "chunks": chunks},
+                             (group + 1) * count if build else 0)
+    schedule.helpers = p // group
+    return schedule
+
+
+class _Pieces:
+    """The pieces as arrays (chunk c, shard h, tree t, offset, count), each with its pipeline predecessor (the same
+    stage's piece c - window, or -1) and its tree's shape over the nodes: parent, depth, children (-1 padded)."""
+
+    def __init__(self, parts: list[Part], nodes: int, window: int):
+        part = np.asarray(parts, dtype=np.int64).reshape(-1, 5)
+        self.size = len(parts)
+        self.c, self.h, self.t, self.off, self.n = (part[:, i] for i in range(5))
+        index = {(a, b, d): i for i, (a, b, d, _, _) in enumerate(parts)}
+        self.prev = np.array([index.get((a - window, b, d), -1) for a, b, d, _, _ in parts], dtype=np.int64)
+        self.trees = dtree_parents(nodes) if nodes > 1 else ([-1], [-1])
+        self.depths = [tree_depths(parent) for parent in self.trees]
+        self.height = max(max(d) for d in self.depths)
+        self.parent = np.array(self.trees, dtype=np.int64)[self.t]  # (pieces, nodes)
+        self.depth = np.array(self.depths, dtype=np.int64)[self.t]
+        kids = max(1, max(tree.count(k) for tree in self.trees for k in range(nodes)))
+        children = np.full((2, nodes, kids), -1, dtype=np.int64)
+        for i, tree in enumerate(self.trees):
+            for k in range(nodes):
+                mine = [j for j in range(nodes) if tree[j] == k]
+                children[i, k, :len(mine)] = mine
+        self.children = children[self.t]  # (pieces, nodes, kids)
+
+    def pipe(self, ids: np.ndarray) -> np.ndarray:
+        """For ids indexed by piece first: the same ids of each piece's predecessor (-1 where it has none)."""
+        earlier = (self.prev >= 0).reshape((-1,) + (1,) * (ids.ndim - 1))
+        return np.where(earlier, ids[np.maximum(self.prev, 0)], -1)
+
+    def positions(self, switch: bool, g: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per piece and node: its edge up among the piece's edges up (deepest nodes first), and its edge down and its
+        store among the piece's transfers down (shallowest first: edge down, store, g - 1 multicasts); -1 for none."""
+        nodes = len(self.trees[0])
+        out = []
+        for tree, depth in zip(self.trees, self.depths):
+            up, down, store = (np.full(nodes, -1, dtype=np.int64) for _ in range(3))
+            ups = [q for q in sorted(range(nodes), key=lambda q: -depth[q]) if tree[q] >= 0]
+            up[ups] = np.arange(len(ups))
+            at = 0
+            for q in sorted(range(nodes), key=lambda q: depth[q]):
+                if tree[q] >= 0:
+                    down[q], at = at, at + 1
+                if switch:
+                    store[q], at = at, at + g
+            out.append((up, down, store))
+        return tuple(np.stack([out[0][i], out[1][i]])[self.t] for i in range(3))
+
+
+def _columns(p: int, group: int, count: int, parts: list[Part], window: int) -> dict[str, np.ndarray]:
+    """The transfers, in the order the stages add them, with their dependencies written out (tests/nvls_tree_ref.py
+    infers the same ones from the data, through ScheduleBuilder).
+
+    Ids: first, per piece and node, the g loads, the g - 1 reductions on the switch and the sum to the head (2g);
+    then per piece the tree edges up, deepest nodes first; then per piece, nodes shallowest first, the edge down,
+    the head's store and the g - 1 multicasts. Pieces touch disjoint elements, so a piece's transfers wait only
+    for that piece's (the data) and for the same stage's piece c - window (the pipeline). On GPU h of node k
+    the writers of the piece after the sums and the way up, W(k), are k's sum and its children's edges up. So:
+    a load waits for nothing; a reduction for its load and load 0; the sum for the loads and reductions
+    it reads and load h (which read the head's piece); an edge up for W(k) and the parent's sum; an edge down
+    for W(k), k's edge up, and what the parent holds (W(parent) at the root, else the parent's edge down); the
+    store for what the head holds (W(k) at the root, else k's edge down); a multicast to GPU j for the store
+    and load j (which read GPU j's piece).
+    """
     nodes = p // group
-    pipe = _Pipe(ScheduleBuilder(coll, "nvls_tree", {"group": group, "chunks": chunks}), window)
-    if p > 1 and count > 0:
-        pipe.b.use_scratch((group + 1) * count)
-        parts = _parts(shards, chunks)
-        for part in parts:  # inside every node the switch reduces the piece to its head
-            for k in range(nodes if group > 1 else 0):
-                _node_reduce(pipe, k, group, part, p + k)
-        _trees(pipe, nodes, group, parts)
-    return pipe.build(nodes)
+    pc = _Pieces(parts, nodes, window)
+    switch = group > 1
+    per_node = 2 * group if switch else 0
+    block = nodes - 1 + (nodes * group if switch else 0)  # per piece, on the way down
+    total = pc.size * (nodes * per_node + nodes - 1 + block)
+    table = Table(total, 2 * group + 2 * pc.children.shape[-1] + 4)
+    if total:
+        load, summed = _inside(table, pc, p, group, count) if switch else (None, np.full((pc.size, nodes), -1))
+        _across(table, pc, p, group, count, load, summed, pc.size * nodes * per_node, block)
+    return table.columns()
+
+
+def _inside(table: Table, pc: _Pieces, p: int, g: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per piece and node: the switch loads the piece from every GPU (ids (pieces, nodes, g)), reduces the slots, and
+    sends the sum to the head (ids (pieces, nodes))."""
+    nodes = p // g
+    k = np.arange(nodes)[None, :]
+    base = (np.arange(pc.size)[:, None] * nodes + k) * 2 * g
+    load = base[..., None] + np.arange(g)
+    reduced = base[..., None] + g + np.arange(g - 1)
+    summed = base + 2 * g - 1
+    j = np.arange(g)
+    o, n, c = pc.off[:, None, None], pc.n[:, None, None], pc.c[:, None, None]
+    table.put(load, k[..., None] * g + j, p + k[..., None], ("out", o), ("scratch", j * count + o), n, c,
+              [pc.pipe(load)[..., None, :]])
+    table.put(reduced, p + k[..., None], p + k[..., None], ("scratch", j[1:] * count + o), ("scratch", o), n, c + 1,
+              [load[..., 1:], load[..., :1]], reduce=True)
+    head = np.take_along_axis(load, np.broadcast_to(pc.h[:, None, None], (pc.size, nodes, 1)), axis=2)[..., 0]
+    table.put(summed, p + k, k * g + pc.h[:, None], ("scratch", o[..., 0]), ("out", o[..., 0]), n[..., 0], c[..., 0] + 2,
+              [load[..., 0], reduced, head, pc.pipe(summed)])
+    return load, summed
+
+
+def _across(table: Table, pc: _Pieces, p: int, g: int, count: int, load: np.ndarray | None, summed: np.ndarray,
+            first_up: int, block: int) -> None:
+    """Per piece: the edges up and down its tree from ids `first_up` on, then per node the head's store and the
+    switch's multicasts (with a switch: `load` and `summed` are _inside's ids)."""
+    nodes = p // g
+    edges, ip, k = nodes - 1, np.arange(pc.size)[:, None], np.arange(nodes)[None, :]
+    pos_up, pos_down, pos_store = pc.positions(load is not None, g)
+    has_parent = pc.parent >= 0
+    up = np.where(has_parent, first_up + ip * edges + pos_up, -1)
+    first_down = first_up + pc.size * edges
+    down = np.where(has_parent, first_down + ip * block + pos_down, -1)
+    parent = np.maximum(pc.parent, 0)
+    kid_up = np.where(pc.children >= 0, np.take_along_axis(up, np.maximum(pc.children, 0).reshape(pc.size, -1), axis=1)
+                      .reshape(pc.children.shape), -1)
+    written = np.concatenate([summed[..., None], kid_up], axis=-1)  # W(k)
+    pad = np.full_like(kid_up, -1)
+    h, off, n, c, depth = pc.h[:, None], pc.off[:, None], pc.n[:, None], pc.c[:, None], pc.depth
+    if edges:
+        sel = has_parent
+        gpu, above = (k * g + h + 0 * ip)[sel], (pc.parent * g + h)[sel]
+        piece, size, chunk = np.broadcast_to(off, sel.shape)[sel], np.broadcast_to(n, sel.shape)[sel], (c + 0 * k)[sel]
+        table.put(up[sel], gpu, above, ("out", piece), ("out", piece), size, chunk + 3 + pc.height - depth[sel],
+                  [written[sel], np.take_along_axis(summed, parent, axis=1)[sel], pc.pipe(up)[sel]], reduce=True)
+        at_root = np.take_along_axis(pc.parent, parent, axis=1) < 0
+        holds = np.where(at_root[..., None], np.take_along_axis(written, np.broadcast_to(parent[..., None], written.shape),
+                                                                axis=1),
+                         np.concatenate([np.take_along_axis(down, parent, axis=1)[..., None], pad], axis=-1))
+        table.put(down[sel], above, gpu, ("out", piece), ("out", piece), size, chunk + 3 + pc.height + depth[sel],
+                  [up[sel], written[sel], holds[sel], pc.pipe(down)[sel]])
+    if load is None:
+        return
+    store = first_down + ip * block + pos_store
+    own = np.where(has_parent[..., None], np.concatenate([down[..., None], pad], axis=-1), written)
+    table.put(store, k * g + h, p + k, ("out", off), ("scratch", g * count + off), n, c + 4 + pc.height + depth,
+              [own, pc.pipe(store)])
+    others = np.array([[j for j in range(g) if j != head] for head in range(g)], dtype=np.int64)[pc.h][:, None, :]
+    cast = store[..., None] + 1 + np.arange(g - 1)
+    load_to = np.take_along_axis(load, np.broadcast_to(others, cast.shape), axis=2)
+    table.put(cast, p + k[..., None], k[..., None] * g + others, ("scratch", g * count + off[..., None]),
+              ("out", off[..., None]), n[..., None], c[..., None] + 5 + pc.height + depth[..., None],
+              [store[..., None], load_to, pc.pipe(cast)[..., None, :]])
 
 
 def nvls_tree_time(group: int, n, alpha: float, bandwidth: float):

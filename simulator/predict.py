@@ -26,10 +26,14 @@ unlimited ports per rank (the channels run at once) and max-min sharing on every
 
 At one GPU per node (`ranks_per_node=1`, simulator/ranks_per_node.py) NCCL's model also has PAT for
 allgather and reduce-scatter: its pick runs the `pat` schedule with PAT's costs (simulator/pat_predict.py).
+
+Where two candidates are timed (ring and tree across nodes), the one whose lower bound (simulator/engine/bound.py)
+cannot beat the time already found is not run (`fastest`): the same answer as running both, for less.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -38,6 +42,7 @@ from .algorithms import build_schedule
 from .calibration import for_protocol
 from .collective import Collective, normalize_op
 from .engine import EngineOptions, simulate
+from .engine.bound import PairCosts, critical_path, lower_bound, safe
 from .errors import CollsimError
 from .nccl_channels import NVLS_STEP_FIT, collective_channels, nvls_extra_steps, nvls_tree_chunk_size
 from .nccl_model import LL_MAX_BW, NVLS_EFFICIENCY, PROTOCOLS, System, latency_us, parse_nccl_version, predict_times, tune
@@ -46,6 +51,7 @@ from .nvls_tree import MAX_CHUNKS as NVLS_TREE_MAX_CHUNKS
 from .nvls_tree import nvls_tree_allreduce
 from .protocols import protocol, with_step_latency
 from .ranks_per_node import check_ranks_per_node, default_ranks, nics_used, place_per_node
+from .schedule import Schedule
 from .topology.model import Topology
 from .topology.presets import MACHINE_PRESETS, NET_STEP_FIT, NETWORKS
 
@@ -206,16 +212,41 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
         if int(size) == 0:  # NCCL discards it (DISCARDED): no algorithm, no protocol, no channel, 0 s
             out.append(Prediction(0, 0, "none", "-", DISCARDED, 0, 0.0, 0.0, 0.0))
             continue
-        rows = [run_pick(for_protocol(topology, proto_used), system, per_node, op, int(size), ranks, picked, proto_used, dtype,
-                         net_extra_s, intra_extra_s, nvls_step_s, channels)
-                for picked, proto_used in candidates(system, op, int(size), proto, algo)]
-        out.append(min(rows, key=lambda r: r.time_s))
+        picks = candidates(system, op, int(size), proto, algo)
+        if len(picks) == 1 or any(own_schedule(system, per_node, picked) for picked, _ in picks):
+            rows = [run_pick(for_protocol(topology, proto_used), system, per_node, op, int(size), ranks, picked, proto_used,
+                             dtype, net_extra_s, intra_extra_s, nvls_step_s, channels)
+                    for picked, proto_used in picks]
+            out.append(min(rows, key=lambda r: r.time_s))
+        else:
+            out.append(fastest([plan_ring_tree(for_protocol(topology, proto_used), system, per_node, op, int(size), ranks,
+                                               picked, proto_used, dtype, net_extra_s, intra_extra_s, channels)
+                                for picked, proto_used in picks]))
     return out
+
+
+def fastest(plans: list[Plan]) -> Prediction:
+    """The fastest of the plans' Predictions, the first of them on a tie (as min over them all), without running a plan
+    that cannot be it: plans run in order of their lower bounds (Plan.at_least), and one whose bound is above the best
+    time found (or equal to it and later in the list) is skipped, since its own time is at least its bound."""
+    if len(plans) == 1:
+        return plans[0].run()
+    floors = [plan.at_least().time_s for plan in plans]
+    best: tuple[float, int] | None = None
+    found: Prediction | None = None
+    for i in sorted(range(len(plans)), key=lambda i: (floors[i], i)):
+        if best is not None and (floors[i], i) > best:
+            break  # so are all that follow: their bounds are larger still
+        row = plans[i].run()
+        if best is None or (row.time_s, i) < best:
+            best, found = (row.time_s, i), row
+    return found
 
 
 def candidates(system: System, op: str, size: int, proto: str | None = None,
                algo: str | None = None) -> list[tuple[str, str]]:
-    """The (algorithm, protocol) pairs predict times at this size; it keeps the fastest.
+    """The (algorithm, protocol) pairs predict times at this size; it keeps the fastest (`fastest`: one that cannot
+    win is not run).
 
     NCCL's pick (among ring and NVLS on one node); across nodes, allreduce also times the other of ring
     and tree, because NCCL's model often mis-ranks those two there. An NVLS-tree pick
@@ -243,15 +274,54 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
     `channels` if given; each channel carries 1/n_channels of the graph's bandwidth, so fewer channels move
     the bytes slower (more than the graph's channels are bound by the links alone).
     """
-    if algo == "pat":  # one GPU per node (simulator/pat_predict.py)
-        from .pat_predict import run_pat
+    if own_schedule(system, per_node, algo):
+        if algo == "pat":  # one GPU per node (simulator/pat_predict.py)
+            from .pat_predict import run_pat
 
-        return run_pat(topology, system, op, size, ranks, dtype, net_extra_s, intra_extra_s)
-    multinode = system.nodes > 1
-    if algo == "nvls" and not multinode:
-        return run_nvls(topology, system, size, ranks, dtype, intra_extra_s, nvls_step_s, op)
-    if algo == "nvls_tree" and system.nvls_graph.channels == per_node:  # else (fewer heads than GPUs): as a tree
+            return run_pat(topology, system, op, size, ranks, dtype, net_extra_s, intra_extra_s)
+        if algo == "nvls":
+            return run_nvls(topology, system, size, ranks, dtype, intra_extra_s, nvls_step_s, op)
         return run_nvls_tree(topology, system, per_node, size, ranks, dtype, net_extra_s, intra_extra_s)
+    return plan_ring_tree(topology, system, per_node, op, size, ranks, algo, proto, dtype, net_extra_s, intra_extra_s,
+                          channels).run()
+
+
+def own_schedule(system: System, per_node: int, algo: str) -> bool:
+    """Whether run_pick times `algo` with a schedule of its own (PAT; NVLS on one node; NVLS-tree where every GPU of a
+    node heads a channel, else it runs as a tree), not with plan_ring_tree's ring or tree."""
+    return (algo == "pat" or (algo == "nvls" and system.nodes == 1)
+            or (algo == "nvls_tree" and system.nvls_graph.channels == per_node))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A pick ready to time: its schedule on its machine with its engine options, and how the engine's time becomes a
+    Prediction (`finish`, non-decreasing in the engine's seconds)."""
+
+    schedule: Schedule
+    machine: Topology
+    options: EngineOptions
+    finish: Callable[[float], Prediction]
+
+    def run(self) -> Prediction:
+        """The Prediction, timed by the engine."""
+        return self.finish(simulate(self.schedule, self.machine, self.options).time)
+
+    def at_least(self) -> Prediction:
+        """A Prediction whose time_s run()'s cannot fall below: the engine's time at its lower bound
+        (simulator/engine/bound.py: the busiest link, the ports and the longest dependency chain, less the clock's
+        rounding), through `finish`, which keeps the order."""
+        pairs = PairCosts(self.machine, self.options)
+        bound = max(lower_bound(self.schedule, self.machine, self.options, pairs),
+                    critical_path(self.schedule, self.machine, self.options, pairs))
+        return self.finish(safe(bound, len(self.schedule)))
+
+
+def plan_ring_tree(topology: Topology, system: System, per_node: int, op: str, size: int, ranks: int, algo: str,
+                   proto: str, dtype: str = "float32", net_extra_s: float = 0.0, intra_extra_s: float = 0.0,
+                   channels: int | None = None) -> Plan:
+    """run_pick's ring and tree picks (`nccl_ring`, or `rails` for a tree allreduce across nodes), ready to time."""
+    multinode = system.nodes > 1
     family = "tree" if algo in ("tree", "nvls", "nvls_tree") else "ring"
     channels = channels or collective_channels(system, family, proto, size)[0]
     if multinode and op == "allreduce" and family == "tree":
@@ -273,9 +343,10 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
     coll = Collective(op, ranks, size, dtype)
     schedule = build_schedule(coll, name, **params)
     machine = with_step_latency(topology, cost.intra_s, cost.net_s)
-    trace = simulate(schedule, machine, EngineOptions(ports=0, messages=cost.messages()))
-    return Prediction(size, coll.count, algo, cost.name, name, channels, cost.base_s + trace.time,
-                      trace.time, cost.base_s)
+
+    def finish(engine_s: float) -> Prediction:
+        return Prediction(size, coll.count, algo, cost.name, name, channels, cost.base_s + engine_s, engine_s, cost.base_s)
+    return Plan(schedule, machine, EngineOptions(ports=0, messages=cost.messages()), finish)
 
 
 def nccl_graph_view(topology: Topology, system: System) -> Topology:

@@ -117,7 +117,7 @@ def rows(fit: FitResult, measured: Measured, arch: str, nodes: int, predictions:
 
 # ---- collsim predict on the log's machine preset (nothing fitted to the log) ----------------------------------------
 
-# ranks the page runs predict on: log 03 (16 ranks) and 06 (32) take 6-10 s each at load average 1.7-3.4 (benchmarks/reality_predict.py);
+# ranks the page runs predict on: log 03 (16 ranks) and 06 (32) take 3.8 and 5.3 s at load average 0.9 (benchmarks/reality_predict.py);
 # one size at 64 ranks up to 4 s, so a 64-rank log would take minutes
 PREDICT_MAX_RANKS = 32
 ACCURACY_MIN_BYTES = 1 << 20  # predict's median / worst |error| are over sizes >= 1 MiB, as benchmarks/preset_accuracy.py

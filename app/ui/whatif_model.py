@@ -7,12 +7,11 @@ from collections.abc import Callable
 from simulator.algorithms import build_schedule, get, names_for
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
+from simulator.engine.bound import PairCosts, lower_bound, safe
 from simulator.errors import CollsimError
 from simulator.schedule import Schedule
 from simulator.topology.model import Topology
 from simulator.topology.presets import MACHINE_PRESETS
-
-from .engine_bound import PairCosts, lower_bound
 
 Builder = Callable[[Collective, str], Schedule]
 
@@ -40,7 +39,7 @@ def _machine(spec: str) -> Topology:
 def best_time(spec: str | Topology, op: str, nbytes: int, build: Builder = build_schedule,
               pairs: PairCosts | None = None) -> tuple[float, str]:
     """The engine's time of the fastest algorithm for (op, nbytes) on every GPU of the machine, and its name (the first
-    by name on a tie). Algorithms are run in order of a lower bound on their engine time (app.ui.engine_bound), and one
+    by name on a tie). Algorithms are run in order of a lower bound on their engine time (simulator/engine/bound.py), and one
     whose bound is already above the best time found is not run: it cannot win, so the answer is the same as running
     them all. `build` makes a schedule from (collective, name): pass a cached one to share schedules between machines
     with as many GPUs; `pairs` are the machine's route costs, kept across calls."""
@@ -54,8 +53,8 @@ def best_time(spec: str | Topology, op: str, nbytes: int, build: Builder = build
         if get(op, name).refusal(ranks):
             continue
         schedule = build(coll, name)
-        # shaved by 1e-9: the bound and the engine add the same terms in different orders
-        candidates.append((lower_bound(schedule, topo, options, pairs) * (1 - 1e-9), name, schedule))
+        # safe: less the engine's clock rounding and the last bits of its sums, taken in other orders
+        candidates.append((safe(lower_bound(schedule, topo, options, pairs), len(schedule)), name, schedule))
     best = (float("inf"), "")
     for bound, name, schedule in sorted(candidates, key=lambda c: c[:2]):
         if (bound, name) > best:

@@ -36,7 +36,7 @@ st.markdown(
 
 @st.cache_data(max_entries=32, show_spinner="running collsim predict at every size of the log...")
 def cached_predict(log: Measured, preset: str, nvls_step_s: float | None) -> list:
-    """predict_log, kept per (log, preset): logs 03 and 06 take 6-10 s each at load average 1.7-3.4 (benchmarks/reality_predict.py)."""
+    """predict_log, kept per (log, preset): logs 03 and 06 take 3.8 and 5.3 s at load average 0.9 (benchmarks/reality_predict.py)."""
     return predict_log(log, preset, nvls_step_s)
 
 

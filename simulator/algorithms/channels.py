@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..collective import Collective, offsets_of, split_counts
-from ..schedule import ArraySchedule, Schedule, ScheduleBuilder, Transfer, new_transfer
+from ..schedule import BUFFERS, ArraySchedule, Schedule, ScheduleBuilder, csr_rows
 from .columns import concat_columns
 from .forms import LinkModel
 from .hierarchical import GROUP, resolve_group
@@ -150,17 +150,6 @@ def _rails_chunk(b: ScheduleBuilder, p: int, g: int, seg: Seg) -> list[int]:
     return list(range(first, len(b._transfers)))
 
 
-def _follow(transfers: list[Transfer], chunks: list[list[int]]) -> list[Transfer]:
-    """Transfer i of chunk j+1 also waits for transfer i of chunk j (same sender, receiver and role)."""
-    out = list(transfers)
-    for prev, cur in zip(chunks, chunks[1:]):
-        for a, t_id in zip(prev, cur):
-            t = out[t_id]
-            if (t.src, t.dst) == (out[a].src, out[a].dst):
-                out[t_id] = new_transfer(t.id, t.src, t.dst, t.pieces, t.reduce, tuple(sorted(set(t.deps) | {a})), t.step)
-    return out
-
-
 # Closed form: pipeline=1 is `hierarchical` (same transfers, same order; exact). With K chunks on
 # one port per rank the port carries every message of the K chunks; the estimate is that work
 # (hierarchical's form with K times the messages, the same bytes), exact when nothing waits.
@@ -181,10 +170,55 @@ def _rails_exact(p: int, model: LinkModel, group=None, pipeline=1) -> bool:
           (GROUP, PIPELINE), ranks_rule="any p >= 1; group (ranks per node) must divide p", cost=_rails_cost,
           exact=_rails_exact)
 def allreduce_rails(coll: Collective, group: int | None = None, pipeline: int = 1) -> Schedule:
+    """Chunk by chunk, as one ScheduleBuilder would add them, and transfer i of chunk j+1 also waits for transfer i of
+    chunk j when both go between the same ranks (the pipeline). Chunks touch disjoint elements, so a chunk's own
+    dependencies are those of a chunk of its size at offset 0, built once per size (at most two) and shifted."""
     p = coll.ranks
     g = resolve_group(p, group)
-    b = ScheduleBuilder(coll, "rails", {"group": g, "pipeline": pipeline})
-    chunks = [_rails_chunk(b, p, g, seg) for seg in block_segs(offsets_of(split_counts(coll.count, pipeline)))]
-    schedule = b.build()
-    schedule.transfers = _follow(schedule.transfers, chunks)
-    return schedule
+    segs = block_segs(offsets_of(split_counts(coll.count, pipeline)))
+    shapes = {count: _chunk_columns(coll, p, g, count) for count in {count for _, count in segs}}
+    parts, base, prev = [], 0, None
+    for off, count in segs:
+        shape = shapes[count]
+        n = shape["src"].size
+        table = shape["deps"] + np.where(shape["deps"] >= 0, base, 0)
+        if prev is not None:  # the pipeline: the same message of the chunk before
+            m = min(n, prev[1]["src"].size)
+            same = (shape["src"][:m] == prev[1]["src"][:m]) & (shape["dst"][:m] == prev[1]["dst"][:m])
+            table[:m, -1] = np.where(same, prev[0] + np.arange(m), -1)
+        parts.append({**shape, "src_off": shape["src_off"] + off, "dst_off": shape["dst_off"] + off, "deps": table})
+        prev, base = (base, shape), base + n
+    columns = {key: np.concatenate([q[key] for q in parts]) for key in parts[0] if key != "deps"}
+    width = max(q["deps"].shape[1] for q in parts)  # the tables side by side, padded to the widest (the pipeline last)
+    table = np.full((base, width), -1, dtype=np.int64)
+    at = 0
+    for q in parts:
+        rows = q["deps"]
+        table[at:at + len(rows), :rows.shape[1] - 1] = rows[:, :-1]
+        table[at:at + len(rows), -1] = rows[:, -1]
+        at += len(rows)
+    columns["dep_ptr"], columns["dep_idx"] = csr_rows(table)
+    columns["piece_ptr"] = np.arange(base + 1, dtype=np.int64)
+    return ArraySchedule(coll, "rails", columns, {"group": g, "pipeline": pipeline})
+
+
+def _chunk_columns(coll: Collective, p: int, g: int, count: int) -> dict[str, np.ndarray]:
+    """One rails chunk of `count` elements at offset 0 through its own ScheduleBuilder, as columns (one piece per
+    transfer; its dependencies as a table, one column left free for the pipeline's)."""
+    b = ScheduleBuilder(coll, "rails")
+    _rails_chunk(b, p, g, (0, count))
+    ts = b.build().transfers
+    if any(len(t.pieces) != 1 for t in ts):
+        raise AssertionError("rails: a ring message with other than one piece")
+    width = max((len(t.deps) for t in ts), default=0) + 1
+    deps = np.full((len(ts), width), -1, dtype=np.int64)
+    for i, t in enumerate(ts):
+        deps[i, :len(t.deps)] = t.deps
+    pieces = [t.pieces[0] for t in ts]
+    return {"src": np.array([t.src for t in ts], dtype=np.int64), "dst": np.array([t.dst for t in ts], dtype=np.int64),
+            "reduce": np.array([t.reduce for t in ts], dtype=bool), "step": np.array([t.step for t in ts], dtype=np.int64),
+            "src_buf": np.array([BUFFERS.index(q.src_buf) for q in pieces], dtype=np.int64),
+            "src_off": np.array([q.src_off for q in pieces], dtype=np.int64),
+            "dst_buf": np.array([BUFFERS.index(q.dst_buf) for q in pieces], dtype=np.int64),
+            "dst_off": np.array([q.dst_off for q in pieces], dtype=np.int64),
+            "count": np.array([q.count for q in pieces], dtype=np.int64), "deps": deps}

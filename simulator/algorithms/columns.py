@@ -158,3 +158,33 @@ def with_pieces(sched: ArraySchedule, first: int, blocks: list[dict[str, np.ndar
     columns = {**c, **{k: np.concatenate([c[k][:first]] + [q[k] for q in blocks]) for k in keys},
                "piece_ptr": np.concatenate(ptrs)}
     return ArraySchedule(sched.collective, sched.algorithm, columns, sched.params, scratch_count)
+
+
+class Table:
+    """Columns of `n` transfers (one piece each) whose ids are laid out in advance, filled a kind of transfer at a time
+    (any order), with a dependency table of `width` columns (-1: none); `columns()` is what ArraySchedule takes."""
+
+    def __init__(self, n: int, width: int):
+        self.cols = {key: np.zeros(n, dtype=np.int64) for key in ("src", "dst", "step", "src_buf", "src_off",
+                                                                     "dst_buf", "dst_off", "count")}
+        self.cols["reduce"] = np.zeros(n, dtype=bool)
+        self.deps = np.full((n, width), -1, dtype=np.int64)
+
+    def put(self, ids, src, dst, src_piece, dst_piece, count, step, deps, reduce: bool = False) -> None:
+        """Transfers `ids` (any shape; the other arguments broadcast to it): (buffer, offset) pieces, each waiting for
+        the ids along the last axis of the arrays in `deps` (-1 for none)."""
+        ids = np.asarray(ids)
+        c = self.cols
+        for key, value in (("src", src), ("dst", dst), ("src_buf", BUFFERS.index(src_piece[0])), ("src_off", src_piece[1]),
+                           ("dst_buf", BUFFERS.index(dst_piece[0])), ("dst_off", dst_piece[1]), ("count", count),
+                           ("step", step), ("reduce", reduce)):
+            c[key][ids] = np.broadcast_to(value, ids.shape)
+        table = np.concatenate([np.broadcast_to(np.asarray(d)[..., None] if np.ndim(d) == ids.ndim else d,
+                                                ids.shape + (np.shape(d)[-1] if np.ndim(d) > ids.ndim else 1,))
+                                for d in deps], axis=-1)
+        self.deps[ids.ravel(), :table.shape[-1]] = table.reshape(ids.size, -1)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        dep_ptr, dep_idx = csr_rows(self.deps)
+        n = self.deps.shape[0]
+        return {**self.cols, "dep_ptr": dep_ptr, "dep_idx": dep_idx, "piece_ptr": np.arange(n + 1, dtype=np.int64)}

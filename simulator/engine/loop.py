@@ -49,6 +49,20 @@ class Agenda:
         slot[kind].append(ids)
         slot[_POSTED] += len(ids[0] if kind == DONE else ids)
 
+    def post_done(self, when: int, t: int, version: int) -> None:
+        """post(when, DONE, ([t], [version])) for one flow: appended to the tick's last DONE chunk when that one was made
+        here too (a list pair), so a burst of completions for one tick makes one chunk, in the same order."""
+        slot = self._at.get(when)
+        if slot is not None:
+            done = slot[DONE]
+            if done and type(done[-1]) is list:
+                last = done[-1]
+                last[0].append(t)
+                last[1].append(version)
+                slot[_POSTED] += 1
+                return
+        self.post(when, DONE, [[t], [version]])
+
     def forget(self, when: int) -> None:
         """One id posted for the future tick `when` is no longer wanted (a superseded completion): once an instant holds
         only such ids it is dropped. Ticks not after now are left as they are."""

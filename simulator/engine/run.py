@@ -208,14 +208,11 @@ class _Run:
         alone = None
         if options.ports == 1 and self.pair_src.size:  # a link only one rank sends (or receives) on: one flow at a time
             alone = routes.one_sided(np.append(self.pair_src, -1), np.append(self.pair_dst, -1), capacity.size)
-        self.flows = Flows(routes, capacity, bottleneck, wire, self.clock.scale, self._post_done, self._post_one_done,
+        self.flows = Flows(routes, capacity, bottleneck, wire, self.clock.scale, self._post_done, self.agenda.post_done,
                            alone, self.agenda.forget)
 
     def _post_done(self, when: np.ndarray, ids: np.ndarray, versions: np.ndarray) -> None:
         self.agenda.post_many(when, DONE, ids, versions)
-
-    def _post_one_done(self, when: int, t: int, version: int) -> None:
-        self.agenda.post(when, DONE, ([t], [version]))
 
     # ---- one instant -------------------------------------------------------------------------------------------
     def _instant(self, now: int, due: list[list]) -> None:

@@ -108,8 +108,8 @@ BOUND_MACHINES = ["switch:8", "ring:8", "torus:2x4", "cluster:nodes=2,gpus=4,net
 
 
 def test_lower_bound_of_one_message_is_its_latency_plus_bytes_over_bandwidth():
-    from app.ui.engine_bound import lower_bound
     from simulator.collective import Collective
+    from simulator.engine.bound import lower_bound
     from simulator.topology import ideal
 
     # broadcast on 2 ranks: one message of 1 MiB from the root, alpha 3 us, 10 GB/s
@@ -119,10 +119,10 @@ def test_lower_bound_of_one_message_is_its_latency_plus_bytes_over_bandwidth():
 
 @pytest.mark.parametrize("machine", BOUND_MACHINES)
 def test_lower_bound_never_exceeds_the_engine(machine):
-    from app.ui.engine_bound import lower_bound
     from simulator.algorithms import get, names_for
     from simulator.collective import OPS, Collective
     from simulator.engine import EngineOptions, simulate
+    from simulator.engine.bound import lower_bound
 
     topo = parse_topology(machine)
     p = topo.num_devices

@@ -90,3 +90,36 @@ def test_rails_pipeline_overlaps_the_phases():
                     EngineOptions(ports=0)).time
     assert one == pytest.approx(intra + inter, rel=0.02)
     assert max(intra, inter) <= deep <= 1.15 * max(intra, inter)
+
+
+def _rails_by_builder(coll, group, pipeline):
+    """rails as it was built before its column form: every chunk through one ScheduleBuilder, then transfer i of chunk
+    j+1 also waits for transfer i of chunk j (same sender and receiver)."""
+    from simulator.algorithms.channels import _rails_chunk
+    from simulator.algorithms.hierarchical import resolve_group
+    from simulator.algorithms.phases import block_segs
+    from simulator.collective import offsets_of, split_counts
+    from simulator.schedule import ScheduleBuilder, new_transfer
+
+    g = resolve_group(coll.ranks, group)
+    b = ScheduleBuilder(coll, "rails", {"group": g, "pipeline": pipeline})
+    chunks = [_rails_chunk(b, coll.ranks, g, seg) for seg in block_segs(offsets_of(split_counts(coll.count, pipeline)))]
+    out = list(b.build().transfers)
+    for prev, cur in zip(chunks, chunks[1:]):
+        for a, t_id in zip(prev, cur):
+            t = out[t_id]
+            if (t.src, t.dst) == (out[a].src, out[a].dst):
+                out[t_id] = new_transfer(t.id, t.src, t.dst, t.pieces, t.reduce, tuple(sorted(set(t.deps) | {a})), t.step)
+    return out
+
+
+@pytest.mark.parametrize("p, group", [(2, 1), (4, 2), (6, 3), (8, 4), (16, 8), (12, 4), (9, 3)])
+def test_rails_columns_are_the_builders_transfer_for_transfer(p, group):
+    for nbytes in (0, 5, 97, 8 * p * 32 + 3, 1 << 14):
+        for pipeline in (1, 2, 3, 32):
+            coll = Collective("allreduce", p, nbytes, "int8")
+            ours, ref = build_schedule(coll, "rails", group=group, pipeline=pipeline).transfers, _rails_by_builder(coll, group, pipeline)
+            assert len(ours) == len(ref), (p, group, nbytes, pipeline)
+            for a, b in zip(ours, ref):
+                assert (a.id, a.src, a.dst, a.pieces, a.reduce, a.step, set(a.deps)) == \
+                       (b.id, b.src, b.dst, b.pieces, b.reduce, b.step, set(b.deps)), (p, group, nbytes, pipeline)

@@ -273,6 +273,18 @@ def test_agenda_drops_an_instant_once_every_id_posted_for_it_is_forgotten():
     assert agenda.events == 2
 
 
+def test_agenda_post_done_merges_a_burst_for_one_tick_into_one_chunk_in_order():
+    agenda = Agenda(lambda now, due: None)
+    agenda.post_done(5, 1, 1)
+    agenda.post_done(5, 2, 1)                 # joins the chunk above
+    agenda.post(5, DONE, ([3], [1]))          # another poster's chunk ends the burst
+    agenda.post_done(5, 4, 2)
+    agenda.post_done(6, 8, 1)
+    chunks = agenda._at[5][DONE]
+    assert [list(c[0]) for c in chunks] == [[1, 2], [3], [4]] and [list(c[1]) for c in chunks] == [[1, 1], [1], [2]]
+    assert [list(c[0]) for c in agenda._at[6][DONE]] == [[8]]
+
+
 def test_engine_uses_only_simpys_public_api():
     source = "".join(p.read_text() for p in (Path(__file__).parents[2] / "simulator" / "engine").glob("*.py"))
     for private in ("env._", "._queue", "._eid", "._now", "._value", "._ok", "_Event"):

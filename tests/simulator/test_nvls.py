@@ -4,6 +4,7 @@ Proven on numpy buffers like every registered algorithm; its closed form equals 
 equal links; `collsim predict` runs it where NCCL would (Hopper and later, one node, large sizes) and not on A100.
 """
 
+import nvls_ref
 import pytest
 
 from simulator.collective import Collective
@@ -16,6 +17,23 @@ from simulator.semantics import check
 from simulator.topology.spec import parse_topology
 
 RANKS = list(range(1, 34)) + [64]
+
+
+@pytest.mark.parametrize("op", ["allreduce", "allgather", "reduce_scatter"])
+def test_the_column_build_is_what_the_schedule_builder_would_infer(op):
+    # same transfers in the same order, the same dependencies as sets, as the ScheduleBuilder version (dependencies
+    # inferred from the data it touches, the pipeline's waits added after) kept in tests/nvls_ref.py
+    for p in (2, 3, 5, 8, 9):
+        for nbytes in (0, 1, 5, 3 * p + 1, 4096):
+            for chunks, window in ((1, 1), (1, 2), (3, 2), (4, 1), (7, 3), (64, 2)):
+                coll = Collective(op, p, nbytes, "int8")
+                ours = nvls_schedule(coll, chunks, window)
+                ref = nvls_ref.builder_nvls(coll, chunks, window if op == "allreduce" else 0)
+                assert len(ours) == len(ref) and (ours.helpers, ours.scratch_count, ours.params) == \
+                       (ref.helpers, ref.scratch_count, ref.params)
+                for a, b in zip(ours.transfers, ref.transfers):
+                    assert (a.id, a.src, a.dst, a.pieces, a.reduce, a.step, set(a.deps)) == \
+                           (b.id, b.src, b.dst, b.pieces, b.reduce, b.step, set(b.deps)), (p, nbytes, chunks, window)
 
 
 @pytest.mark.parametrize("p", RANKS)

@@ -1,7 +1,6 @@
 """NVLS-tree allreduce (simulator/nvls_tree.py): proven on numpy buffers; switches inside nodes, trees across them."""
 
-from dataclasses import replace
-
+import nvls_tree_ref
 import pytest
 
 from simulator.algorithms.tree import dtree_parents
@@ -10,6 +9,7 @@ from simulator.engine import EngineOptions, simulate
 from simulator.errors import CollsimError
 from simulator.nvls import switch_view, timing_view
 from simulator.nvls_tree import nvls_tree_allreduce, nvls_tree_time
+from simulator.schedule import Schedule
 from simulator.semantics import check
 from simulator.topology.spec import parse_topology
 
@@ -41,12 +41,26 @@ def test_dtypes_and_reductions(redop):
             assert result.ok, (p, group, result.message)
 
 
+@pytest.mark.parametrize("p, group", [(2, 1), (5, 1), (8, 8), (6, 3), (16, 8), (20, 4), (24, 8), (40, 8), (64, 8), (10, 5)])
+def test_the_column_build_is_the_schedule_builder_would_infer(p, group):
+    # same transfers in the same order, the same dependencies as sets, as the ScheduleBuilder version (dependencies
+    # inferred from the data it touches, the pipeline's window added after) kept in tests/nvls_tree_ref.py
+    for nbytes in (0, 1, 97, 3 * p + 1, 4096):
+        for chunks, window in ((1, 1), (3, 2), (4, 1), (7, 3), (64, 1), (64, 64)):
+            coll = Collective("allreduce", p, nbytes, "int8")
+            ours, ref = nvls_tree_allreduce(coll, group, chunks, window), nvls_tree_ref.builder_nvls_tree(coll, group, chunks, window)
+            assert len(ours) == len(ref) and (ours.helpers, ours.scratch_count, ours.params) == (ref.helpers, ref.scratch_count, ref.params)
+            for a, b in zip(ours.transfers, ref.transfers):
+                assert (a.id, a.src, a.dst, a.pieces, a.reduce, a.step, set(a.deps)) == \
+                       (b.id, b.src, b.dst, b.pieces, b.reduce, b.step, set(b.deps)), (p, group, nbytes, chunks, window)
+
+
 def test_the_check_catches_a_missing_multicast():
     # the check can fail: drop the last switch -> GPU copy and some GPU ends without the sum
     sched = nvls_tree_allreduce(Collective("allreduce", 16, 16 * 64, "int8"), 8)
     last = max(t.id for t in sched.transfers if t.src >= 16 and t.dst < 16)
-    broken = replace(sched, transfers=[t for t in sched.transfers if t.id != last])
-    broken.helpers = sched.helpers
+    broken = Schedule(sched.collective, sched.algorithm, [t for t in sched.transfers if t.id != last], sched.params,
+                      sched.scratch_count, sched.helpers)
     assert not check(broken, seed=1).ok
 
 

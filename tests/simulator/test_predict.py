@@ -354,3 +354,38 @@ def test_cli_says_an_empty_call_is_discarded_and_keeps_it_out_of_the_tuner_csv(t
     assert main(["predict", "--preset", "dgx-h100", "--size", "0", "--json"]) == 0
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert (row["bytes"], row["time_s"], row["schedule"]) == (0, 0.0, "discarded")
+
+
+# ---- fastest: a candidate whose lower bound cannot beat the best time is not run ------------------------------------
+
+
+def _plans(preset: str, size: int):
+    from simulator.calibration import for_protocol
+    from simulator.predict import plan_ring_tree
+
+    topo = parse_topology(preset)
+    system, per_node = machine_of(topo, topo.num_devices)
+    return [plan_ring_tree(for_protocol(topo, proto), system, per_node, "allreduce", size, topo.num_devices, algo, proto)
+            for algo, proto in candidates(system, "allreduce", size)]
+
+
+@pytest.mark.parametrize("preset, size", [("dgx-a100:nodes=4", 1 << 20), ("dgx-a100:nodes=4", 1 << 30),
+                                          ("p4de:nodes=2", 4 << 20), ("a3-mega:nodes=2", 8 << 20)])
+def test_fastest_is_the_min_of_running_every_candidate(preset, size, monkeypatch):
+    from simulator.predict import Plan, fastest
+
+    plans = _plans(preset, size)
+    every = [plan.run() for plan in plans]
+    ran = []
+    monkeypatch.setattr(Plan, "run", lambda self, run=Plan.run: ran.append(self) or run(self))
+    assert fastest(plans) == min(every, key=lambda r: r.time_s)
+    if preset == "dgx-a100:nodes=4":  # ring and tree far apart there: the loser's bound is above the winner's time
+        assert len(ran) == 1
+
+
+def test_fastest_keeps_the_first_of_a_tie():
+    from simulator.predict import fastest
+
+    plan = _plans("p4de:nodes=2", 1 << 20)[0]
+    named = [replace(plan, finish=lambda s, name=name: replace(plan.finish(s), algorithm=name)) for name in "ab"]
+    assert fastest(named).algorithm == "a" and fastest(named[::-1]).algorithm == "b"
