@@ -226,7 +226,8 @@ rings and trees that cross nodes on every NIC, NVLS and NVLS-tree where NCCL pic
 median error on most of them, where collsim's plain algorithms on the raw links are 10-485% off); `--timing links`,
 the command line's default, keeps collsim's algorithms on the machine's links (`--algo`, `--mode`). The What-if
 page's step view offers the same choice and starts on NCCL's timing, as its collectives view does, when NCCL's model
-knows every machine given; its caption gives the command with `--timing`.
+knows every machine given; its caption gives the command with `--timing`. `collsim run-program FILE --timing
+nccl` times a program file's calls the same way, under the same rules (docs/programs.md).
 
 A call is timed by NCCL's model when the machine is a preset it knows (those of `collsim predict --preset`) and the
 call's members fit one of predict's placements: all on one node (predict on that many GPUs), or the same number K on
@@ -235,7 +236,9 @@ the node's symmetry: on an NVSwitch any K GPUs of a node reach each other alike,
 spread over the NICs as GPUs 0..K-1 do. On p4de (two GPUs per NIC) a group on GPUs {{0, 2, 4, 6}} of each node uses
 four NICs where predict's GPUs 0..3 use two, so that group stays on the links; on the PCIe presets only GPUs 0..K-1
 themselves qualify. Sizes pass unchanged: a program's call and predict both take nccl-tests' meaning (the whole
-buffer for all-gather and reduce-scatter). Everything else (all-to-all, broadcast, pipeline sends and receives,
+buffer for all-gather and reduce-scatter); a 0-byte call takes 0 s, as NCCL discards a collective of count 0
+(src/enqueue.cc, taskAppend: "Empty collectives can be discarded"; it still meets its members in the program's
+order, which a discarded NCCL call does not). Everything else (all-to-all, broadcast, pipeline sends and receives,
 irregular groups, more than 512 members, a machine NCCL's model does not know, a size predict refuses) is timed on
 the links as before, and the output counts the collective calls timed each way ("calls timed": `515 NCCL`, or `N
 NCCL, M links`; a call of each group, those of the GPU that stands for all in a symmetric run; sends and receives
