@@ -3,10 +3,10 @@
     python -m benchmarks.calibration_accuracy [--data tests/data/nccl-tests] [--json PATH] [--write-docs]
 
 1. Sizes: for every shared log, `collsim fit LOG --preset <its machine> --train-sizes :16MiB`
-   (simulator/calibration.py), then the median and worst |error| of the calibrated prediction on
+   (simulator/nccl/calibration.py), then the median and worst |error| of the calibrated prediction on
    the sizes >= 64 MiB, which the fit never saw; next to it, the uncalibrated preset on the same sizes,
    and the ring alpha-beta fit on the same training sizes, free (`--piecewise`: 3 regimes cut where the
-   data says) and bounded by the preset (`--bounds`, simulator/fit_bounds.py).
+   data says) and bounded by the preset (`--bounds`, simulator/nccl/fit_bounds.py).
    Goal (issue 10): median <= 10% on every log.
 2. Node counts and ops: calibrate on a one-node log (all its sizes), predict the two-node log of the
    same machine: 04 (p5, 1 x 8) -> 03 (p5, 2 x 8); 07 (HGX B200, 1 x 8) -> 05 (GB200 NVL, 2 x 4 in one
@@ -31,14 +31,15 @@ from pathlib import Path
 import numpy as np
 
 from app.output import table
-from simulator.calibration import apply, fit_calibration
 from simulator.fileio import atomic_write
 from simulator.fit import _unique, fit_measurements, predict_pieces
-from simulator.fit_bounds import fit_limited, preset_limits
 from simulator.formats.nccl_tests import read_log
-from simulator.log_presets import CASES, LOG_NCCL
-from simulator.nvls_fit import fit_without, nvls_data
-from simulator.predict import predict
+from simulator.nccl.calibration import apply
+from simulator.nccl.fit_bounds import fit_limited, preset_limits
+from simulator.nccl.fitting import fit_calibration
+from simulator.nccl.log_presets import CASES, LOG_NCCL
+from simulator.nccl.nvls_fit import fit_without, nvls_data
+from simulator.nccl.predict import predict
 from simulator.topology.presets import build_preset
 from simulator.topology.spec import parse_topology
 

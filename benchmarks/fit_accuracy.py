@@ -17,7 +17,7 @@ from pathlib import Path
 from app.output import table
 from simulator.fit import fit_measurements
 from simulator.formats.nccl_tests import read_log
-from simulator.nccl_model import System, compare
+from simulator.nccl.tuning import System, compare
 from simulator.profile import atomic_write
 
 ROOT = Path(__file__).resolve().parents[1]

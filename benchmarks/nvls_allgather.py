@@ -4,12 +4,12 @@ the ring on the datasheet's NVLink links.
     python -m benchmarks.nvls_allgather [--data tests/data/nccl-tests] [--json PATH]
 
 NCCL's tuning model picks a ring for allgather on one 8-GPU B200 node at every size
-(simulator/nccl_model.py), so `collsim predict` times a ring. This script also times the NVLS
-allgather schedule (simulator/nvls.py) at each size of the log, as run_nvls would if NCCL had
+(simulator/nccl/tuning.py), so `collsim predict` times a ring. This script also times the NVLS
+allgather schedule (simulator/nccl/nvls.py) at each size of the log, as run_nvls would if NCCL had
 picked it: the switch's links at nvlsEfficiency (0.74 on Blackwell), 25 us once, and the NVLS
 step cost NVLS_STEP_FIT, which was fitted on allreduce logs 04, 05, 07 only (not on this log).
 `predict` runs rings on NVLink at NCCL's per-link figure (topo.h SM100_NVLINK_BW = 40.1 GB/s of NVLink 5's
-50: simulator/predict.py nccl_graph_view), what NCCL's own graph search assumes a ring reaches; the third
+50: simulator/nccl/predict.py nccl_graph_view), what NCCL's own graph search assumes a ring reaches; the third
 column is the same ring on the datasheet's 50 GB/s links, as `predict` ran it before.
 Nothing is fitted here. Errors are (predicted - measured) / measured of the out-of-place time,
 sizes >= 1 MiB, as in benchmarks/preset_accuracy.py.
@@ -29,8 +29,8 @@ import numpy as np
 from app.output import table
 from simulator.collective import busbw_factor
 from simulator.formats.nccl_tests import read_log
-from simulator.nccl_channels import NVLS_STEP_FIT
-from simulator.predict import machine_of, predict, run_pick
+from simulator.nccl.channels import NVLS_STEP_FIT
+from simulator.nccl.predict import machine_of, predict, run_pick
 from simulator.topology.spec import parse_topology
 
 from .preset_accuracy import MIN_BYTES, ROOT, errors

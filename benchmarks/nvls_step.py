@@ -3,8 +3,8 @@
     python -m benchmarks.nvls_step [--data tests/data/nccl-tests]
 
 `collsim predict` charges each NVLS channel `nvls_step_s` for every step its chunks (NCCL's
-calcCollChunking: 16-64 KiB below ~1 GiB) add over the largest chunk's (simulator/nccl_channels.py).
-NCCL has no such constant, so it is fitted (simulator/nvls_fit.py): on a grid of 0 .. 5 us, the value with the
+calcCollChunking: 16-64 KiB below ~1 GiB) add over the largest chunk's (simulator/nccl/channels.py).
+NCCL has no such constant, so it is fitted (simulator/nccl/nvls_fit.py): on a grid of 0 .. 5 us, the value with the
 smallest mean median |error| over sizes >= 1 MiB of the logs whose prediction runs NVLS with
 smaller chunks. benchmarks/preset_accuracy.py and benchmarks/calibration_accuracy.py predict each
 of those logs with the value fitted on the *other* logs; this script prints those and the value
@@ -17,8 +17,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from simulator.log_presets import CASES
-from simulator.nvls_fit import leave_one_out
+from simulator.nccl.log_presets import CASES
+from simulator.nccl.nvls_fit import leave_one_out
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""NVLS-tree allreduce (simulator/nvls_tree.py) on the p5 preset, two nodes, held against shared log 03 (not fitted).
+"""NVLS-tree allreduce (simulator/nccl/nvls_tree.py) on the p5 preset, two nodes, held against shared log 03 (not fitted).
 
     python -m benchmarks.nvls_tree [--data tests/data/nccl-tests]
 
@@ -16,9 +16,9 @@ from pathlib import Path
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
 from simulator.formats.nccl_tests import read_log
-from simulator.nccl_model import NVLS_EFFICIENCY
-from simulator.nvls import switch_view, timing_view
-from simulator.nvls_tree import nvls_tree_allreduce
+from simulator.nccl.nvls import switch_view, timing_view
+from simulator.nccl.nvls_tree import nvls_tree_allreduce
+from simulator.nccl.tuning import NVLS_EFFICIENCY
 from simulator.topology.spec import parse_topology
 
 ROOT = Path(__file__).resolve().parents[1]

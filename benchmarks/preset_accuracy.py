@@ -2,7 +2,7 @@
 
     python -m benchmarks.preset_accuracy [--data tests/data/nccl-tests] [--json PATH] [--write-docs] [--fit]
 
-For every log, the preset that matches its machine (simulator/log_presets.py, read off the log's
+For every log, the preset that matches its machine (simulator/nccl/log_presets.py, read off the log's
 first line and its README), simulated two ways:
 
 - `simulate`: today's plain path, `collsim simulate --algo ring` (one ring over ranks 0..p-1,
@@ -42,8 +42,8 @@ from simulator.collective import Collective, busbw_factor
 from simulator.engine import EngineOptions, simulate
 from simulator.fileio import atomic_write
 from simulator.formats.nccl_tests import read_log
-from simulator.log_presets import CASES, LOG_NCCL, Case
-from simulator.nvls_fit import leave_one_out as nvls_leave_one_out
+from simulator.nccl.log_presets import CASES, LOG_NCCL, Case
+from simulator.nccl.nvls_fit import leave_one_out as nvls_leave_one_out
 from simulator.topology.presets import SHM_RATE_FIT, build_preset
 from simulator.topology.spec import parse_topology
 
@@ -68,7 +68,7 @@ def predict_nccl(spec: str, op: str, ranks: int, sizes: list[int], net_extra_s: 
                  nvls_step_s: float | None = None, nccl_version: str | None = None) -> np.ndarray:
     """Seconds of `collsim predict` at each size, with `net_extra_s` more per network step (and `nvls_step_s`, and
     the latency tables of NCCL release `nccl_version`)."""
-    from simulator.predict import predict
+    from simulator.nccl.predict import predict
 
     rows = predict(parse_topology(spec), op, sizes, ranks=ranks, net_extra_s=net_extra_s, nvls_step_s=nvls_step_s,
                    nccl_version=nccl_version)
@@ -82,7 +82,7 @@ HOST_STAGED = "rtx4090-pcie"  # the preset whose SHM load rate is fitted (SHM_RA
 
 def predict_host_staged(shm_Bps: float, op: str, ranks: int, sizes: list[int]) -> np.ndarray:
     """Seconds of `collsim predict` on rtx4090-pcie with this SHM load rate instead of the shipped one."""
-    from simulator.predict import predict
+    from simulator.nccl.predict import predict
 
     topology = build_preset(HOST_STAGED, shm_Bps=shm_Bps)
     return np.array([row.time_s for row in predict(topology, op, sizes, ranks=ranks)])

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from simulator.fileio import atomic_write
 from simulator.formats.nccl_tests import read_log
-from simulator.nccl_channels import NVLS_STEP_FIT
-from simulator.predict import predict
+from simulator.nccl.channels import NVLS_STEP_FIT
+from simulator.nccl.predict import predict
 from simulator.program.whatif import StepCase, calls_timed, evaluate, run_step
 from simulator.topology import parse_topology
 from simulator.units import format_size, format_time

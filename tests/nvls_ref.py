@@ -1,4 +1,4 @@
-"""The NVLS schedule (one node) as simulator/nvls.py built it through ScheduleBuilder (dependencies inferred from the
+"""The NVLS schedule (one node) as simulator/nccl/nvls.py built it through ScheduleBuilder (dependencies inferred from the
 data, the pipeline's waits added after), kept as the reference its column build must equal transfer for transfer."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from simulator.collective import Collective
 from simulator.errors import CollsimError
-from simulator.nvls import MAX_CHUNKS
+from simulator.nccl.nvls import MAX_CHUNKS
 from simulator.schedule import Piece, Schedule, ScheduleBuilder
 
 

@@ -1,4 +1,4 @@
-"""The NVLS-tree schedule as simulator/nvls_tree.py built it through ScheduleBuilder (dependencies inferred from the
+"""The NVLS-tree schedule as simulator/nccl/nvls_tree.py built it through ScheduleBuilder (dependencies inferred from the
 data, the pipeline's window added after), kept as the reference its column build must equal transfer for transfer."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from simulator.algorithms.tree import dtree_parents, tree_depths
 from simulator.collective import Collective
-from simulator.collnet import node_shards
-from simulator.nvls_tree import Part, _parts
+from simulator.nccl.collnet import node_shards
+from simulator.nccl.nvls_tree import Part, _parts
 from simulator.schedule import Piece, Schedule, ScheduleBuilder, region
 
 

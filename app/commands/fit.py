@@ -12,8 +12,8 @@ from simulator.algorithms.registry import resolve_params
 from simulator.cost import CLOSED_FORM
 from simulator.errors import CollsimError
 from simulator.fit import CV_MIN_BYTES, FitResult, _unique, fit_measurements, predict_pieces, to_profile
-from simulator.fit_bounds import fit_limited
 from simulator.formats.nccl_tests import NcclTestsLog, read_log
+from simulator.nccl.fit_bounds import fit_limited
 from simulator.units import format_size, parse_size
 
 from ..output import emit_json, table
@@ -53,7 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--train-sizes", metavar="A:B", help="fit only the sizes in [A, B] (either end may be left open, e.g. :16MiB); "
                    "the error on the other sizes is reported as a prediction")
     p.add_argument("--bounds", metavar="SPEC", help="bound the alpha-beta fit by a machine preset: bandwidth at most what its "
-                   "links allow, alpha at least NCCL's latency floor, one size regime per NCCL protocol (simulator/fit_bounds.py)")
+                   "links allow, alpha at least NCCL's latency floor, one size regime per NCCL protocol (simulator/nccl/fit_bounds.py)")
     p.add_argument("--holdout", metavar="A:B", help="hold the sizes in [A, B] out of the fit and report the error on them")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -294,8 +294,8 @@ def run_holdout(args, log: NcclTestsLog, algos: list[str], segments: int) -> int
 
 def _limits(args, log: NcclTestsLog):
     """--bounds: the preset's limits for this log's op and ranks."""
-    from simulator.fit_bounds import preset_limits
-    from simulator.predict import OPS
+    from simulator.nccl.fit_bounds import preset_limits
+    from simulator.nccl.predict import OPS
     from simulator.topology.spec import parse_topology
 
     if args.segments != 1 or args.piecewise:
@@ -321,9 +321,10 @@ MAX_CALIBRATION_RANKS = 64
 
 
 def run_calibration(args, log: NcclTestsLog) -> int:
-    """`fit LOG --preset SPEC`: the preset's free parameters fitted to the training sizes (simulator/calibration.py)."""
-    from simulator.calibration import PARAMS, fit_calibration
-    from simulator.predict import OPS
+    """`fit LOG --preset SPEC`: the preset's free parameters fitted to the training sizes (simulator/nccl/calibration.py)."""
+    from simulator.nccl.calibration import PARAMS
+    from simulator.nccl.fitting import fit_calibration
+    from simulator.nccl.predict import OPS
     from simulator.topology.spec import parse_topology
 
     if args.algo != "ring" or args.segments != 1 or args.piecewise:

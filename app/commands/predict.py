@@ -8,8 +8,8 @@ from simulator.collective import REDUCING, TOTAL_SIZE_OPS, normalize_op
 from simulator.errors import CollsimError
 from simulator.fileio import atomic_write
 from simulator.formats.nccl_tests import ResultRow, format_log, nccl_type_name, write_log
-from simulator.nccl_model import PROTOCOLS, parse_nccl_version, release_name
-from simulator.predict import (
+from simulator.nccl.placement import default_ranks, parse_ranks_per_node
+from simulator.nccl.predict import (
     DISCARDED,
     MAX_CHANNELS,
     MAX_RANKS,
@@ -19,7 +19,7 @@ from simulator.predict import (
     parse_algo,
     predict,
 )
-from simulator.ranks_per_node import default_ranks, parse_ranks_per_node
+from simulator.nccl.tuning import PROTOCOLS, parse_nccl_version, release_name
 from simulator.topology.presets import MACHINE_PRESETS
 from simulator.topology.spec import parse_topology
 from simulator.units import format_size, parse_size_range

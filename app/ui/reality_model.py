@@ -15,8 +15,8 @@ import numpy as np
 from simulator.errors import CollsimError
 from simulator.fit import FitResult, fit_measurements
 from simulator.formats.nccl_tests import parse_log
-from simulator.nccl_model import OPS as NCCL_OPS
-from simulator.nccl_model import System, choose
+from simulator.nccl.tuning import OPS as NCCL_OPS
+from simulator.nccl.tuning import System, choose
 
 LOGS = Path(__file__).resolve().parents[2] / "tests" / "data" / "nccl-tests"
 MAX_UPLOAD = 4 << 20  # bytes of an uploaded file
@@ -124,8 +124,8 @@ ACCURACY_MIN_BYTES = 1 << 20  # predict's median / worst |error| are over sizes 
 
 
 def default_preset(log_name: str | None) -> str:
-    """The preset of the machine a bundled log came from (simulator/log_presets.py), '' for any other log."""
-    from simulator.log_presets import preset_of
+    """The preset of the machine a bundled log came from (simulator/nccl/log_presets.py), '' for any other log."""
+    from simulator.nccl.log_presets import preset_of
 
     return preset_of(log_name) if log_name in bundled_logs() else ""
 
@@ -133,7 +133,7 @@ def default_preset(log_name: str | None) -> str:
 def preset_topology(text: str, measured: Measured):
     """The machine preset typed on the page, for the log's ranks (field 'preset'); files and builders are refused."""
     from app.ui.inputs import topology_input
-    from simulator.predict import OPS as PREDICT_OPS
+    from simulator.nccl.predict import OPS as PREDICT_OPS
     from simulator.topology.presets import MACHINE_PRESETS as names
 
     if text.split(":", 1)[0].strip() not in names:
@@ -158,7 +158,7 @@ def predict_log(measured: Measured, text: str, nvls_step_s: float | None = None)
     The preset's own constants, as `collsim predict --preset TEXT` uses them; `nvls_step_s` replaces NVLS_STEP_FIT
     (held_out_nvls_step: for a log it was fitted on, the value fitted on the other logs).
     """
-    from simulator.predict import predict
+    from simulator.nccl.predict import predict
 
     topology = preset_topology(text.strip(), measured)
     sizes = sorted({n for n, _ in measured.measurements})
@@ -184,10 +184,10 @@ def _number(log_name: str | None) -> str | None:
 
 def held_out_nvls_step(log_name: str | None) -> float | None:
     """For a bundled log NVLS_STEP_FIT was fitted on, the NVLS step cost fitted on the *other* such logs only
-    (simulator/nvls_fit.py, as benchmarks/preset_accuracy.py predicts it); None for any other log."""
-    from simulator.log_presets import CASES
-    from simulator.nccl_channels import NVLS_STEP_FIT
-    from simulator.nvls_fit import fit, nvls_data
+    (simulator/nccl/nvls_fit.py, as benchmarks/preset_accuracy.py predicts it); None for any other log."""
+    from simulator.nccl.channels import NVLS_STEP_FIT
+    from simulator.nccl.log_presets import CASES
+    from simulator.nccl.nvls_fit import fit, nvls_data
 
     number, logs = _number(log_name), fitted_logs(NVLS_STEP_FIT[1])
     if number not in logs:
@@ -201,7 +201,7 @@ def held_out_nvls_step(log_name: str | None) -> float | None:
 def fitted_constants(measured: Measured, text: str, predictions: list,
                      nvls_step_s: float | None = None) -> list[tuple[str, bool]]:
     """The constants fitted on bundled logs that entered these predictions: (what and where from, fitted on this log)."""
-    from simulator.nccl_channels import NVLS_STEP_FIT
+    from simulator.nccl.channels import NVLS_STEP_FIT
     from simulator.topology.presets import HOST_STAGED, SHM_RATE_FIT
 
     number, out = _number(measured.source), []

@@ -82,10 +82,10 @@ LINKS_ONLY_MODE = "best collsim algorithm"  # the other way the page times colle
 
 
 def nccl_rows(spec: str, ops: list[str], sizes: list[int]) -> list[dict]:
-    """One row per (op, size) on one preset machine, timed as `collsim predict` times it (simulator.predict.predict on
+    """One row per (op, size) on one preset machine, timed as `collsim predict` times it (simulator.nccl.predict.predict on
     all its GPUs, float32 as nccl-tests): machine_rows' columns, with "best algorithm" the collsim schedule the engine
     ran, plus NCCL's algorithm, protocol and channels."""
-    from simulator import predict as nccl
+    from simulator.nccl import predict as nccl
 
     wrong = [op for op in ops if op not in nccl.OPS]
     if wrong:
@@ -145,7 +145,7 @@ MAX_EXACT_GPUS = 16  # exact (and auto) runs expand every call: a DDP step on 32
 
 def nccl_knows(spec: str) -> bool:
     """Whether NCCL's model knows the machine (a preset with a Machine record), False for any spec the page refuses."""
-    from simulator import predict as nccl
+    from simulator.nccl import predict as nccl
 
     try:
         return nccl.knows(_machine(spec))

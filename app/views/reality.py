@@ -23,7 +23,7 @@ from app.ui.reality_model import (
 )
 from app.ui.urlstate import UrlState
 from simulator.algorithms import names_for
-from simulator.nccl_model import ARCHS
+from simulator.nccl.tuning import ARCHS
 from simulator.units import format_size
 
 st.header("Model vs reality")

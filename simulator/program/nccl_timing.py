@@ -1,4 +1,4 @@
-"""A program's collective call timed as NCCL runs it: `simulator.predict.predict` on the machine preset.
+"""A program's collective call timed as NCCL runs it: `simulator.nccl.predict.predict` on the machine preset.
 
 A call of allreduce, allgather or reduce_scatter is timed this way when NCCL's model knows the machine
 (`predict.knows`) and its members map onto one of predict's placements:
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .. import predict as nccl
+from ..nccl import predict as nccl
 from ..errors import CollsimError
 from ..topology.model import Topology
 from .model import Op

@@ -40,7 +40,7 @@ NET_STEP_FIT: dict[str, tuple[float, str]] = {}
 class Machine:
     """What NCCL's tuning model needs to know about a preset, and where its numbers come from.
 
-    arch and link select NCCL's constants (simulator/nccl_model.py); nics_per_node and net are the
+    arch and link select NCCL's constants (simulator/nccl/tuning.py); nics_per_node and net are the
     rails between nodes (None: single node only). The NCCL profile a provider documents for the
     machine, where it sets one: protocols (NCCL_PROTO; None: NCCL's own choice), buffsize
     (NCCL_BUFFSIZE, NCCL's default 4 MiB), nvls (NCCL_NVLS_ENABLE; None: NCCL's default).

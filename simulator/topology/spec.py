@@ -100,7 +100,7 @@ def parse_topology(spec: str) -> Topology:
 
 def _from_file(path: str, args: str, spec: str) -> Topology:
     """A topology file, or a calibration file (`collsim fit --preset ... --out`) with optional :nodes=N,net=NET."""
-    from ..calibration import calibration_from_dict, is_calibration
+    from ..nccl.calibration import calibration_from_dict, is_calibration
 
     data = read_data(path, "topology")
     if not is_calibration(data):

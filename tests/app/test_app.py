@@ -413,7 +413,7 @@ def test_contention_times_equal_simulate_before_and_after():
 
 
 def test_whatif_default_is_nccl_as_collsim_predict_times_it():
-    from simulator.predict import predict
+    from simulator.nccl.predict import predict
 
     at = _page("views/whatif.py", {"sizes": "64KiB,16MiB"})
     assert at.radio(key="whatif.timed").value == "NCCL (collsim predict)"
@@ -546,7 +546,7 @@ def test_reality_shows_every_size_of_the_log_with_its_out_of_sample_error():
     assert list(err.round(9)) == list(table["error (%)"].round(9))
     assert table["NCCL's pick"].notna().all()
     # collsim predict on the machine the log came from (an HGX B200), by default, at every size
-    from simulator.predict import predict
+    from simulator.nccl.predict import predict
 
     assert at.text_input(key="reality.preset").value == "hgx-b200" and at.query_params["preset"] == "hgx-b200"
     direct = predict(parse_topology("hgx-b200"), "allreduce", [n for n, _ in measured], ranks=8)

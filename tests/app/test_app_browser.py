@@ -151,7 +151,7 @@ def _table(page) -> list[dict]:
 
 
 def test_whatif_shows_nccl_picks_and_the_link_keeps_the_timing(server, browser):
-    from simulator.predict import predict
+    from simulator.nccl.predict import predict
     from simulator.topology import parse_topology
     from simulator.units import format_size
 

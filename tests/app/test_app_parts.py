@@ -156,7 +156,7 @@ def test_whatif_best_time_is_the_fastest_of_every_algorithm_run(machine):
 @pytest.mark.parametrize("machine, ops", [("dgx-h100", ["allreduce", "reduce_scatter"]), ("hgx-b200:nodes=2", ["allgather"])])
 def test_whatif_nccl_rows_are_what_predict_says(machine, ops):
     from app.ui.whatif_model import nccl_rows
-    from simulator.predict import predict
+    from simulator.nccl.predict import predict
 
     sizes = [64 << 10, 16 << 20]
     rows = nccl_rows(machine, ops, sizes)

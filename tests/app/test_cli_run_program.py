@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from simulator.predict import predict
+from simulator.nccl.predict import predict
 from simulator.topology import parse_topology
 
 DDP2 = str(Path(__file__).resolve().parents[1] / "data" / "programs" / "ddp2.yaml")

@@ -1,6 +1,6 @@
 """Model vs reality: `collsim predict` on the log's machine preset (app/ui/reality_model.py), without Streamlit.
 
-Expected values come from the simulator (simulator.predict.predict) or from benchmarks/preset_accuracy.py's own
+Expected values come from the simulator (simulator.nccl.predict.predict) or from benchmarks/preset_accuracy.py's own
 computation, never from the page's helpers.
 """
 
@@ -22,7 +22,7 @@ from app.ui.reality_model import (
 )
 from simulator.errors import CollsimError
 from simulator.formats.nccl_tests import read_log
-from simulator.predict import predict
+from simulator.nccl.predict import predict
 from simulator.topology.spec import parse_topology
 
 LOGS = Path(__file__).resolve().parents[1] / "data" / "nccl-tests"
@@ -57,7 +57,7 @@ def test_the_page_statistic_is_the_benchmark_predict_column():
 def test_a_log_the_nvls_step_was_fitted_on_is_predicted_as_the_benchmark_holds_it_out():
     """Log 04 (one p5 node, NVLS): the page fits the NVLS step cost on the other NVLS logs, as the benchmark does."""
     from benchmarks.preset_accuracy import CASES, evaluate
-    from simulator.nvls_fit import leave_one_out
+    from simulator.nccl.nvls_fit import leave_one_out
 
     found = [(c, sorted(LOGS.glob(c.prefix + "*.txt"))[0]) for c in CASES]
     held_out, _ = leave_one_out([(c.prefix, c.new_spec, path) for c, path in found])  # as preset_accuracy.main

@@ -1,4 +1,4 @@
-"""Calibrated presets (simulator/calibration.py): bounds, recovery of planted parameters, files, held-out errors."""
+"""Calibrated presets (simulator/nccl/calibration.py): bounds, recovery of planted parameters, files, held-out errors."""
 
 from __future__ import annotations
 
@@ -10,18 +10,11 @@ import numpy as np
 import pytest
 
 from app.cli import main
-from simulator.calibration import (
-    Calibration,
-    _box_lstsq,
-    apply,
-    calibration_from_dict,
-    fit_calibration,
-    link_classes,
-    load_calibration,
-)
 from simulator.errors import CollsimError
 from simulator.formats.nccl_tests import read_log
-from simulator.predict import predict
+from simulator.nccl.calibration import Calibration, apply, calibration_from_dict, link_classes, load_calibration
+from simulator.nccl.fitting import _box_lstsq, fit_calibration
+from simulator.nccl.predict import predict
 from simulator.topology.presets import build_preset
 from simulator.topology.spec import parse_topology
 
@@ -168,7 +161,7 @@ def test_cli_preset_calibration_writes_a_file_predict_takes(tmp_path, capsys):
 def test_a_calibration_keeps_the_nccl_release_it_was_fitted_with(tmp_path):
     # a log from NCCL 2.20.3 is fitted with that release's latency tables (tree Simple 28 us per step); the file keeps
     # the release and predict on it uses those tables unless told otherwise
-    from simulator.nccl_model import parse_nccl_version
+    from simulator.nccl.tuning import parse_nccl_version
 
     log = read_log(LOG02)
     sizes, times = zip(*log.measurements())

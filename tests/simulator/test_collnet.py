@@ -1,10 +1,10 @@
-"""CollNet (IB SHARP) allreduce (simulator/collnet.py): proven on numpy buffers; the switch carries one shard per GPU."""
+"""CollNet (IB SHARP) allreduce (simulator/nccl/collnet.py): proven on numpy buffers; the switch carries one shard per GPU."""
 
 import pytest
 
 from simulator.collective import Collective
-from simulator.collnet import collnet_allreduce
 from simulator.errors import CollsimError
+from simulator.nccl.collnet import collnet_allreduce
 from simulator.semantics import check
 
 RANKS = list(range(1, 34)) + [64]

@@ -1,6 +1,6 @@
 """Lower bounds on the engine's time (simulator/engine/bound.py): by hand on small cases, never above the engine.
 
-`collsim predict` skips a candidate whose bound is above the best time found (simulator/predict.py `fastest`), so a
+`collsim predict` skips a candidate whose bound is above the best time found (simulator/nccl/predict.py `fastest`), so a
 bound above the engine's time would change what predict prints: these cases hold the bounds below it, with message
 models (predict's protocols) and on the schedules and machines predict runs.
 """
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from simulator import predict as nccl
 from simulator.algorithms import build_schedule, get, names_for
-from simulator.calibration import for_protocol
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, MessageModel, Regime, simulate
 from simulator.engine.bound import critical_path, lower_bound, safe
+from simulator.nccl import predict as nccl
+from simulator.nccl.calibration import for_protocol
 from simulator.topology import ideal, parse_topology
 
 

@@ -183,10 +183,10 @@ def test_simulator_loads_the_fitted_profile(shared_data, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["time_s"] == pytest.approx(fitted[2 ** 30], rel=1e-9)
 
 
-# ---- physically bounded fits (simulator/fit_bounds.py) --------------------------------------------------------------
+# ---- physically bounded fits (simulator/nccl/fit_bounds.py) --------------------------------------------------------------
 
 def test_bounded_fit_clips_bandwidth_at_the_ceiling_and_refits_alpha():
-    from simulator.fit_bounds import fit_bounded
+    from simulator.nccl.fit_bounds import fit_bounded
 
     sizes = np.array(SIZES[:8], dtype=float)
     a, b = 14.0 * np.ones_like(sizes), 14 / 8 * sizes  # ring allreduce p = 8: A = 2(p-1), B = 2(p-1)/p
@@ -207,7 +207,7 @@ def test_bounded_fit_clips_bandwidth_at_the_ceiling_and_refits_alpha():
 def test_preset_limits_of_one_h100_node():
     """p5, 8 ranks: NVLS from ~2 MiB (NCCL's pick), so the ring-form ceiling is above the ring's 450 GB/s NVLink limit
     and below NVLS's own: 2 (p-1)/p over (1 + 1/p) of the links at NCCL's 0.85 efficiency; NCCL's regimes in order."""
-    from simulator.fit_bounds import preset_limits
+    from simulator.nccl.fit_bounds import preset_limits
     from simulator.topology.spec import parse_topology
 
     limits = preset_limits(parse_topology("p5"), "allreduce", 8)
@@ -219,7 +219,7 @@ def test_preset_limits_of_one_h100_node():
 def test_preset_limits_of_one_a100_node():
     """dgx-a100 (no NVLS), 8 ranks: the ring's bandwidth ceiling is an A100's NVLink at NCCL's figure: 12 lanes x
     20.0 GB/s = 240 GB/s per direction (topo.h SM80_NVLINK_BW; the datasheet's 300 less what NCCL's rings reach)."""
-    from simulator.fit_bounds import preset_limits
+    from simulator.nccl.fit_bounds import preset_limits
     from simulator.topology.spec import parse_topology
 
     limits = preset_limits(parse_topology("dgx-a100"), "allreduce", 8)
@@ -228,7 +228,7 @@ def test_preset_limits_of_one_a100_node():
 
 
 def test_a_regime_without_training_sizes_gets_the_ceiling():
-    from simulator.fit_bounds import Limits, fit_limited
+    from simulator.nccl.fit_bounds import Limits, fit_limited
 
     limits = Limits(1e-6, 1e11, (1 << 20,), ("LL128", "Simple"), "hand")
     sizes = np.array([1 << k for k in range(10, 20)], dtype=float)

@@ -1,11 +1,11 @@
-"""NCCL's per-size channel count, threads and NVLS chunk (simulator/nccl_channels.py) against values derived by hand."""
+"""NCCL's per-size channel count, threads and NVLS chunk (simulator/nccl/channels.py) against values derived by hand."""
 
 import pytest
 
 from simulator.errors import CollsimError
-from simulator.nccl_channels import collective_channels, nvls_chunk_size, nvls_extra_steps, nvls_tree_chunk_size, nvls_tree_tuning
-from simulator.nccl_model import System
-from simulator.predict import predict
+from simulator.nccl.channels import collective_channels, nvls_chunk_size, nvls_extra_steps, nvls_tree_chunk_size, nvls_tree_tuning
+from simulator.nccl.predict import predict
+from simulator.nccl.tuning import System
 from simulator.topology.spec import parse_topology
 
 H100 = System("hopper", 8, 1, "nvlink")  # 16 channels
@@ -94,7 +94,7 @@ def test_nvls_step_cost_only_where_the_chunk_is_below_the_largest():
 def test_nvls_step_fit_never_uses_the_log_it_predicts():
     import numpy as np
 
-    from simulator.nvls_fit import fit, fit_without
+    from simulator.nccl.nvls_fit import fit, fit_without
 
     # three synthetic logs whose times need 0.5, 1.0 and 3.0 us per extra step
     steps = np.array([10.0, 100.0, 1000.0])

@@ -8,7 +8,7 @@ import pytest
 from app.cli import main
 from simulator.errors import CollsimError
 from simulator.formats.nccl_tests import read_log
-from simulator.nccl_model import NvlsGraph, System, choose, node_nvls_graph, predict_times, tune
+from simulator.nccl.tuning import NvlsGraph, System, choose, node_nvls_graph, predict_times, tune
 
 NODE = System("hopper", 8, 1, nvls=False)
 
@@ -242,7 +242,7 @@ def test_latency_tables_of_older_releases_as_tuning_cc_had_them():
     # NVIDIA/nccl src/graph/tuning.cc: v2.19.3 - v2.22.3 charge a tree Simple step 28 us on NVLink, PCIe and the
     # network, with no base latency; v2.23.4 on 4.0 / 4.0 / 14 and 8.4 us base. NVLS (NVLink) 23 us in v2.20.3, 25 since
     # v2.21.5; NVLS_TREE's network step 14 us up to v2.28.7, 20.9 in v2.28.9 and master.
-    from simulator.nccl_model import latency_us, parse_nccl_version
+    from simulator.nccl.tuning import latency_us, parse_nccl_version
 
     v220, v223 = parse_nccl_version("2.20.3"), parse_nccl_version("2.23")
     assert [latency_us(t, "tree", "Simple", v220) for t in ("base", "nvlink", "pcie", "net")] == [0.0, 28.0, 28.0, 28.0]
@@ -263,7 +263,7 @@ def test_latency_tables_of_older_releases_as_tuning_cc_had_them():
 @pytest.mark.parametrize("text, expected", [("2.20.3", (2, 20, 3)), ("2.21", (2, 21)), ("v2.20.3-1", (2, 20, 3)),
                                             ("latest", None), (None, None), ("master", None)])
 def test_nccl_version_parsing(text, expected):
-    from simulator.nccl_model import parse_nccl_version
+    from simulator.nccl.tuning import parse_nccl_version
 
     assert parse_nccl_version(text) == expected
 
@@ -271,7 +271,7 @@ def test_nccl_version_parsing(text, expected):
 @pytest.mark.parametrize("text, match", [("2.3", "older than"), ("2.18.1", "older than"), ("two", "MAJOR.MINOR"),
                                          ("2", "MAJOR.MINOR"), ("2.20.3.1", "MAJOR.MINOR"), ("", "MAJOR.MINOR")])
 def test_nccl_version_refused(text, match):
-    from simulator.nccl_model import parse_nccl_version
+    from simulator.nccl.tuning import parse_nccl_version
 
     with pytest.raises(CollsimError, match=f"nccl-version: .*{match}"):
         parse_nccl_version(text)

@@ -1,4 +1,4 @@
-"""NVLS allreduce, allgather and reduce-scatter (simulator/nvls.py): the NVSwitch as a helper rank that reduces and multicasts.
+"""NVLS allreduce, allgather and reduce-scatter (simulator/nccl/nvls.py): the NVSwitch as a helper rank that reduces and multicasts.
 
 Proven on numpy buffers like every registered algorithm; its closed form equals the engine on a star of
 equal links; `collsim predict` runs it where NCCL would (Hopper and later, one node, large sizes) and not on A100.
@@ -10,9 +10,9 @@ import pytest
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
 from simulator.errors import CollsimError
-from simulator.nccl_model import NVLS_EFFICIENCY
-from simulator.nvls import nvls_allgather, nvls_allreduce, nvls_reduce_scatter, nvls_schedule, nvls_time, switch_view, timing_view
-from simulator.predict import predict
+from simulator.nccl.nvls import nvls_allgather, nvls_allreduce, nvls_reduce_scatter, nvls_schedule, nvls_time, switch_view, timing_view
+from simulator.nccl.predict import predict
+from simulator.nccl.tuning import NVLS_EFFICIENCY
 from simulator.semantics import check
 from simulator.topology.spec import parse_topology
 
@@ -184,7 +184,7 @@ def test_cli_tuner_csv_names_nvls(tmp_path):
 def test_a_calibration_leaves_nvls_bandwidth_alone_and_adds_its_step_latency_once():
     # NVLS runs on the preset's links at NCCL's nvlsEfficiency; a calibrated ring efficiency does not reach it,
     # a calibrated intra-node step latency is added once (NCCL charges NVLS one latency per call)
-    from simulator.calibration import Calibration, apply
+    from simulator.nccl.calibration import Calibration, apply
     from simulator.topology.presets import build_preset
 
     size = 1 << 30
@@ -198,7 +198,7 @@ def test_a_calibration_leaves_nvls_bandwidth_alone_and_adds_its_step_latency_onc
 @pytest.mark.parametrize("preset", ["p5", "hgx-b200"])
 @pytest.mark.parametrize("op", ["allgather", "reduce_scatter"])
 def test_predict_runs_a_ring_for_allgather_and_reduce_scatter_where_nccls_model_does(preset, op):
-    # NCCL's model (tuning.cc v2.27.3; simulator/nccl_model.py) ranks NVLS below the ring for these on one 8-GPU node
+    # NCCL's model (tuning.cc v2.27.3; simulator/nccl/tuning.py) ranks NVLS below the ring for these on one 8-GPU node
     rows = predict(parse_topology(preset), op, [64 << 10, 8 << 20, 1 << 30, 16 << 30])
     assert all(r.nccl_algo == "ring" and r.algorithm == "nccl_ring" for r in rows)
 
@@ -207,7 +207,7 @@ def test_predict_runs_a_ring_for_allgather_and_reduce_scatter_where_nccls_model_
 def test_nvls_allgather_and_reduce_scatter_timed_on_the_switch(op):
     # forced NVLS on hgx-b200 at 16 GiB: the busiest link direction carries (1 + 1/32 per piece) ~ n at NCCL's
     # nvlsEfficiency, 0.74 x 900 GB/s = 666 GB/s, so busbw ~ 666 x 7/8 = 583 GB/s (not the ring's 900)
-    from simulator.predict import machine_of, run_pick
+    from simulator.nccl.predict import machine_of, run_pick
 
     topo = parse_topology("hgx-b200")
     system, per_node = machine_of(topo, 8)

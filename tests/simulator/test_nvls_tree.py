@@ -1,4 +1,4 @@
-"""NVLS-tree allreduce (simulator/nvls_tree.py): proven on numpy buffers; switches inside nodes, trees across them."""
+"""NVLS-tree allreduce (simulator/nccl/nvls_tree.py): proven on numpy buffers; switches inside nodes, trees across them."""
 
 import nvls_tree_ref
 import pytest
@@ -7,8 +7,8 @@ from simulator.algorithms.tree import dtree_parents
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
 from simulator.errors import CollsimError
-from simulator.nvls import switch_view, timing_view
-from simulator.nvls_tree import nvls_tree_allreduce, nvls_tree_time
+from simulator.nccl.nvls import switch_view, timing_view
+from simulator.nccl.nvls_tree import nvls_tree_allreduce, nvls_tree_time
 from simulator.schedule import Schedule
 from simulator.semantics import check
 from simulator.topology.spec import parse_topology

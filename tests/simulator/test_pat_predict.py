@@ -6,11 +6,11 @@ import math
 import pytest
 
 from app.cli import main
-from simulator.calibration import Calibration
 from simulator.errors import CollsimError
-from simulator.nccl_model import tune
-from simulator.predict import machine_of, predict
-from simulator.ranks_per_node import parse_ranks_per_node, place_per_node
+from simulator.nccl.calibration import Calibration
+from simulator.nccl.placement import parse_ranks_per_node, place_per_node
+from simulator.nccl.predict import machine_of, predict
+from simulator.nccl.tuning import tune
 from simulator.topology.spec import parse_topology
 
 

@@ -8,8 +8,8 @@ import pytest
 from app.cli import main
 from simulator.errors import CollsimError
 from simulator.formats.nccl_tests import read_log
-from simulator.predict import candidates, machine_of, nccl_pick, predict, run_pick
-from simulator.protocols import protocol, with_step_latency
+from simulator.nccl.predict import candidates, machine_of, nccl_pick, predict, run_pick
+from simulator.nccl.protocols import protocol, with_step_latency
 from simulator.topology.spec import parse_topology
 
 
@@ -158,7 +158,7 @@ def test_two_node_logs_largest_size_within_15_percent(shared_data):
 
 def test_tuner_csv_merges_equal_picks_into_ranges():
     from app.commands.predict import tuner_csv
-    from simulator.predict import Prediction
+    from simulator.nccl.predict import Prediction
 
     def row(size, algorithm, proto):
         return Prediction(size, size // 4, "x", proto, algorithm, 16, 1.0, 1.0, 0.0)
@@ -192,8 +192,8 @@ def test_host_staged_ring_time_by_hand():
 
 def test_tcpxo_profile_simple_only_8mib_buffers_no_nvls():
     # Google's TCPXO profile (nccl-env-profile.sh): NCCL_PROTO=Simple, NCCL_BUFFSIZE=8388608, NCCL_NVLS_ENABLE=0
-    from simulator.nccl_model import System
-    from simulator.predict import pipeline_chunks
+    from simulator.nccl.predict import pipeline_chunks
+    from simulator.nccl.tuning import System
 
     mega, per_node = machine_of(parse_topology("a3-mega:nodes=2"), 16)
     assert mega.protocols == ("Simple",) and per_node == 8
@@ -226,7 +226,7 @@ def test_efa_plugin_latency_is_charged_as_nccls_model_charges_it():
     # aws-ofi-nccl platform-aws.cpp reports 75 us for p4de and p5 (since May 2023); tuning.cc adds it to
     # each inter-node step of its latency formula, twice for Simple: ring allreduce on 2 nodes has 2 (N - 1) = 2 such
     # steps, the tree 2 log2(N) = 2.
-    from simulator.predict import pipeline_chunks, plugin_latency_s
+    from simulator.nccl.predict import pipeline_chunks, plugin_latency_s
 
     p5, _ = machine_of(parse_topology("p5:nodes=2"), 16)
     assert p5.net_latency_us == 75.0
@@ -255,7 +255,7 @@ def test_rings_run_at_nccls_nvlink_figure():
     assert row.algorithm == "nccl_ring" and 0.99 * 721.8e9 < busbw < 721.8e9
     # the switch links stay as built for NVLS (nvlsEfficiency of the datasheet's 450 GB/s on H100, run_nvls), and a
     # PCIe machine is left alone
-    from simulator.predict import nccl_graph_view
+    from simulator.nccl.predict import nccl_graph_view
 
     topo = parse_topology("p5")
     capped = nccl_graph_view(topo, machine_of(topo, 8)[0])
@@ -309,7 +309,7 @@ def test_cli_forced_algo_and_channels_in_the_table_and_json(capsys):
 def test_nccl_version_sets_the_step_costs_and_the_picks():
     # tuning.cc before v2.23: a tree Simple step costs 28 us (NVLink and network) and no base latency, so on two p4de
     # nodes (Simple only) NCCL v2.20.3's model ranks the ring first at 1 MiB where master's ranks the tree
-    from simulator.protocols import protocol
+    from simulator.nccl.protocols import protocol
 
     cost = protocol("Simple", "tree", "nvlink", True, (2, 20, 3))
     assert (cost.base_s, cost.intra_s, cost.net_s) == pytest.approx((0.0, 28e-6, 28e-6))
@@ -360,8 +360,8 @@ def test_cli_says_an_empty_call_is_discarded_and_keeps_it_out_of_the_tuner_csv(t
 
 
 def _plans(preset: str, size: int):
-    from simulator.calibration import for_protocol
-    from simulator.predict import plan_ring_tree
+    from simulator.nccl.calibration import for_protocol
+    from simulator.nccl.predict import plan_ring_tree
 
     topo = parse_topology(preset)
     system, per_node = machine_of(topo, topo.num_devices)
@@ -372,7 +372,7 @@ def _plans(preset: str, size: int):
 @pytest.mark.parametrize("preset, size", [("dgx-a100:nodes=4", 1 << 20), ("dgx-a100:nodes=4", 1 << 30),
                                           ("p4de:nodes=2", 4 << 20), ("a3-mega:nodes=2", 8 << 20)])
 def test_fastest_is_the_min_of_running_every_candidate(preset, size, monkeypatch):
-    from simulator.predict import Plan, fastest
+    from simulator.nccl.predict import Plan, fastest
 
     plans = _plans(preset, size)
     every = [plan.run() for plan in plans]
@@ -384,7 +384,7 @@ def test_fastest_is_the_min_of_running_every_candidate(preset, size, monkeypatch
 
 
 def test_fastest_keeps_the_first_of_a_tie():
-    from simulator.predict import fastest
+    from simulator.nccl.predict import fastest
 
     plan = _plans("p4de:nodes=2", 1 << 20)[0]
     named = [replace(plan, finish=lambda s, name=name: replace(plan.finish(s), algorithm=name)) for name in "ab"]

@@ -76,7 +76,7 @@ def test_rtx4090_stages_every_transfer_in_host_memory():
 def test_rtx4090_shm_rate_option():
     # shm=RATE replaces the fitted SHM load rate: 4 ranks, 1 GiB allreduce, ring: each GPU loads 2 (p-1)/p n = 1.5 GiB
     # through its host -> GPU link at 5 GB/s (0.322 s) plus a few hundred us of NCCL's PCIe step latencies
-    from simulator.predict import predict
+    from simulator.nccl.predict import predict
 
     topo = parse_topology("rtx4090-pcie:shm=5GB/s")
     assert topo.path_cost(0, 1)[1] == pytest.approx(5e9) and topo.preset[0].name == "rtx4090-pcie"

@@ -8,7 +8,7 @@ import pytest
 
 from simulator.engine import EngineOptions
 from simulator.errors import CollsimError
-from simulator.predict import predict
+from simulator.nccl.predict import predict
 from simulator.program import program_from_dict
 from simulator.program.isolated import ENGINE, NCCL, IsolatedTimes
 from simulator.program.model import Op

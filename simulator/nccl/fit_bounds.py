@@ -5,7 +5,7 @@ protocol (LL -> LL128 -> Simple) on that machine.
 - ceiling: the bandwidth parameter of the algorithm's closed form that `collsim predict` reaches at 8 GiB
   (Simple, every channel, every rail): time = alpha A(p) + n B(p) / bandwidth, so bandwidth <= B(p) n / t(8 GiB);
 - floor: `predict` at the smallest size (NCCL's lowest-latency pick), as alpha: alpha >= t(tiny) / A(p);
-- cuts: the sizes where NCCL's pick of protocol changes (simulator/predict.py `candidates`), on a grid of powers of 2.
+- cuts: the sizes where NCCL's pick of protocol changes (simulator/nccl/predict.py `candidates`), on a grid of powers of 2.
 
 A regime the training sizes do not reach is predicted with the links' ceiling and the alpha of the regime below it.
 """
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fit import Piece, basis
+from ..fit import Piece, basis
+from .predict import candidates, machine_of, predict
 
 BIG = 8 << 30
 MIN_POINTS = 2  # fewest training sizes a regime is fitted on
@@ -35,8 +36,6 @@ class Limits:
 
 def preset_limits(topology, op: str, ranks: int, algo: str = "ring", params: dict | None = None) -> Limits:
     """The limits of a preset machine (see the module docstring)."""
-    from .predict import candidates, machine_of, predict
-
     system, _ = machine_of(topology, ranks)
     tiny = 4 * ranks
     t_tiny = predict(topology, op, [tiny], ranks=ranks)[0].time_s

@@ -1,31 +1,31 @@
 """What nccl-tests would print on a preset machine: NCCL's pick of algorithm, protocol and channels, timed by the engine.
 
-For each size: NCCL's own tuning model (simulator/nccl_model.py) picks (algorithm, protocol) for
+For each size: NCCL's own tuning model (simulator/nccl/tuning.py) picks (algorithm, protocol) for
 the machine the preset describes; the pick becomes a schedule collsim can check and time:
 
-- ring -> `nccl_ring` with NCCL's channel count for the size (simulator/nccl_channels.py), rings in
+- ring -> `nccl_ring` with NCCL's channel count for the size (simulator/nccl/channels.py), rings in
   rail-aware orders (every NIC used);
 - tree across nodes -> `rails`, the pipelined two-level allreduce with one inter-node ring per
   rail, which moves what NCCL's trees move between nodes;
-- NVLS-tree (allreduce across NVSwitch nodes of Hopper and later) -> `simulator/nvls_tree.py`: each
+- NVLS-tree (allreduce across NVSwitch nodes of Hopper and later) -> `simulator/nccl/nvls_tree.py`: each
   node's switch reduces and multicasts, the GPUs' double binary trees join the nodes;
-- one node, NVLS (Hopper and later on an NVSwitch) -> `simulator/nvls.py`: the switch is a helper rank
+- one node, NVLS (Hopper and later on an NVSwitch) -> `simulator/nccl/nvls.py`: the switch is a helper rank
   that reduces and multicasts, its links at NCCL's nvlsEfficiency; trees -> `nccl_ring`.
 
 NVLS for allgather and reduce-scatter on one node runs only where NCCL's model picks it, as NCCL does:
 enqueue.cc's topoGetAlgoInfo takes the fastest (algorithm, protocol) of tuning.cc's table, and the only
 other ways NVLS is chosen for them are a tuner plugin, NCCL_ALGO, or the NCCL_CTA_POLICY_EFFICIENCY path
 with user-registered buffers (ncclGetAlgoInfo), none of which nccl-tests uses by default. On one node of
-8 H100 or B200 that model picks a ring at every size (simulator/nccl_model.py: NVLS 280 / 560 GB/s
+8 H100 or B200 that model picks a ring at every size (simulator/nccl/tuning.py: NVLS 280 / 560 GB/s
 against the ring's 424 / 825 in v2.27.3, 208 / 363 in master), so `predict` times a ring there too.
 
-The protocol's costs (simulator/protocols.py) set the links' per-step latency and the wire-byte
+The protocol's costs (simulator/nccl/protocols.py) set the links' per-step latency and the wire-byte
 factor; its base latency is added once. Rings and trees run on NVLink at NCCL's own per-lane figure
 (`nccl_graph_view`: 40.1 of NVLink 5's 50 GB/s per lane, 20.6 of NVLink 4's 25). The engine runs with
 unlimited ports per rank (the channels run at once) and max-min sharing on every link.
 
-At one GPU per node (`ranks_per_node=1`, simulator/ranks_per_node.py) NCCL's model also has PAT for
-allgather and reduce-scatter: its pick runs the `pat` schedule with PAT's costs (simulator/pat_predict.py).
+At one GPU per node (`ranks_per_node=1`, simulator/nccl/placement.py) NCCL's model also has PAT for
+allgather and reduce-scatter: its pick runs the `pat` schedule with PAT's costs (simulator/nccl/pat.py).
 
 Where two candidates are timed (ring and tree across nodes), the one whose lower bound (simulator/engine/bound.py)
 cannot beat the time already found is not run (`fastest`): the same answer as running both, for less.
@@ -38,22 +38,24 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .algorithms import build_schedule
+from ..algorithms import build_schedule
+from ..collective import Collective, normalize_op
+from ..engine import EngineOptions, simulate
+from ..engine.bound import PairCosts, critical_path, lower_bound, safe
+from ..errors import CollsimError
+from ..schedule import Schedule
+from ..topology.model import Topology
+from ..topology.presets import MACHINE_PRESETS, NET_STEP_FIT, NETWORKS
 from .calibration import for_protocol
-from .collective import Collective, normalize_op
-from .engine import EngineOptions, simulate
-from .engine.bound import PairCosts, critical_path, lower_bound, safe
-from .errors import CollsimError
-from .nccl_channels import NVLS_STEP_FIT, collective_channels, nvls_extra_steps, nvls_tree_chunk_size
-from .nccl_model import LL_MAX_BW, NVLS_EFFICIENCY, PROTOCOLS, System, latency_us, parse_nccl_version, predict_times, tune
+from .channels import NVLS_STEP_FIT, collective_channels, nvls_extra_steps, nvls_tree_chunk_size
 from .nvls import nvls_schedule, switch_view, timing_view
 from .nvls_tree import MAX_CHUNKS as NVLS_TREE_MAX_CHUNKS
 from .nvls_tree import nvls_tree_allreduce
-from .protocols import protocol, with_step_latency
-from .ranks_per_node import check_ranks_per_node, default_ranks, nics_used, place_per_node
-from .schedule import Schedule
-from .topology.model import Topology
-from .topology.presets import MACHINE_PRESETS, NET_STEP_FIT, NETWORKS
+from .pat import run_pat
+from .placement import check_ranks_per_node, default_ranks, nics_used, place_per_node
+from .protocols import plugin_latency_s, protocol, with_step_latency
+from .result import DISCARDED, Prediction
+from .tuning import LL_MAX_BW, NVLS_EFFICIENCY, PROTOCOLS, System, latency_us, parse_nccl_version, predict_times, tune
 
 OPS = ("allreduce", "allgather", "reduce_scatter")
 PIPELINE_CHUNK = 4 << 20  # bytes per pipeline chunk of `rails` (NCCL's default buffer, NCCL_BUFFSIZE = 4 MiB)
@@ -64,10 +66,6 @@ NVLS_TREE_MAX_PIECES = 4096  # NVLS-tree: pieces (chunks x shards x 2 trees x no
 ALGO_NAMES = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls_tree", "nvls_tree": "nvls_tree",
               "pat": "pat"}
 MAX_CHANNELS = 64  # NCCL's MAXCHANNELS (src/include/device.h)
-# A collective of count 0 is discarded before NCCL plans or launches anything: src/enqueue.cc, taskAppend,
-# "// Empty collectives can be discarded." then "if (info->count == 0) return ncclSuccess;" (v2.28.9-1, lines
-# 2554-2555; the same test opens taskAppend in v2.21.5-1). predict times such a call 0 s, its schedule DISCARDED.
-DISCARDED = "discarded"
 
 
 def parse_algo(text: str | None) -> str | None:
@@ -89,21 +87,6 @@ def check_channels(channels: int | None) -> int | None:
     return channels
 
 
-@dataclass(frozen=True)
-class Prediction:
-    """One size: NCCL's pick, the schedule that ran, and the predicted time."""
-
-    bytes: int
-    count: int
-    nccl_algo: str
-    proto: str
-    algorithm: str
-    channels: int
-    time_s: float
-    engine_s: float
-    base_s: float
-
-
 def knows(topology: Topology) -> bool:
     """Whether NCCL's model knows the machine: a preset with a Machine record (not a builder, not mi300x or a TPU)."""
     return topology.preset is not None and topology.preset[0].machine is not None
@@ -112,7 +95,7 @@ def knows(topology: Topology) -> bool:
 def machine_of(topology: Topology, ranks: int, ranks_per_node: int | None = None) -> tuple[System, int]:
     """NCCL's view of a preset machine (its System) and the ranks per node the rings cross nodes by.
 
-    `ranks_per_node` K: K ranks on each node (simulator/ranks_per_node.py), NCCL sees K GPUs and their NICs per node.
+    `ranks_per_node` K: K ranks on each node (simulator/nccl/placement.py), NCCL sees K GPUs and their NICs per node.
     """
     if not knows(topology):
         raise CollsimError(f"preset: {topology.name} is not a preset machine NCCL's model knows; expected one of "
@@ -178,10 +161,10 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
     at K = 1 NCCL runs PAT for allgather and reduce-scatter where its model says so.
 
     `net_extra_s` is added to NCCL's per-step network latency; default: a calibrated topology's value
-    (simulator/calibration.py), else the preset network's fitted value (NET_STEP_FIT, 0 for networks
+    (simulator/nccl/calibration.py), else the preset network's fitted value (NET_STEP_FIT, 0 for networks
     without one). A calibrated topology also adds its intra-node step latency. benchmarks/preset_accuracy.py passes
     leave-one-out values so that no log is predicted with a constant fitted to it. `nvls_step_s` is the
-    cost of one NVLS pipeline step (simulator/nccl_channels.py; default NVLS_STEP_FIT), passed the same way.
+    cost of one NVLS pipeline step (simulator/nccl/channels.py; default NVLS_STEP_FIT), passed the same way.
     """
     op = normalize_op(op)
     if op not in OPS:
@@ -270,14 +253,12 @@ def run_pick(topology: Topology, system: System, per_node: int, op: str, size: i
              nvls_step_s: float = 0.0, channels: int | None = None) -> Prediction:
     """Time one (algorithm, protocol) pick with the engine; the extras are added to NCCL's per-step latencies.
 
-    Ring and tree run on the channels NCCL gives a call of this size (simulator/nccl_channels.py), or on
+    Ring and tree run on the channels NCCL gives a call of this size (simulator/nccl/channels.py), or on
     `channels` if given; each channel carries 1/n_channels of the graph's bandwidth, so fewer channels move
     the bytes slower (more than the graph's channels are bound by the links alone).
     """
     if own_schedule(system, per_node, algo):
-        if algo == "pat":  # one GPU per node (simulator/pat_predict.py)
-            from .pat_predict import run_pat
-
+        if algo == "pat":  # one GPU per node (simulator/nccl/pat.py)
             return run_pat(topology, system, op, size, ranks, dtype, net_extra_s, intra_extra_s)
         if algo == "nvls":
             return run_nvls(topology, system, size, ranks, dtype, intra_extra_s, nvls_step_s, op)
@@ -371,29 +352,14 @@ def nccl_graph_view(topology: Topology, system: System) -> Topology:
     return clone
 
 
-def plugin_latency_s(system: System, op: str, algo: str, proto: str) -> float:
-    """The network plugin's reported latency as NCCL's model charges it for one call (0 on one node).
-
-    tuning.cc adds graph->latencyInter to every inter-node step of its latency formula (twice for Simple:
-    the flush), i.e. once per call for each of the ring's 2(N-1) or the tree's 2 log2(N) network steps. It is
-    charged here the same way, once per call, not on every pipelined chunk: NCCL keeps NCCL_STEPS slots of
-    its buffer in flight, so the plugin's figure is paid along the call's critical path, not per chunk.
-    """
-    if system.nodes == 1 or system.net_latency_us == 0:
-        return 0.0
-    with_plugin = tune(system, op)[(algo, proto)][0]
-    without = tune(replace(system, net_latency_us=0.0), op)[(algo, proto)][0]
-    return (with_plugin - without) * 1e-6
-
-
 def run_nvls(topology: Topology, system: System, size: int, ranks: int, dtype: str = "float32",
              intra_extra_s: float = 0.0, step_s: float = 0.0, op: str = "allreduce") -> Prediction:
-    """Time NVLS (allreduce, allgather or reduce-scatter) on one node: the NVSwitch reduces and multicasts (simulator/nvls.py).
+    """Time NVLS (allreduce, allgather or reduce-scatter) on one node: the NVSwitch reduces and multicasts (simulator/nccl/nvls.py).
 
     The switch's links run at NCCL's nvlsEfficiency of their bandwidth; NCCL's NVLS latency (tuning.cc:
     hwLat[NVLINK][NVLS][Simple], no base), plus a calibrated intra-node step latency, is added once; the
     shards are pipelined in NCCL_BUFFSIZE pieces. NCCL runs nvlsChannels channels and cuts each channel's
-    share into chunks that shrink with the size (simulator/nccl_channels.py); `step_s` is charged for each
+    share into chunks that shrink with the size (simulator/nccl/channels.py); `step_s` is charged for each
     step a channel takes beyond those of the largest chunk, whose cost tuning.cc's nvlsEfficiency includes.
     Allgather and reduce-scatter take the allreduce's chunks, latency and step cost (NVLS_STEP_FIT was fitted
     on allreduce logs only, so for them it is an assumption, not a fit).
@@ -415,14 +381,14 @@ def run_nvls(topology: Topology, system: System, size: int, ranks: int, dtype: s
 
 def run_nvls_tree(topology: Topology, system: System, per_node: int, size: int, ranks: int, dtype: str = "float32",
                   net_extra_s: float = 0.0, intra_extra_s: float = 0.0) -> Prediction:
-    """Time NVLS-tree allreduce across nodes (simulator/nvls_tree.py): every node's switch a helper device.
+    """Time NVLS-tree allreduce across nodes (simulator/nccl/nvls_tree.py): every node's switch a helper device.
 
     As run_nvls: the switches' links at NCCL's nvlsEfficiency, the preset's own links otherwise, NCCL's
     NVLS_TREE latency (tuning.cc: 25 us + 2 log2(nodes) x (20.9 us + the network plugin's latency, twice for
     Simple)) added once, with the extras per network hop (2 log2(nodes) of them) and per call inside the node;
     the time is at least the bytes at NCCL's NVLS_TREE bandwidth (its per-channel cap). Each half-shard goes in as many pieces as
     NCCL's loop takes steps: nBytes / (nvlsChannels x nHeads x chunk), the chunk as calcCollChunking sets
-    it for NVLS_TREE (simulator/nccl_channels.py); a piece is one step of all the channels of a tree at
+    it for NVLS_TREE (simulator/nccl/channels.py); a piece is one step of all the channels of a tree at
     once. At most 64 pieces, and fewer where nodes x GPUs x 2 x pieces would pass NVLS_TREE_MAX_PIECES.
     """
     coll = Collective("allreduce", ranks, size, dtype)

@@ -14,15 +14,15 @@ rank p (`Schedule.helpers = 1`):
 
 The numpy check proves the data movement for any p and group dividing p. Not yet timed by
 `collsim predict` (the engine would need a view in which the IB switch is a device, as
-simulator/nvls.py's `switch_view` does for the NVSwitch) and not a registered algorithm, for
-the reasons simulator/nvls.py gives.
+simulator/nccl/nvls.py's `switch_view` does for the NVSwitch) and not a registered algorithm, for
+the reasons simulator/nccl/nvls.py gives.
 """
 
 from __future__ import annotations
 
-from .collective import Collective
-from .errors import CollsimError
-from .schedule import Piece, Schedule, ScheduleBuilder, region
+from ..collective import Collective
+from ..errors import CollsimError
+from ..schedule import Piece, Schedule, ScheduleBuilder, region
 
 
 def _inside_nodes(b: ScheduleBuilder, nodes: int, group: int, shards, gather: bool) -> None:

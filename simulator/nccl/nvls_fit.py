@@ -1,7 +1,7 @@
 """The cost of one NVLS pipeline step, fitted on nccl-tests logs leave-one-out (no log predicted with its own fit).
 
 `collsim predict` charges each NVLS channel `nvls_step_s` for every step its chunks add over the largest
-chunk's (simulator/nccl_channels.py). NCCL has no such constant: on a grid of 0 .. 5 us, the value with the
+chunk's (simulator/nccl/channels.py). NCCL has no such constant: on a grid of 0 .. 5 us, the value with the
 smallest mean median |error| over sizes >= 1 MiB of the logs whose prediction runs NVLS with smaller chunks.
 benchmarks/nvls_step.py prints the fits (NVLS_STEP_FIT ships the one on all logs); benchmarks/preset_accuracy.py
 and the app's Model vs reality page predict each of those logs with the value fitted on the *other* logs.
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .formats.nccl_tests import read_log
-from .nccl_channels import nvls_extra_steps
+from ..formats.nccl_tests import read_log
+from ..topology.spec import parse_topology
+from .channels import nvls_extra_steps
 from .predict import machine_of, predict
-from .topology.spec import parse_topology
 
 MIN_BYTES = 1 << 20
 GRID_S = [k * 0.1e-6 for k in range(51)]  # 0 .. 5 us

@@ -7,7 +7,7 @@ ncclPatEnable; `collsim predict --ranks-per-node 1`). tuning.cc's PAT latency is
 
 ("log latency" plus "still a linear part"), interLat being the network's tree latency at one GPU per
 node (hwLat[NET][TREE][Simple] = 14 us, plus twice the network plugin's reported latency), and its
-bandwidth 0.75 of the graph's. They reach the engine the way the ring's costs do (simulator/protocols.py):
+bandwidth 0.75 of the graph's. They reach the engine the way the ring's costs do (simulator/nccl/protocols.py):
 
 - each PAT message crosses the network at interLat / 3.5 without the plugin's figure (4 us): the links'
   step latency. The schedule sends a whole step per message, ceil(lg p) messages per rank, so at a power
@@ -15,21 +15,21 @@ bandwidth 0.75 of the graph's. They reach the engine the way the ring's costs do
 - 8 us + 2.8 us x ranks once per call (`base_s`), plus the plugin's latency as NCCL's model charges it
   (predict.plugin_latency_s, as for ring and tree);
 - the 0.75 as 1 / 0.75 wire bytes per payload byte, and, as for the ring, a channel's share of the graph:
-  NCCL sheds channels on small calls (simulator/nccl_channels.py), which then move their bytes slower.
+  NCCL sheds channels on small calls (simulator/nccl/channels.py), which then move their bytes slower.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from .algorithms import build_schedule
-from .collective import Collective
-from .engine import EngineOptions, simulate
-from .nccl_channels import collective_channels
-from .nccl_model import PAT_BW_FACTOR, PAT_STEP_DIVISOR, PAT_US_PER_RANK, System
-from .predict import Prediction, plugin_latency_s
-from .protocols import protocol, with_step_latency
-from .topology.model import Topology
+from ..algorithms import build_schedule
+from ..collective import Collective
+from ..engine import EngineOptions, simulate
+from ..topology.model import Topology
+from .channels import collective_channels
+from .protocols import plugin_latency_s, protocol, with_step_latency
+from .result import Prediction
+from .tuning import PAT_BW_FACTOR, PAT_STEP_DIVISOR, PAT_US_PER_RANK, System
 
 
 def run_pat(topology: Topology, system: System, op: str, size: int, ranks: int, dtype: str = "float32",

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .collective import busbw_factor, normalize_op
-from .errors import CollsimError
+from ..collective import busbw_factor, normalize_op
+from ..errors import CollsimError
 
 ALGORITHMS = ("tree", "ring", "nvls", "nvls_tree", "pat")
 PROTOCOLS = ("LL", "LL128", "Simple")

@@ -1,6 +1,6 @@
 """NCCL's protocols (LL, LL128, Simple) as engine costs: per-step latency, payload efficiency, base latency.
 
-The constants are NCCL's, defined once in simulator/nccl_model.py (transcribed from NVIDIA/nccl
+The constants are NCCL's, defined once in simulator/nccl/tuning.py (transcribed from NVIDIA/nccl
 src/graph/tuning.cc, ncclTopoTuneModel): `BASE_LAT` (per algorithm and protocol, paid once per
 call: kernel launch and setup), `HW_LAT` (per step, by link: NVLink, PCIe, network) and
 `RING_PROTO_BW_FACTOR` (the share of the link bandwidth the protocol's payload gets). They reach
@@ -15,14 +15,14 @@ the engine without touching it:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .engine.messages import MessageModel
-from .errors import CollsimError
-from .nccl_model import PROTOCOLS, RING_PROTO_BW_FACTOR, latency_us
-from .topology.model import Topology
+from ..engine.messages import MessageModel
+from ..errors import CollsimError
+from ..topology.model import Topology
+from .tuning import PROTOCOLS, RING_PROTO_BW_FACTOR, System, latency_us, tune
 
 NET_OVERHEAD_US = 1.0  # tuning.cc getNetOverhead on Intel hosts: per step across nodes, x3 for Simple
 
@@ -82,3 +82,18 @@ def with_step_latency(topology: Topology, intra_s: float, net_s: float) -> Topol
     clone = topology._copy()
     clone.latency = latency
     return clone
+
+
+def plugin_latency_s(system: System, op: str, algo: str, proto: str) -> float:
+    """The network plugin's reported latency as NCCL's model charges it for one call (0 on one node).
+
+    tuning.cc adds graph->latencyInter to every inter-node step of its latency formula (twice for Simple:
+    the flush), i.e. once per call for each of the ring's 2(N-1) or the tree's 2 log2(N) network steps. It is
+    charged here the same way, once per call, not on every pipelined chunk: NCCL keeps NCCL_STEPS slots of
+    its buffer in flight, so the plugin's figure is paid along the call's critical path, not per chunk.
+    """
+    if system.nodes == 1 or system.net_latency_us == 0:
+        return 0.0
+    with_plugin = tune(system, op)[(algo, proto)][0]
+    without = tune(replace(system, net_latency_us=0.0), op)[(algo, proto)][0]
+    return (with_plugin - without) * 1e-6

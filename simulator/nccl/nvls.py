@@ -18,18 +18,18 @@ registered algorithm: `collsim predict` uses it where NCCL would pick NVLS.
 
 NVLS allgather and reduce-scatter are the two halves on their own (nvls_allgather, nvls_reduce_scatter):
 the stores and multicast, or the loads and reduction. NCCL's tuning model does not pick them on one
-node of 8 H100 or B200 (simulator/nccl_model.py); they are here to time what NCCL would do if it did.
+node of 8 H100 or B200 (simulator/nccl/tuning.py); they are here to time what NCCL would do if it did.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .algorithms.columns import Table
-from .collective import Collective
-from .errors import CollsimError
-from .schedule import ArraySchedule, Schedule
-from .topology.model import Topology
+from ..algorithms.columns import Table
+from ..collective import Collective
+from ..errors import CollsimError
+from ..schedule import ArraySchedule, Schedule
+from ..topology.model import Topology
 
 MAX_CHUNKS = 64
 
@@ -177,9 +177,9 @@ def nvls_time(p: int, n, alpha: float, bandwidth: float, op: str = "allreduce"):
 def switch_view(topology: Topology, ranks: int, efficiency: float = 1.0, group: int | None = None) -> Topology:
     """A copy of a topology whose NVSwitch nodes are devices `ranks`, `ranks` + 1, ...: the helper ranks of a schedule.
 
-    One switch for all `ranks` GPUs (NVLS, simulator/nvls.py), or with `group` GPUs per node (ranks k*group ..
-    on node k) node k's switch as device `ranks` + k (NVLS-tree, simulator/nvls_tree.py). `efficiency` scales
-    the bandwidth of the links into and out of those switches (NCCL's nvlsEfficiency, simulator/nccl_model.py
+    One switch for all `ranks` GPUs (NVLS, simulator/nccl/nvls.py), or with `group` GPUs per node (ranks k*group ..
+    on node k) node k's switch as device `ranks` + k (NVLS-tree, simulator/nccl/nvls_tree.py). `efficiency` scales
+    the bandwidth of the links into and out of those switches (NCCL's nvlsEfficiency, simulator/nccl/tuning.py
     NVLS_EFFICIENCY: what NVLS reaches of the NVLink bandwidth).
     """
     topology.check_ranks(ranks)

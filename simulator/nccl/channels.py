@@ -30,8 +30,8 @@ cells over those channels (32 KiB of traffic per channel at least), which only m
 
 from __future__ import annotations
 
-from .errors import CollsimError
-from .nccl_model import PCI_BW, System
+from ..errors import CollsimError
+from .tuning import PCI_BW, System
 
 THREAD_THRESHOLD = {"LL": 8, "LL128": 8, "Simple": 64}  # comm.h NCCL_*_THREAD_THRESHOLD, bytes per thread
 MAX_NTHREADS = 640           # device.h NCCL_MAX_NTHREADS (NVLS, tree, PAT)

@@ -13,29 +13,29 @@ inter-node traffic: per GPU between n/g and 2n/g each way through its NIC (g GPU
 
 With `group` = g GPUs per node (ranks k*g .. k*g+g-1 on node k) the node's switch is helper rank p + k
 (`Schedule.helpers` = nodes), with a scratch buffer of g + 1 slots (one per GPU's contribution, one for the
-head's store, each slot as long as the buffer so a piece keeps its offset), as in simulator/nvls.py; with
+head's store, each slot as long as the buffer so a piece keeps its offset), as in simulator/nccl/nvls.py; with
 one GPU per node there is nothing for a switch to do and the schedule is the double binary tree over nodes.
 Each half-shard goes in `chunks` pieces, every stage (switch loads, sum to the head, a tree edge, the store,
 the multicast) passing them in order, `window` ahead at most, as NCCL's FIFOs stream its chunks. Not
 modelled: the switch's ALU, NCCL's warps split into scatter / gather / reduce / broadcast groups, and its
 choice of chunk size (chunks is a parameter here).
 The numpy check proves the data movement for any p and g dividing p. The engine times it on
-`switch_view(topology, p, group=g)` (simulator/nvls.py), which makes every node's NVSwitch a device;
-`nvls_tree_time` is exact on two nodes. Not a registered algorithm, for the reasons simulator/nvls.py gives;
-`collsim predict` runs it where NCCL's model picks NVLS_TREE (simulator/predict.py run_nvls_tree).
+`switch_view(topology, p, group=g)` (simulator/nccl/nvls.py), which makes every node's NVSwitch a device;
+`nvls_tree_time` is exact on two nodes. Not a registered algorithm, for the reasons simulator/nccl/nvls.py gives;
+`collsim predict` runs it where NCCL's model picks NVLS_TREE (simulator/nccl/predict.py run_nvls_tree).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .algorithms.columns import Table
-from .algorithms.phases import chunked
-from .algorithms.tree import dtree_parents, tree_depths
-from .collective import Collective
+from ..algorithms.columns import Table
+from ..algorithms.phases import chunked
+from ..algorithms.tree import dtree_parents, tree_depths
+from ..collective import Collective
+from ..errors import CollsimError
+from ..schedule import ArraySchedule
 from .collnet import node_shards
-from .errors import CollsimError
-from .schedule import ArraySchedule
 
 MAX_CHUNKS = 64
 

@@ -8,8 +8,8 @@ that serve none of the K GPUs carry nothing: NCCL's graph (nics_used) counts onl
 
 from __future__ import annotations
 
-from .errors import CollsimError
-from .topology.model import Topology
+from ..errors import CollsimError
+from ..topology.model import Topology
 
 FIELD = "ranks-per-node"
 
