@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..nccl import predict as nccl
 from ..errors import CollsimError
+from ..nccl import predict as nccl
 from ..topology.model import Topology
 from .model import Op
 
