@@ -132,7 +132,8 @@ def _fit_groups(groups: dict[str, list[str]], fitter: Fitter) -> tuple[dict[str,
 # Fabrics fitted together. EFA (SRD through libfabric and the aws-ofi-nccl plugin) and GPUDirect-TCPXO (the FasTrak
 # plugin) are cloud transports driven through an external NCCL net plugin; tuning.cc's network latencies describe NCCL's
 # own IB transport. Whether they share one extra step cost is a hypothesis the leave-one-out table tests.
-FABRIC_FAMILY = {"efa100": "cloud (efa100, tcpxo200)", "tcpxo200": "cloud (efa100, tcpxo200)"}
+CLOUD = "cloud (efa100, efa400, tcpxo200)"
+FABRIC_FAMILY = {"efa100": CLOUD, "efa400": CLOUD, "tcpxo200": CLOUD}
 
 
 def leave_one_out(cases: list[tuple[Case, Path]]) -> tuple[dict[str, float], dict[str, tuple[float, list[str]]]]:

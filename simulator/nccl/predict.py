@@ -55,7 +55,17 @@ from .pat import run_pat
 from .placement import check_ranks_per_node, default_ranks, nics_used, place_per_node
 from .protocols import plugin_latency_s, protocol, with_step_latency
 from .result import DISCARDED, Prediction
-from .tuning import LL_MAX_BW, NVLS_EFFICIENCY, PROTOCOLS, System, latency_us, parse_nccl_version, predict_times, tune
+from .tuning import (
+    LL_MAX_BW,
+    NVLS_EFFICIENCY,
+    PER_CH_MAX_RING_LL128,
+    PROTOCOLS,
+    System,
+    latency_us,
+    parse_nccl_version,
+    predict_times,
+    tune,
+)
 
 OPS = ("allreduce", "allgather", "reduce_scatter")
 PIPELINE_CHUNK = 4 << 20  # bytes per pipeline chunk of `rails` (NCCL's default buffer, NCCL_BUFFSIZE = 4 MiB)
@@ -318,9 +328,9 @@ def plan_ring_tree(topology: Topology, system: System, per_node: int, op: str, s
     cost = replace(cost, base_s=cost.base_s + plugin_s, net_s=cost.net_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s,
                    byte_factor=cost.byte_factor * max(1.0, system.n_channels / channels))  # a channel's share of the graph
     topology = nccl_graph_view(topology, system)
-    if cost.name == "LL" and not multinode:  # tuning.cc caps LL's bus bandwidth at llMaxBw (one node)
-        link_bw = topology.path_cost(0, 1)[1]
-        cost = replace(cost, byte_factor=max(cost.byte_factor, link_bw / (LL_MAX_BW[system.arch][0] * 1e9)))
+    cap = one_node_cap_GBps(system, family, cost.name, channels) if not multinode else None
+    if cap is not None:  # tuning.cc's cap on the protocol's bus bandwidth (one node), on the links' rate
+        cost = replace(cost, byte_factor=max(cost.byte_factor, topology.path_cost(0, 1)[1] / (cap * 1e9)))
     coll = Collective(op, ranks, size, dtype)
     schedule = build_schedule(coll, name, **params)
     machine = with_step_latency(topology, cost.intra_s, cost.net_s)
@@ -328,6 +338,16 @@ def plan_ring_tree(topology: Topology, system: System, per_node: int, op: str, s
     def finish(engine_s: float) -> Prediction:
         return Prediction(size, coll.count, algo, cost.name, name, channels, cost.base_s + engine_s, engine_s, cost.base_s)
     return Plan(schedule, machine, EngineOptions(ports=0, messages=cost.messages()), finish)
+
+
+def one_node_cap_GBps(system: System, family: str, proto: str, channels: int) -> float | None:
+    """The bus bandwidth tuning.cc allows a ring's protocol on one node (None: no cap): LL at llMaxBw, LL128 at
+    perChMaxRingLL128Bw per channel running (NCCL 2.30: 40 GB/s on Blackwell, under the links' 0.92 x 721.8)."""
+    if proto == "LL":
+        return LL_MAX_BW[system.arch][0]
+    if proto == "LL128" and family == "ring":
+        return channels * PER_CH_MAX_RING_LL128[system.arch]
+    return None
 
 
 def nccl_graph_view(topology: Topology, system: System) -> Topology:

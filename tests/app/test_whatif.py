@@ -121,5 +121,6 @@ def test_cloud_presets_bring_their_gpu():
     from simulator.program.whatif import gpu_for
 
     # the GPUs their summaries name (AWS p4de: A100; p5, GCP a3-mega: H100; GB200 trays: B200)
-    assert [gpu_for(m, None) for m in ("p4de:nodes=2", "p5", "a3-mega", "gb200-nvl4:nodes=2")] == ["a100", "h100", "h100", "b200"]
+    assert [gpu_for(m, None) for m in ("p4de:nodes=2", "p5", "p6-b200:nodes=4", "a3-mega", "gb200-nvl4:nodes=2")] == [
+        "a100", "h100", "b200", "h100", "b200"]
     assert gpu_for("p5", "b200") == "b200"

@@ -231,3 +231,25 @@ def test_fuzz_mangled_logs_give_a_result_or_a_clear_error(shared_data, which, ma
         fit_measurements(log.op, "ring", log.ranks, log.measurements(), segments=3)
     except CollsimError as exc:
         assert "\n" not in str(exc)
+
+
+def test_busbw_table_of_all_reduce_bench_reads_as_a_log(shared_data):
+    # log 17, read off the file by eye: '1MiB 12.47 6.44', 20 rows, the header's "32 ranks"
+    log = read_log(_log_path(shared_data, "17_"))
+    assert (log.op, log.ranks, log.layout, len(log.rows)) == ("allreduce", 32, "busbw-table", 20)
+    row = next(r for r in log.rows if r.bytes == 1 << 20)
+    assert (row.out.busbw_GBps, row.out.algbw_GBps, row.dtype, row.count) == (12.47, 6.44, "float32", 1 << 18)
+    assert row.out.time_s == pytest.approx(1048576 / 6.44e9)  # 162.8 us
+
+
+def test_busbw_table_markdown_rows_and_ranks_from_the_ratio():
+    text = ("| payload |    busbw   |    algbw   |\n| ------: | ---------: | ---------: |\n"
+            "|   32KiB |   0.65GBps |   0.33GBps |\n|   16GiB | 376.71GBps | 194.43GBps |\n")
+    log = parse_log(text)
+    # 376.71 / 194.43 = 1.93751 = 2 (p - 1) / p at p = 32.0
+    assert (log.ranks, log.ranks_source, [r.bytes for r in log.rows]) == (32, "inferred from busbw / algbw",
+                                                                          [32768, 16 << 30])
+    with pytest.raises(CollsimError, match="op: 'allgather'.*expected allreduce"):
+        parse_log(text, op="allgather")
+    with pytest.raises(CollsimError, match="busbw / algbw = 2.500 is no allreduce's"):
+        parse_log("1MiB 5.0 2.0\n")

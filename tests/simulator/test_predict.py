@@ -389,3 +389,15 @@ def test_fastest_keeps_the_first_of_a_tie():
     plan = _plans("p4de:nodes=2", 1 << 20)[0]
     named = [replace(plan, finish=lambda s, name=name: replace(plan.finish(s), algorithm=name)) for name in "ab"]
     assert fastest(named).algorithm == "a" and fastest(named[::-1]).algorithm == "b"
+
+
+@pytest.mark.parametrize("preset, bus_GBps", [("hgx-b200", 16 * 40.0), ("dgx-h100", 18 * 20.6 * 0.92)],
+                         ids=["b200-nccl-cap", "h100-links"])
+def test_one_node_ring_ll128_runs_at_the_lower_of_nccls_cap_and_the_links(preset, bus_GBps):
+    # 1 GiB forced Ring LL128 on 8 GPUs: 2 x 7/8 of the bytes at the bus rate, plus 14 steps of LL128's 1.9 us.
+    # B200: tuning.cc's 16 channels x perChMaxRingLL128Bw 40 = 640 GB/s binds (the links give 0.92 x 18 x 40.1 = 664);
+    # H100: the links' 0.92 x 18 x 20.6 = 341 GB/s bind (16 x 36.7 = 587 is above them)
+    n = 1 << 30
+    row = predict(parse_topology(preset), "allreduce", [n], algo="Ring", proto="LL128")[0]
+    assert (row.proto, row.channels) == ("LL128", 16)
+    assert row.engine_s == pytest.approx(1.75 * n / (bus_GBps * 1e9) + 14 * 1.9e-6, rel=1e-6)
