@@ -30,12 +30,15 @@ CASES = (
     Case("08_", "Vultr HGX B200, 1 x 8 (allgather)", "hgx-b200", "hgx-b200"),
     Case("12_", "2 x RTX 4090, PCIe, no P2P", "pcie-8gpu", "rtx4090-pcie"),
     Case("13_", "4 x RTX 4090, PCIe, no P2P", "pcie-8gpu", "rtx4090-pcie"),
+    # a torch.distributed busbw table, not an nccl-tests log; network and NICs not stated: the preset's 8 x 400G IB
+    Case("17_", "4 x 8 B200 (torch all_reduce_bench; network not stated)", "hgx-b200:nodes=4", "hgx-b200:nodes=4"),
 )
 
 
 # The NCCL release each log ran, where its source names one (predict --nccl-version: that release's latency tables):
 # 01: the log's repository lists the TCPXO plugin's libnccl.so.2.21.5; 02, 03: the awsome-distributed-training README
 # that added them (88c2e71b) builds NCCL_VERSION=2.20.3; 05: the job's image nccl-tests:pytorch-25.03-nccl-2.26.6-1.
+# 17's page states no NCCL release (nor network), so it is predicted with master's tables only.
 LOG_NCCL = {"01_": "2.21.5", "02_": "2.20.3", "03_": "2.20.3", "05_": "2.26.6"}
 
 
