@@ -368,7 +368,9 @@ def parse_busbw_table(text: str, source: str = "<log>", op: str | None = None, r
             raise CollsimError(f"{where}: {_clip(raw.strip())}; expected 'SIZE BUSBW_GBPS ALGBW_GBPS'")
         size = parse_size(cells[0], f"{where}: payload")
         busbw, algbw = _number(cells[1], "busbw_GBps", where), _number(cells[2], "algbw_GBps", where)
-        if algbw <= 0 or abs(busbw - algbw * factor) > 0.0051 * (1 + factor):
+        if algbw <= 0:
+            raise CollsimError(f"{where}: algbw_GBps {cells[2]!r}; expected a bandwidth > 0 (time = size / algbw)")
+        if abs(busbw - algbw * factor) > 0.0051 * (1 + factor):
             raise CollsimError(f"{where}: busbw {busbw} is not algbw {algbw} x {factor:g} ({op} on {ranks} ranks)")
         rows.append(LogRow(number, size, size // 4, "float32", "sum", None, Timing(size / (algbw * 1e9), algbw, busbw)))
     if not rows:
