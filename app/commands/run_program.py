@@ -34,8 +34,8 @@ def add_timing_arg(p: argparse.ArgumentParser, default: str = "links") -> None:
     """--timing: how each collective call is timed. run-program's default is links; whatif's and scale's is auto
     (nccl_timing.default_timing: NCCL timing where NCCL's model knows every machine)."""
     auto = (f"{AUTO} (default): nccl where every machine is a preset NCCL's model knows and no option NCCL timing "
-            "refuses (--mode exact, --algo for allreduce, allgather or reduce_scatter) is given, else links (the "
-            "output says which and why); " if default == AUTO else "")
+            "refuses (--mode exact, --algo for allreduce, allgather or reduce_scatter, scale's --algos) is given, "
+            "else links (the output says which and why); " if default == AUTO else "")
     p.add_argument("--timing", default=default, choices=(AUTO, *TIMINGS) if default == AUTO else TIMINGS,
                    help=auto + f"links{' (default)' if default == 'links' else ''}: collsim's algorithms on the "
                         "machine's links (--algo, --mode); nccl: allreduce, allgather and reduce_scatter as NCCL runs "
