@@ -166,7 +166,8 @@ def evaluate(path: Path, case: Case, net_extra_s: float = 0.0, shm_Bps: float | 
     `net_extra_s`: extra latency per network step; `nvls_step_s`: the NVLS step cost fitted on the other NVLS logs
     (used in the predict column itself); `shm_Bps`: the SHM load rate of a host-staged preset, whose
     shipped value (SHM_RATE_FIT) was fitted on this log too, so only the held-out run is a prediction.
-    `with_simulate` False leaves the `simulate` model out. Each model's entry holds its run time (wall_s).
+    `with_simulate` False leaves the `simulate` model out. Each model's entry holds its run time (wall_s, and
+    cpu_s: this process's CPU seconds, which other jobs on the machine do not inflate).
     """
     log = read_log(path)
     rows = [(s, t) for s, t in log.measurements() if s >= MIN_BYTES]
@@ -190,13 +191,13 @@ def evaluate(path: Path, case: Case, net_extra_s: float = 0.0, shm_Bps: float | 
     if shm_Bps is not None:
         models.append(("predict_loo", case.new_spec, lambda _spec, *a: predict_host_staged(shm_Bps, *a)))
     for key, spec, fn in models:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         times = fn(spec, log.op, log.ranks, sizes)
-        wall = time.perf_counter() - start
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
         err = errors(times, measured)
         out[key] = {"spec": spec, "median_abs_pct": float(np.median(np.abs(err))),
                     "worst_abs_pct": float(np.max(np.abs(err))), "error_pct": err.tolist(),
-                    "busbw_GBps": sizes[-1] / times[-1] * factor / 1e9, "wall_s": wall}
+                    "busbw_GBps": sizes[-1] / times[-1] * factor / 1e9, "wall_s": wall, "cpu_s": cpu}
     return out
 
 

@@ -12,7 +12,8 @@ predict's run time.
     the System predict builds for that machine (predict.machine_of), and their ratio. A GPU count over the ranks
     predict simulates (predict.MAX_RANKS, read when the script runs) is recorded as refused: when that cap is lifted
     the same command times those counts too.
-(c) predict's wall time per case: per log (its sizes >= 1 MiB in one call) and per node count (all sizes in one call).
+(c) predict's run time per case, CPU seconds of this process and wall seconds: per log (its sizes >= 1 MiB in
+    one call) and per node count (all sizes in one call).
 
 The default run stops at 16 nodes (about a minute of CPU); `--max-nodes 1024` is the full table (predict's time
 grows about as p^1.5-2 in the GPU count). `--out` rewrites the `scale_accuracy` block of the page with the load
@@ -68,7 +69,7 @@ def log_rows(data: Path) -> list[dict]:
                      "median_abs_pct": pred["median_abs_pct"], "worst_abs_pct": pred["worst_abs_pct"],
                      "held_out": None if held is None else {k: held[k] for k in ("median_abs_pct", "worst_abs_pct")},
                      "measured_busbw_GBps": r["measured_busbw_GBps"], "predicted_busbw_GBps": pred["busbw_GBps"],
-                     "predict_wall_s": pred["wall_s"]})
+                     "predict_wall_s": pred["wall_s"], "predict_cpu_s": pred["cpu_s"]})
     return rows
 
 
@@ -82,17 +83,17 @@ def scale_case(nodes: int, sizes: list[int]) -> dict:
     system, _ = nccl.machine_of(topology, ranks)
     system = replace(system, nccl_version=parse_nccl_version(None))  # as predict: master's tables
     picks, model_s, _ = choose(system, "allreduce", sizes)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     rows = nccl.predict(topology, "allreduce", sizes, ranks=ranks)
-    wall = time.perf_counter() - start
-    return {"nodes": nodes, "ranks": ranks, "refused": None, "predict_wall_s": wall,
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return {"nodes": nodes, "ranks": ranks, "refused": None, "predict_wall_s": wall, "predict_cpu_s": cpu,
             "sizes": [{"bytes": n, "predict_s": r.time_s, "predict_pick": f"{r.nccl_algo}/{r.proto}",
                        "model_s": float(m), "model_pick": f"{a}/{p}", "ratio": r.time_s / float(m)}
                       for n, r, m, (a, p) in zip(sizes, rows, model_s, picks)]}
 
 
 def _log_table(rows: list[dict]) -> tuple[list[str], list[list]]:
-    head = ["log", "machine", "preset", "p", "median", "worst", "busbw measured", "busbw predicted", "predict wall"]
+    head = ["log", "machine", "preset", "p", "median", "worst", "busbw measured", "busbw predicted", "predict CPU (wall)"]
     body = []
     for r in rows:
         cells = [f"{r['median_abs_pct']:.1f}%", f"{r['worst_abs_pct']:.0f}%"]
@@ -100,7 +101,7 @@ def _log_table(rows: list[dict]) -> tuple[list[str], list[list]]:
             held = r["held_out"]
             cells = [f"({cells[0]}) {held['median_abs_pct']:.1f}%", f"({cells[1]}) {held['worst_abs_pct']:.0f}%"]
         body.append([r["log"][:2], r["machine"], f"`{r['preset']}`", r["ranks"], *cells,
-                     f"{r['measured_busbw_GBps']:.1f}", f"{r['predicted_busbw_GBps']:.1f}", f"{r['predict_wall_s']:.2f} s"])
+                     f"{r['measured_busbw_GBps']:.1f}", f"{r['predicted_busbw_GBps']:.1f}", _run_time(r)])
     return head, body
 
 
@@ -117,8 +118,12 @@ def _scale_table(cases: list[dict]) -> tuple[list[str], list[list]]:
             same = s["predict_pick"] == s["model_pick"]
             line.append(f"{s['ratio']:.2f}" + ("" if same else f" ({s['predict_pick']}; model {s['model_pick']})"))
         body.append(line)
-    body.append(["predict wall"] + ["-" if c["refused"] else f"{c['predict_wall_s']:.1f} s" for c in cases])
+    body.append(["predict CPU (wall)"] + ["-" if c["refused"] else _run_time(c) for c in cases])
     return head, body
+
+
+def _run_time(row: dict) -> str:
+    return f"{row['predict_cpu_s']:.2f} s ({row['predict_wall_s']:.2f} s)"
 
 
 def markdown(head: list[str], body: list[list]) -> str:
@@ -131,14 +136,15 @@ def page_block(logs: list[dict], cases: list[dict], loads: tuple[str, str], wall
     limit = cap()
     return "\n".join([
         "Predict against every bundled log with a preset: median and worst |error| of the out-of-place time over sizes "
-        ">= 1 MiB, busbw at the largest size (GB/s), and predict's wall time for the log's sizes. In parentheses: "
+        ">= 1 MiB, busbw at the largest size (GB/s), and predict's CPU time (wall time in parentheses: other jobs "
+        "share the 2 cores) for the log's sizes. In parentheses in the error columns: "
         "with a constant fitted on this log too (the SHM load rate on 12 and 13), followed by the value fitted on the "
         "other log (benchmarks/preset_accuracy.py's leave-one-out).", "",
         markdown(*_log_table(logs)), "",
         f"`{PRESET}` all-reduce at each node count: predict's time / NCCL's tuning model's time for NCCL's own pick "
         "(tuning.py `predict_times` on the System predict builds); where predict runs another algorithm or protocol "
         "than the model's pick (it also times the other of ring and tree across nodes), both are named. The last row "
-        "is predict's wall time for all sizes. "
+        "is predict's CPU (wall) time for all sizes in one call. "
         + (f"Refused: over the {limit} ranks predict simulates today." if limit is not None else ""), "",
         markdown(*_scale_table(cases)), "",
         f"Made by `python -m benchmarks.scale_accuracy {argv}` in {wall:.0f} s on this machine (2 cores shared with "
@@ -167,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = []
     for nodes in counts:
         cases.append(scale_case(nodes, SIZES))
-        print(f"# {nodes} nodes: " + (cases[-1]["refused"] or f"{cases[-1]['predict_wall_s']:.1f} s"), file=sys.stderr)
+        print(f"# {nodes} nodes: " + (cases[-1]["refused"] or _run_time(cases[-1])), file=sys.stderr)
     wall, after = time.perf_counter() - start, _load()
     if args.json:
         print(json.dumps({"logs": logs, "scale": cases, "wall_s": wall, "load_average": [before, after]}, indent=1))
