@@ -14,7 +14,7 @@ from simulator.units import format_time
 
 from ..output import emit_json, table
 from .run_program import add_timing_arg
-from .whatif import add_step_args, resolve_timing, step_case
+from .whatif import add_step_args, fallback_note, resolve_timing, step_case
 
 DEFAULT_ALGOS = "ring,hierarchical,double_binary_tree"
 NCCL_LABEL = "nccl"  # the one row per GPU count with NCCL timing (NCCL picks each call's algorithm)
@@ -125,9 +125,9 @@ def _summary(rows: list[dict], algos: list[str]) -> None:
         print(f"# {algo}: " + (f"efficiency falls below 90% at {below} GPUs" if below else "90% or better up to "
                                f"{mine[-1]['gpus']} GPUs"))
     for r in rows:
-        if r["timing"] == "nccl" and "links" in calls_timed(r):
-            print(f"# {r['gpus']} GPUs: calls timed {calls_timed(r)}: calls NCCL's model does not cover (more "
-                  "members than predict simulates, other ops) ran on the links (docs/whatif.md)")
+        note = fallback_note(r)
+        if note:
+            print(f"# {r['gpus']} GPUs: {note}")
 
 
 def _html(rows: list[dict], args: argparse.Namespace) -> str:

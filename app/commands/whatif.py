@@ -78,6 +78,15 @@ def resolve_timing(args: argparse.Namespace, machines: list[str], given: list[st
     return choice
 
 
+def fallback_note(row: dict) -> str | None:
+    """With NCCL timing, a line for a row some of whose collective calls ran on the links instead (None if none)."""
+    timed = calls_timed(row)
+    if row["timing"] != "nccl" or "links" not in timed:
+        return None
+    return (f"calls timed {timed}: the calls NCCL's model does not cover (more members than predict simulates, other "
+            "ops, irregular groups) ran on the links (docs/whatif.md)")
+
+
 def split_machines(text: str) -> list[str]:
     """'dgx-h100:nodes=2,net=ib400,hgx-b200' -> two specs: a piece with '=' and no ':' continues the previous spec."""
     out: list[str] = []
@@ -220,6 +229,9 @@ def _print(rows: list[dict], args: argparse.Namespace, priced: bool, sensitive: 
         for row in rows:
             print(f"# {row['label']}: calls timed {calls_timed(row)} (NCCL: as collsim predict times them; "
                   f"{row['mode']} run)")
+            note = fallback_note(row)
+            if note:
+                print(f"# {row['label']}: {note}")
         if not args.no_sensitivity:
             print("# no doubled-bandwidth reruns with NCCL timing: NCCL's model knows only each preset's own links "
                   "(use --timing links for them)")

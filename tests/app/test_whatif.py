@@ -163,3 +163,13 @@ def test_cloud_presets_bring_their_gpu():
     # the GPUs their summaries name (AWS p4de: A100; p5, GCP a3-mega: H100; GB200 trays: B200)
     assert [gpu_for(m, None) for m in ("p4de:nodes=2", "p5", "a3-mega", "gb200-nvl4:nodes=2")] == ["a100", "h100", "h100", "b200"]
     assert gpu_for("p5", "b200") == "b200"
+
+
+def test_nccl_rows_whose_calls_fell_back_to_the_links_say_so():
+    from app.commands.whatif import fallback_note
+
+    # 1024 members: over predict's ranks, so every bucket of the DDP step ran on the links (closed form)
+    note = fallback_note({"timing": "nccl", "timed": {"nccl": 0, "closed form": 515}})
+    assert note.startswith("calls timed 0 NCCL, 515 links: the calls NCCL's model does not cover")
+    assert fallback_note({"timing": "nccl", "timed": {"nccl": 515, "engine": 0}}) is None
+    assert fallback_note({"timing": "links", "timed": {"engine": 515}}) is None
