@@ -147,9 +147,15 @@ def page_block(logs: list[dict], cases: list[dict], loads: tuple[str, str], wall
         "is predict's CPU (wall) time for all sizes in one call. "
         + (f"Refused: over the {limit} ranks predict simulates today." if limit is not None else ""), "",
         markdown(*_scale_table(cases)), "",
+        "Largest ratio at each node count: " + "; ".join(_largest(c) for c in cases if not c["refused"]) + ".", "",
         f"Made by `python -m benchmarks.scale_accuracy {argv}` in {wall:.0f} s on this machine (2 cores shared with "
         f"other jobs; load average {loads[0]} before, {loads[1]} after).",
     ])
+
+
+def _largest(case: dict) -> str:
+    top = max(case["sizes"], key=lambda s: s["ratio"])
+    return f"{case['nodes']} nodes {top['ratio']:.2f} at {format_size(top['bytes'])} ({top['predict_pick']})"
 
 
 def _load() -> str:
