@@ -6,8 +6,6 @@ and other noise, the old format (no root column, an 'error' column instead of '#
 the collective and the rank count from the numbers (redop and root columns, size/count ratio,
 busbw/algbw ratio) and uses the text around the table only to break ties. A malformed result
 row is a CollsimError naming its line number; a file with no result rows says it is not a log.
-It also reads the busbw table of stas00/ml-engineering's all_reduce_bench.py (payload, busbw,
-algbw; a float32 allreduce timed through torch.distributed) as a log of time = payload / algbw.
 """
 
 from __future__ import annotations
@@ -139,11 +137,11 @@ def parse_log(text: str, source: str = "<log>", op: str | None = None, ranks: in
         op = normalize_op(op)
     if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1):
         raise CollsimError(f"ranks: {ranks!r} is not a rank count; expected an integer >= 1")
+    if _BUSBW_TABLE.search(text):
+        return parse_busbw_table(text, source, op, ranks)
     state = _Scan(source)
     for number, raw in enumerate(text.splitlines(), start=1):
         state.feed(number, raw)
-    if not state.rows and (table := _busbw_table(text, source, op, ranks)) is not None:
-        return table
     if not state.rows:
         what = "has an nccl-tests column header but no result rows" if state.layout else (
             "is not an nccl-tests log: no result rows (lines of size, count, type, redop, time, algbw, busbw) found")
@@ -154,45 +152,6 @@ def parse_log(text: str, source: str = "<log>", op: str | None = None, ranks: in
     return NcclTestsLog(source, tuple(state.rows), inferred_op, inferred_ranks, op_source, ranks_source,
                         state.layout or state.row_layout or _NEW, state.avg, state.avg_line, state.header,
                         tuple(state.notes + notes))
-
-
-# ---- busbw tables (all_reduce_bench.py) ------------------------------------------------------------
-
-# A row of the table stas00/ml-engineering's network/benchmarks/all_reduce_bench.py prints, bare or as markdown:
-# payload (32KiB, 1MiB, 16GiB), busbw, algbw in GB/s (10^9 B/s), e.g. '|   1MiB |  12.47GBps |   6.44GBps |'.
-_TABLE_ROW = re.compile(r"^\|?\s*(\d+)\s*(B|KiB|MiB|GiB)\s*\|?\s*([\d.]+)\s*(?:GBps)?\s*\|?\s*([\d.]+)\s*(?:GBps)?\s*\|?\s*$")
-_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-_TABLE_RANKS = re.compile(r"\b(\d+)\s+ranks\b", re.IGNORECASE)
-
-
-def _busbw_table(text: str, source: str, op: str | None, ranks: int | None) -> NcclTestsLog | None:
-    """An all_reduce_bench.py busbw table as a log (None if the text has none): float32 sum allreduce (the tool's
-    only call), time = payload / algbw; ranks given, else the header's 'N ranks', else from busbw / algbw."""
-    found = [(n, m) for n, line in enumerate(text.splitlines(), start=1) if (m := _TABLE_ROW.match(line.strip()))]
-    if not found:
-        return None
-    if op not in (None, "allreduce"):
-        raise CollsimError(f"op: {op!r} for {source}, a busbw table of all_reduce_bench.py; expected allreduce, "
-                           "the only collective that tool times")
-    rows = []
-    for n, m in found:
-        size, busbw, algbw = int(m[1]) * _UNITS[m[2]], float(m[3]), float(m[4])
-        if algbw <= 0:
-            raise CollsimError(f"log: {source} line {n}: algbw {m[4]} is not a bandwidth; expected GB/s > 0")
-        rows.append(LogRow(n, size, size // 4, "float32", "sum", None, Timing(size / (algbw * 1e9), algbw, busbw)))
-    header = _TABLE_RANKS.search(text)
-    if ranks is not None:
-        how = "given (--ranks)"
-    elif header is not None:
-        ranks, how = int(header[1]), "the header names it"
-    else:  # busbw / algbw = 2 (p - 1) / p, read off the largest algbw (the most digits)
-        best = max(rows, key=lambda r: r.out.algbw_GBps).out
-        if not 1 <= best.busbw_GBps / best.algbw_GBps < 2:
-            raise CollsimError(f"log: {source}: busbw / algbw = {best.busbw_GBps / best.algbw_GBps:.3f} is no "
-                               "allreduce's 2 (p - 1) / p; give the rank count with --ranks")
-        ranks, how = round(2 / (2 - best.busbw_GBps / best.algbw_GBps)), "inferred from busbw / algbw"
-    return NcclTestsLog(source, tuple(rows), "allreduce", ranks, "all_reduce_bench.py times allreduce only", how,
-                        "busbw-table")
 
 
 def _strip_prefix(line: str) -> str:
@@ -376,6 +335,47 @@ def _op_words(text: str) -> list[str]:
         if word in _OP_SPELLINGS:
             found.append(_OP_SPELLINGS[word])
     return found
+
+
+# ---- busbw tables (a torch.distributed benchmark's payload / busbw / algbw) --------------------
+
+_BUSBW_TABLE = re.compile(r"^#\s*payload\s+busbw_GBps\s+algbw_GBps\s*$", re.MULTILINE)
+_TABLE_RANKS = re.compile(r"=\s*(\d+)\s+ranks\b")
+
+
+def parse_busbw_table(text: str, source: str = "<log>", op: str | None = None, ranks: int | None = None) -> NcclTestsLog:
+    """A busbw table (tests/data/nccl-tests/17_*: '# payload busbw_GBps algbw_GBps' then 'SIZE BUSBW ALGBW' rows,
+    as stas00/ml-engineering's all_reduce_bench.py prints them) as a log: float32, time = size / algbw (GB = 1e9 B,
+    nccl-tests' arithmetic). The collective and the rank count come from the first comment line ('= N ranks')
+    unless given; each row's busbw / algbw must be that collective's factor at that rank count."""
+    from ..units import parse_size
+
+    lines = text.splitlines()
+    first = lines[0] if lines else ""
+    op = op or next(iter(_op_words(first)), None)
+    found = _TABLE_RANKS.search(first)
+    ranks = ranks or (int(found.group(1)) if found else None)
+    if op is None or ranks is None:
+        raise CollsimError(f"log: {source} is a busbw table whose first line names no collective or no '= N ranks'; "
+                           "expected e.g. '# 4 nodes x 8 B200 = 32 ranks, all_reduce ...'")
+    factor, rows = busbw_factor(op, ranks), []
+    for number, raw in enumerate(lines, start=1):
+        cells = raw.split()
+        if not cells or raw.lstrip().startswith("#"):
+            continue
+        where = f"log: {source} line {number}"
+        if len(cells) != 3:
+            raise CollsimError(f"{where}: {_clip(raw.strip())}; expected 'SIZE BUSBW_GBPS ALGBW_GBPS'")
+        size = parse_size(cells[0], f"{where}: payload")
+        busbw, algbw = _number(cells[1], "busbw_GBps", where), _number(cells[2], "algbw_GBps", where)
+        if algbw <= 0:
+            raise CollsimError(f"{where}: algbw_GBps {cells[2]!r}; expected a bandwidth > 0 (time = size / algbw)")
+        if abs(busbw - algbw * factor) > 0.0051 * (1 + factor):
+            raise CollsimError(f"{where}: busbw {busbw} is not algbw {algbw} x {factor:g} ({op} on {ranks} ranks)")
+        rows.append(LogRow(number, size, size // 4, "float32", "sum", None, Timing(size / (algbw * 1e9), algbw, busbw)))
+    if not rows:
+        raise CollsimError(f"log: {source} is a busbw table with no rows; expected 'SIZE BUSBW_GBPS ALGBW_GBPS' lines")
+    return NcclTestsLog(source, tuple(rows), normalize_op(op), ranks, "first line", "first line", "busbw table")
 
 
 # ---- inference -------------------------------------------------------------------------------
