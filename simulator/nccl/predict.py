@@ -47,7 +47,7 @@ from ..schedule import Schedule
 from ..topology.model import Topology
 from ..topology.presets import MACHINE_PRESETS, NET_STEP_FIT, NETWORKS
 from .calibration import for_protocol
-from .channels import NVLS_STEP_FIT, collective_channels, nvls_extra_steps, nvls_tree_chunk_size
+from .channels import NVLS_STEP_FIT, collective_channels, nvls_extra_steps, nvls_tree_chunk_size, tree_chunk_size
 from .nvls import nvls_schedule, switch_view, timing_view
 from .nvls_tree import MAX_CHUNKS as NVLS_TREE_MAX_CHUNKS
 from .nvls_tree import nvls_tree_allreduce
@@ -60,6 +60,8 @@ from .tuning import LL_MAX_BW, NVLS_EFFICIENCY, PROTOCOLS, System, latency_us, p
 OPS = ("allreduce", "allgather", "reduce_scatter")
 PIPELINE_CHUNK = 4 << 20  # bytes per pipeline chunk of `rails` (NCCL's default buffer, NCCL_BUFFSIZE = 4 MiB)
 MAX_PIPELINE = 32
+TREE_MAX_PIPELINE = 256  # nccl_tree's pipeline parameter's maximum
+TREE_MAX_TRANSFERS = 1 << 19  # nccl_tree: transfers per size at most (chunks are merged beyond it)
 MAX_RANKS = 512  # predict builds C x 2(p-1) x p transfers per size: keep it a few seconds
 NVLS_TREE_MAX_PIECES = 4096  # NVLS-tree: pieces (chunks x shards x 2 trees x nodes) per size, ~25 transfers each
 # NCCL_ALGO's names (src/graph/tuning.cc ncclAlgoStr) -> nccl_model's; CollNet is not timed
@@ -121,6 +123,17 @@ def pipeline_chunks(topology: Topology, size: int, per_node: int) -> int:
     """Pipeline chunks of the `rails` tree: one per NCCL_BUFFSIZE per GPU of a node (the machine's, else 4 MiB), 1..32."""
     buffsize = topology.preset[0].machine.buffsize if topology.preset is not None else PIPELINE_CHUNK
     return int(np.clip(size // (buffsize * per_node), 1, MAX_PIPELINE))
+
+
+def tree_pipeline(topology: Topology, system: System, proto: str, size: int, channels: int, ranks: int,
+                  engine_channels: int) -> int:
+    """Pipeline chunks of a tree channel: its share of the call in NCCL's tree steps (channels.tree_chunk_size, with
+    the machine's NCCL_BUFFSIZE), at most TREE_MAX_PIPELINE and as many as keep the schedule within
+    TREE_MAX_TRANSFERS (2 (p-1) transfers per chunk and channel)."""
+    buffsize = topology.preset[0].machine.buffsize if topology.preset is not None else PIPELINE_CHUNK
+    steps = -(-size // (channels * tree_chunk_size(system, proto, size, channels, buffsize)))
+    budget = max(1, TREE_MAX_TRANSFERS // (2 * (ranks - 1) * engine_channels))
+    return int(np.clip(steps, 1, min(TREE_MAX_PIPELINE, budget)))
 
 
 def nccl_pick(system: System, op: str, size: int, proto: str | None = None,
@@ -301,22 +314,16 @@ class Plan:
 def plan_ring_tree(topology: Topology, system: System, per_node: int, op: str, size: int, ranks: int, algo: str,
                    proto: str, dtype: str = "float32", net_extra_s: float = 0.0, intra_extra_s: float = 0.0,
                    channels: int | None = None) -> Plan:
-    """run_pick's ring and tree picks (`nccl_ring`, or `rails` for a tree allreduce across nodes), ready to time."""
+    """run_pick's ring and tree picks (`nccl_ring`, or `nccl_tree` for a tree allreduce across nodes), ready to time."""
     multinode = system.nodes > 1
     family = "tree" if algo in ("tree", "nvls", "nvls_tree") else "ring"
+    forced = channels is not None
     channels = channels or collective_channels(system, family, proto, size)[0]
-    if multinode and op == "allreduce" and family == "tree":
-        name = "rails"
-        params = {"group": per_node, "pipeline": pipeline_chunks(topology, size, per_node)}
-    else:
-        name = "nccl_ring"
-        # channels beyond the GPUs of a node repeat the same orders (same links, same NICs): the engine runs
-        # min(C, G) rings carrying the same bytes, which times the same under max-min sharing.
-        params = {"channels": min(channels, per_node), "node": per_node}
+    name, params, share = ring_or_tree(topology, system, per_node, op, size, ranks, family, proto, channels, forced)
     cost = protocol(proto if algo != "nvls" else "Simple", family, system.link, multinode, system.nccl_version)
     plugin_s = plugin_latency_s(system, op, family, cost.name)
     cost = replace(cost, base_s=cost.base_s + plugin_s, net_s=cost.net_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s,
-                   byte_factor=cost.byte_factor * max(1.0, system.n_channels / channels))  # a channel's share of the graph
+                   byte_factor=cost.byte_factor * share)
     topology = nccl_graph_view(topology, system)
     if cost.name == "LL" and not multinode:  # tuning.cc caps LL's bus bandwidth at llMaxBw (one node)
         link_bw = topology.path_cost(0, 1)[1]
@@ -328,6 +335,29 @@ def plan_ring_tree(topology: Topology, system: System, per_node: int, op: str, s
     def finish(engine_s: float) -> Prediction:
         return Prediction(size, coll.count, algo, cost.name, name, channels, cost.base_s + engine_s, engine_s, cost.base_s)
     return Plan(schedule, machine, EngineOptions(ports=0, messages=cost.messages()), finish)
+
+
+def ring_or_tree(topology: Topology, system: System, per_node: int, op: str, size: int, ranks: int, family: str,
+                 proto: str, channels: int, forced: bool) -> tuple[str, dict, float]:
+    """The schedule plan_ring_tree runs (its name and parameters) and the wire bytes per byte a channel's share of
+    the graph adds (n_channels / channels).
+
+    Rings: `nccl_ring`; channels beyond the GPUs of a node repeat the same orders (same links, same NICs): the engine
+    runs min(C, G) rings carrying the same bytes, which times the same under max-min sharing. A ring on fewer
+    channels than the graph's moves each at its channel's share.
+
+    A tree allreduce across nodes: `nccl_tree` on min(C, 2G) channels (beyond, a (head, tree) pair repeats), in
+    NCCL's tree steps (tree_pipeline). NCCL runs fewer channels than the graph's only where a thread would get less
+    than its threshold of bytes (simulator/nccl/channels.py): one wave of stores per thread, not a stream at the
+    channel's steady rate, and tuning.cc charges it the graph's whole bandwidth; so does the tree, unless the
+    channels are forced (a stream on fewer channels, each at its share).
+    """
+    share = max(1.0, system.n_channels / channels)
+    if system.nodes > 1 and op == "allreduce" and family == "tree":
+        engine_channels = min(channels, 2 * per_node)
+        pipeline = tree_pipeline(topology, system, proto, size, channels, ranks, engine_channels)
+        return "nccl_tree", {"channels": engine_channels, "group": per_node, "pipeline": pipeline}, share if forced else 1.0
+    return "nccl_ring", {"channels": min(channels, per_node), "node": per_node}, share
 
 
 def nccl_graph_view(topology: Topology, system: System) -> Topology:
