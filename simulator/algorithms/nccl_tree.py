@@ -33,8 +33,13 @@ from ..schedule import ArraySchedule
 from .channels import CHANNELS, DEFAULT_CHANNELS, PIPELINE
 from .columns import NONE, Table
 from .hierarchical import GROUP, resolve_group
-from .registry import register
+from .registry import Param, register
 from .tree import _child_table, dtree_parent_arrays, tree_depths
+
+
+STEPS = 8  # NCCL_STEPS: slots of a connection's FIFO, steps a sender may run ahead of its receiver
+WINDOW = Param("window", 1, "chunks of one transfer in flight at once: chunk j+W follows chunk j (NCCL_STEPS slots)",
+               maximum=STEPS)
 
 
 def node_tree(nodes: int, tree: int) -> tuple[np.ndarray, np.ndarray]:
@@ -104,7 +109,7 @@ def at(table: np.ndarray, ranks: np.ndarray) -> np.ndarray:
     return table[q, ranks]
 
 
-def tree_columns(coll: Collective, group: int, channels: int, pipeline: int) -> dict[str, np.ndarray]:
+def tree_columns(coll: Collective, group: int, channels: int, pipeline: int, window: int = 1) -> dict[str, np.ndarray]:
     """The transfers of every piece: the ups (ids piece * (p-1) + place) then the downs (after all ups)."""
     p = coll.ranks
     pieces = _pieces(coll.count, channels, pipeline) if p > 1 else np.zeros((0, 4), np.int64)
@@ -117,7 +122,7 @@ def tree_columns(coll: Collective, group: int, channels: int, pipeline: int) -> 
              ("parent", "depth", "kids", "up_order", "down_order", "up_pos", "down_pos")}
     k, ch, off, n = (pieces[:, i] for i in range(4))
     index = {(a, b): i for i, (a, b) in enumerate(zip(k.tolist(), ch.tolist()))}
-    prev = np.array([index.get((a - 1, b), NONE) for a, b in zip(k.tolist(), ch.tolist())], dtype=np.int64)
+    prev = np.array([index.get((a - window, b), NONE) for a, b in zip(k.tolist(), ch.tolist())], dtype=np.int64)
     height = int(stack["depth"].max())
     q = np.arange(m)[:, None]
     first_down = m * moves
@@ -150,9 +155,9 @@ def tree_columns(coll: Collective, group: int, channels: int, pipeline: int) -> 
 @register("allreduce", "nccl_tree",
           "NCCL's tree: a chain in each node, a double binary tree over the nodes, C channels on different heads, "
           "reduce up then broadcast down in K pipelined chunks",
-          (CHANNELS, GROUP, PIPELINE), ranks_rule="any p >= 1; group (ranks per node) must divide p")
+          (CHANNELS, GROUP, PIPELINE, WINDOW), ranks_rule="any p >= 1; group (ranks per node) must divide p")
 def allreduce_nccl_tree(coll: Collective, channels: int = DEFAULT_CHANNELS, group: int | None = None,
-                        pipeline: int = 1) -> ArraySchedule:
+                        pipeline: int = 1, window: int = 1) -> ArraySchedule:
     g = resolve_group(coll.ranks, group)
-    return ArraySchedule(coll, "nccl_tree", tree_columns(coll, g, channels, pipeline),
-                         {"channels": channels, "group": g, "pipeline": pipeline})
+    return ArraySchedule(coll, "nccl_tree", tree_columns(coll, g, channels, pipeline, window),
+                         {"channels": channels, "group": g, "pipeline": pipeline, "window": window})

@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..algorithms import build_schedule
+from ..algorithms.nccl_tree import STEPS as TREE_STEPS
 from ..collective import Collective, normalize_op
 from ..engine import EngineOptions, simulate
 from ..engine.bound import PairCosts, critical_path, lower_bound, safe
@@ -347,7 +348,8 @@ def ring_or_tree(topology: Topology, system: System, per_node: int, op: str, siz
     channels than the graph's moves each at its channel's share.
 
     A tree allreduce across nodes: `nccl_tree` on min(C, 2G) channels (beyond, a (head, tree) pair repeats), in
-    NCCL's tree steps (tree_pipeline). NCCL runs fewer channels than the graph's only where a thread would get less
+    NCCL's tree steps (tree_pipeline), NCCL_STEPS of them in flight on each connection (so a step's latency overlaps
+    the steps before it, as NCCL's FIFO slots let it). NCCL runs fewer channels than the graph's only where a thread would get less
     than its threshold of bytes (simulator/nccl/channels.py): one wave of stores per thread, not a stream at the
     channel's steady rate, and tuning.cc charges it the graph's whole bandwidth; so does the tree, unless the
     channels are forced (a stream on fewer channels, each at its share).
@@ -356,7 +358,8 @@ def ring_or_tree(topology: Topology, system: System, per_node: int, op: str, siz
     if system.nodes > 1 and op == "allreduce" and family == "tree":
         engine_channels = min(channels, 2 * per_node)
         pipeline = tree_pipeline(topology, system, proto, size, channels, ranks, engine_channels)
-        return "nccl_tree", {"channels": engine_channels, "group": per_node, "pipeline": pipeline}, share if forced else 1.0
+        params = {"channels": engine_channels, "group": per_node, "pipeline": pipeline, "window": TREE_STEPS}
+        return "nccl_tree", params, share if forced else 1.0
     return "nccl_ring", {"channels": min(channels, per_node), "node": per_node}, share
 
 
