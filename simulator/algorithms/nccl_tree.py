@@ -36,7 +36,6 @@ from .hierarchical import GROUP, resolve_group
 from .registry import Param, register
 from .tree import _child_table, dtree_parent_arrays, tree_depths
 
-
 STEPS = 8  # NCCL_STEPS: slots of a connection's FIFO, steps a sender may run ahead of its receiver
 WINDOW = Param("window", 1, "chunks of one transfer in flight at once: chunk j+W follows chunk j (NCCL_STEPS slots)",
                maximum=STEPS)

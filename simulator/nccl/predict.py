@@ -5,8 +5,9 @@ the machine the preset describes; the pick becomes a schedule collsim can check 
 
 - ring -> `nccl_ring` with NCCL's channel count for the size (simulator/nccl/channels.py), rings in
   rail-aware orders (every NIC used);
-- tree across nodes -> `rails`, the pipelined two-level allreduce with one inter-node ring per
-  rail, which moves what NCCL's trees move between nodes;
+- tree across nodes -> `nccl_tree` (simulator/algorithms/nccl_tree.py), NCCL's own tree: a chain inside each
+  node, a double binary tree over the nodes, each channel headed by another GPU (so every rail carries channels),
+  reduce up and broadcast down in NCCL's pipelined tree steps: its latency grows with log2(nodes);
 - NVLS-tree (allreduce across NVSwitch nodes of Hopper and later) -> `simulator/nccl/nvls_tree.py`: each
   node's switch reduces and multicasts, the GPUs' double binary trees join the nodes;
 - one node, NVLS (Hopper and later on an NVSwitch) -> `simulator/nccl/nvls.py`: the switch is a helper rank
@@ -59,7 +60,7 @@ from .result import DISCARDED, Prediction
 from .tuning import LL_MAX_BW, NVLS_EFFICIENCY, PROTOCOLS, System, latency_us, parse_nccl_version, predict_times, tune
 
 OPS = ("allreduce", "allgather", "reduce_scatter")
-PIPELINE_CHUNK = 4 << 20  # bytes per pipeline chunk of `rails` (NCCL's default buffer, NCCL_BUFFSIZE = 4 MiB)
+PIPELINE_CHUNK = 4 << 20  # bytes per NVLS pipeline chunk (NCCL's default buffer, NCCL_BUFFSIZE = 4 MiB)
 MAX_PIPELINE = 32
 TREE_MAX_PIPELINE = 256  # nccl_tree's pipeline parameter's maximum
 TREE_MAX_TRANSFERS = 1 << 19  # nccl_tree: transfers per size at most (chunks are merged beyond it)
@@ -118,12 +119,6 @@ def machine_of(topology: Topology, ranks: int, ranks_per_node: int | None = None
     system = System(m.arch, per_node, nodes, m.link, nic_bw_GBps=NETWORKS[net][0] / 1e9, nics_per_node=nics,
                     protocols=m.protocols, nvls=m.nvls, net_latency_us=m.net_latency_us if net == m.net else 0.0)
     return system, per_node
-
-
-def pipeline_chunks(topology: Topology, size: int, per_node: int) -> int:
-    """Pipeline chunks of the `rails` tree: one per NCCL_BUFFSIZE per GPU of a node (the machine's, else 4 MiB), 1..32."""
-    buffsize = topology.preset[0].machine.buffsize if topology.preset is not None else PIPELINE_CHUNK
-    return int(np.clip(size // (buffsize * per_node), 1, MAX_PIPELINE))
 
 
 def tree_pipeline(topology: Topology, system: System, proto: str, size: int, channels: int, ranks: int,
