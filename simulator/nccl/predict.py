@@ -122,14 +122,18 @@ def machine_of(topology: Topology, ranks: int, ranks_per_node: int | None = None
 
 
 def tree_pipeline(topology: Topology, system: System, proto: str, size: int, channels: int, ranks: int,
-                  engine_channels: int) -> int:
-    """Pipeline chunks of a tree channel: its share of the call in NCCL's tree steps (channels.tree_chunk_size, with
-    the machine's NCCL_BUFFSIZE), at most TREE_MAX_PIPELINE and as many as keep the schedule within
-    TREE_MAX_TRANSFERS (2 (p-1) transfers per chunk and channel)."""
+                  engine_channels: int) -> tuple[int, int]:
+    """(chunks, chunks in flight) of a tree channel: its share of the call in NCCL's tree steps
+    (channels.tree_chunk_size, with the machine's NCCL_BUFFSIZE), NCCL_STEPS of them in flight on each connection.
+
+    At most TREE_MAX_PIPELINE chunks, and as many as keep the schedule within TREE_MAX_TRANSFERS (2 (p-1) transfers
+    per chunk and channel); where a chunk carries several of NCCL's steps, fewer chunks are in flight, so that as
+    many bytes are as with NCCL's 8 steps (at least one chunk)."""
     buffsize = topology.preset[0].machine.buffsize if topology.preset is not None else PIPELINE_CHUNK
     steps = -(-size // (channels * tree_chunk_size(system, proto, size, channels, buffsize)))
     budget = max(1, TREE_MAX_TRANSFERS // (2 * (ranks - 1) * engine_channels))
-    return int(np.clip(steps, 1, min(TREE_MAX_PIPELINE, budget)))
+    chunks = int(np.clip(steps, 1, min(TREE_MAX_PIPELINE, budget)))
+    return chunks, max(1, TREE_STEPS * chunks // steps)
 
 
 def nccl_pick(system: System, op: str, size: int, proto: str | None = None,
@@ -352,8 +356,8 @@ def ring_or_tree(topology: Topology, system: System, per_node: int, op: str, siz
     share = max(1.0, system.n_channels / channels)
     if system.nodes > 1 and op == "allreduce" and family == "tree":
         engine_channels = min(channels, 2 * per_node)
-        pipeline = tree_pipeline(topology, system, proto, size, channels, ranks, engine_channels)
-        params = {"channels": engine_channels, "group": per_node, "pipeline": pipeline, "window": TREE_STEPS}
+        pipeline, window = tree_pipeline(topology, system, proto, size, channels, ranks, engine_channels)
+        params = {"channels": engine_channels, "group": per_node, "pipeline": pipeline, "window": window}
         return "nccl_tree", params, share if forced else 1.0
     return "nccl_ring", {"channels": min(channels, per_node), "node": per_node}, share
 
