@@ -11,9 +11,9 @@ ncclGetDtree) and runs it (src/device/all_reduce.h, runTreeSplit / runTreeUpDown
   parentChildType 0) and into its intra[0] if the second (NCCL's default balanced tree pattern:
   treeToParent = intra[0], treeToChild0 = intra[1], treeToChild1 = intra[0]), so two NICs of a node carry a
   channel's traffic;
-- NCCL's channel c and c + n/2 share a chain, one on each tree; here channel c runs tree c mod 2 with head
-  (c // 2) mod G: with all n channels the same (head, tree) pairs, and with fewer, both trees still run (NCCL
-  would run only the first tree below n/2 channels, sizes where the call is latency-bound);
+- NCCL's channel c and c + n/2 share a chain, one on each tree (the first n/2 channels on the first tree); here
+  channel c has head c mod G and runs the first tree for c < G, the second for G <= c < 2G (`channel_tree`):
+  NCCL's own where n = 2G, as on 8-GPU NVSwitch nodes (16 channels);
 - each channel's share of the buffer is cut into `pipeline` chunks; per chunk every rank but the root reduces
   into its parent after its children did (reduce up), then the root's sum comes back down (broadcast down).
   Chunk j+1 follows chunk j through every transfer (the same transfer of chunk j first), so a chunk's way up
@@ -26,19 +26,22 @@ are laid out at once (ids piece by piece: the ups deepest rank first, then the d
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..collective import Collective, offsets_of, split_counts
 from ..schedule import ArraySchedule
 from .channels import CHANNELS, DEFAULT_CHANNELS, PIPELINE
 from .columns import NONE, Table
+from .forms import LinkModel
 from .hierarchical import GROUP, resolve_group
 from .registry import Param, register
-from .tree import _child_table, dtree_parent_arrays, tree_depths
+from .tree import _child_table, _tree_up_down, dtree_parent_arrays, tree_depths
 
 STEPS = 8  # NCCL_STEPS: slots of a connection's FIFO, steps a sender may run ahead of its receiver
-WINDOW = Param("window", 1, "chunks of one transfer in flight at once: chunk j+W follows chunk j (NCCL_STEPS slots)",
-               maximum=STEPS)
+WINDOW = Param("window", 1, "chunks of one transfer in flight at once: chunk j+W follows chunk j (NCCL has NCCL_STEPS "
+               "= 8 slots)", maximum=256)
 
 
 def node_tree(nodes: int, tree: int) -> tuple[np.ndarray, np.ndarray]:
@@ -56,6 +59,13 @@ def node_tree(nodes: int, tree: int) -> tuple[np.ndarray, np.ndarray]:
     up = binary[own]
     parent = np.where(up < 0, NONE, back[np.maximum(up, 0)])
     return parent, own < up
+
+
+def channel_tree(c: int, group: int) -> tuple[int, int]:
+    """Channel c's head (the local GPU its chain starts from) and tree: c mod G and the first tree for the first G
+    channels, then the same heads on the second tree (NCCL's channel c + n/2 repeats channel c's chain on the
+    other tree; with n = 2G channels, as on 8-GPU NVSwitch nodes, these are NCCL's own)."""
+    return c % group, (c // group) % 2
 
 
 def channel_parents(p: int, group: int, head: int, tree: int) -> np.ndarray:
@@ -116,7 +126,7 @@ def tree_columns(coll: Collective, group: int, channels: int, pipeline: int, win
     table = Table(2 * m * moves, 8)
     if not m:
         return table.columns()
-    trees = [_Channel(channel_parents(p, group, (c // 2) % group, c % 2), 3) for c in range(channels)]
+    trees = [_Channel(channel_parents(p, group, *channel_tree(c, group)), 3) for c in range(channels)]
     stack = {key: np.stack([getattr(t, key) for t in trees]) for key in
              ("parent", "depth", "kids", "up_order", "down_order", "up_pos", "down_pos")}
     k, ch, off, n = (pieces[:, i] for i in range(4))
@@ -151,10 +161,55 @@ def tree_columns(coll: Collective, group: int, channels: int, pipeline: int, win
     return table.columns()
 
 
+# Closed form, an estimate (no published one): with one port per rank a tree needs c_up messages up its critical
+# path and c_down down (counted on its parents by _tree_up_down, as double_binary_tree's dtree_counts: a node takes
+# its children's messages one after the other, then sends), each of n / (C k) bytes: u = alpha + piece (beta +
+# gamma) up, d = alpha + piece beta down; the trees run side by side (fill = the longest). Channels on the same
+# tree (the same parents, e.g. every tree on one node) queue behind one another on the same ports: r of them add
+# P_t (r k - 1) d, P_t the messages its busiest rank sends per chunk. Every further chunk adds the busiest rank's
+# messages over all channels, P (k - 1) d, and no schedule beats that rank's P k messages:
+# T = max(fill + max_t P_t (r_t k - 1) d, fill + P (k - 1) d, P k d). Within 25% of the schedule at two channels
+# (tests/simulator/test_cost.py); with many channels their paths cross on the ports and it is up to 2x off.
+
+@lru_cache(maxsize=1024)
+def channel_counts(p: int, group: int, channels: int) -> tuple[tuple[tuple[int, int, int, int], ...], int]:
+    """Per distinct tree of the channels: its messages up and down its critical path (one chunk), its busiest rank's
+    messages per chunk and its channels; and the busiest rank's messages per chunk over all channels."""
+    load = np.zeros(p, dtype=np.int64)
+    trees: dict[bytes, list[int]] = {}
+    for c in range(channels):
+        parent = channel_parents(p, group, *channel_tree(c, group))
+        child = np.flatnonzero(parent >= 0)
+        mine = np.bincount(child, minlength=p) + np.bincount(parent[child], minlength=p)
+        load += mine
+        key = parent.tobytes()
+        if key not in trees:
+            up, down = _tree_up_down(parent, child)
+            trees[key] = [int(up[parent < 0][0]), int(down.max()), int(mine.max()), 0]
+        trees[key][3] += 1
+    return tuple(tuple(t) for t in trees.values()), int(load.max())
+
+
+def _tree_cost(p, n, m: LinkModel, channels=DEFAULT_CHANNELS, group=None, pipeline=1, window=1):
+    if p == 1:
+        return np.zeros_like(np.asarray(n, dtype=np.float64))
+    trees, busiest = channel_counts(p, resolve_group(p, group), channels)
+    piece = np.asarray(n, dtype=np.float64) / (channels * pipeline)
+    up, down = m.alpha + piece * (m.beta + m.gamma), m.alpha + piece * m.beta
+    fill = np.maximum.reduce([c_up * up + c_down * down for c_up, c_down, _, _ in trees])
+    same = max(own * (r * pipeline - 1) for _, _, own, r in trees)
+    return np.maximum.reduce([fill + same * down, fill + busiest * (pipeline - 1) * down, busiest * pipeline * down])
+
+
+def _tree_exact(p: int, model: LinkModel, **params) -> bool:
+    return False
+
+
 @register("allreduce", "nccl_tree",
           "NCCL's tree: a chain in each node, a double binary tree over the nodes, C channels on different heads, "
           "reduce up then broadcast down in K pipelined chunks",
-          (CHANNELS, GROUP, PIPELINE, WINDOW), ranks_rule="any p >= 1; group (ranks per node) must divide p")
+          (CHANNELS, GROUP, PIPELINE, WINDOW), ranks_rule="any p >= 1; group (ranks per node) must divide p",
+          cost=_tree_cost, exact=_tree_exact)
 def allreduce_nccl_tree(coll: Collective, channels: int = DEFAULT_CHANNELS, group: int | None = None,
                         pipeline: int = 1, window: int = 1) -> ArraySchedule:
     g = resolve_group(coll.ranks, group)
