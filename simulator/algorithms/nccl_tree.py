@@ -156,7 +156,7 @@ def tree_columns(coll: Collective, group: int, channels: int, pipeline: int, win
     holder = np.where((at(stack["parent"][ch], src) < 0)[..., None], at(kid_up, src),  # at the root: what it summed
                       np.concatenate([above[..., None], np.full(above.shape + (2,), NONE)], axis=-1))
     table.put(first_down + ids, src, dst, ("out", start), ("out", start), size,
-              k[:, None] + height + at(stack["depth"][ch], dst),
+              k[:, None] + height - 1 + at(stack["depth"][ch], dst),
               [holder, at(up_id, dst), at(kid_up, dst), pipe(first_down)])
     return table.columns()
 
