@@ -88,3 +88,19 @@ def test_small_sizes_within_15_percent_of_nccls_model(preset, nodes):
     ours = np.array([row.time_s for row in predict(topo, "allreduce", sizes)])
     err = np.abs(ours / model - 1)
     assert np.all(err[:-1] <= 0.15) and err[-1] <= (0.20 if nodes <= 4 else 0.15), err
+
+
+def test_tree_steps_by_hand():
+    # enqueue.cc calcCollChunking for trees: a step is buffSize / NCCL_STEPS of the protocol's buffer. Simple: 4 MiB / 8;
+    # LL: 8 lines x 512 threads x 8 steps x 16 B / 8, half of it data; LL128: 120 x 640 x 8 x 8 B / 8 = 614400 wire
+    # bytes, halved while 1 MiB / (16 x chunk) < (1 + log2 2 + 0.1 x 8) x 64 / 8 = 22.4 and chunk > 128 KiB (-> 76800),
+    # then while < 5.6 and chunk > 32 KiB (-> 19200), 15 of every 16 bytes data: 18000
+    from simulator.nccl.channels import tree_chunk_size
+    from simulator.nccl.tuning import System
+
+    two = System(nodes=2)
+    assert tree_chunk_size(two, "Simple", 1 << 20, 16) == 512 << 10
+    assert tree_chunk_size(two, "Simple", 1 << 20, 16, buffsize=8 << 20) == 1 << 20
+    assert tree_chunk_size(two, "LL", 1 << 20, 16) == 32 << 10
+    assert tree_chunk_size(two, "LL128", 1 << 20, 16) == 18000
+    assert tree_chunk_size(two, "LL128", 1 << 30, 16) == 614400 // 16 * 15  # large enough: no halving
