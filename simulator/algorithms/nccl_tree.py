@@ -16,9 +16,10 @@ ncclGetDtree) and runs it (src/device/all_reduce.h, runTreeSplit / runTreeUpDown
   NCCL's own where n = 2G, as on 8-GPU NVSwitch nodes (16 channels);
 - each channel's share of the buffer is cut into `pipeline` chunks; per chunk every rank but the root reduces
   into its parent after its children did (reduce up), then the root's sum comes back down (broadcast down).
-  Chunk j+1 follows chunk j through every transfer (the same transfer of chunk j first), so a chunk's way up
-  and down overlaps the next chunks' (NCCL's pipeline), and the latency grows with the tree's depth:
-  G - 1 hops in a node and about log2(nodes) across nodes, each way.
+  Chunk j+W follows chunk j through every transfer (`window` W: the same transfer of chunk j first; NCCL keeps
+  NCCL_STEPS = 8 steps in flight on a connection), so a chunk's way up and down overlaps the next chunks'
+  (NCCL's pipeline), and the latency grows with the tree's depth: G - 1 hops in a node and log2(nodes) across
+  nodes (plus one hop in each node entered at its second GPU), each way.
 
 Built as columns: a channel's tree is numpy arrays over the ranks; the transfers of every (chunk, channel) piece
 are laid out at once (ids piece by piece: the ups deepest rank first, then the downs shallowest first).
