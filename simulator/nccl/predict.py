@@ -435,6 +435,8 @@ def run_nvls_tree(topology: Topology, system: System, per_node: int, size: int, 
     As run_nvls: the switches' links at NCCL's nvlsEfficiency, the preset's own links otherwise, NCCL's
     NVLS_TREE latency (tuning.cc: 25 us + 2 log2(nodes) x (20.9 us + the network plugin's latency, twice for
     Simple)) added once, with the extras per network hop (2 log2(nodes) of them) and per call inside the node;
+    that latency is each hop's whole cost, so the engine's links carry bytes only (no wire latency: it would
+    count every hop twice: +8% at 2 nodes, +15..18% at 16 against NCCL's model);
     the time is at least the bytes at NCCL's NVLS_TREE bandwidth (its per-channel cap). Each half-shard goes in as many pieces as
     NCCL's loop takes steps: nBytes / (nvlsChannels x nHeads x chunk), the chunk as calcCollChunking sets
     it for NVLS_TREE (simulator/nccl/channels.py); a piece is one step of all the channels of a tree at
@@ -446,7 +448,9 @@ def run_nvls_tree(topology: Topology, system: System, per_node: int, size: int, 
     budget = max(1, NVLS_TREE_MAX_PIECES // (2 * ranks))
     chunks = int(np.clip(steps, 1, min(NVLS_TREE_MAX_CHUNKS, budget)))
     schedule = nvls_tree_allreduce(coll, per_node, chunks=chunks)
-    machine = switch_view(getattr(topology, "uncalibrated", topology), ranks, NVLS_EFFICIENCY[system.arch], group=per_node)
+    # no wire latency on the links: NCCL's latency below charges each hop in full (hwLat is the whole hop, wire included)
+    machine = with_step_latency(switch_view(getattr(topology, "uncalibrated", topology), ranks,
+                                            NVLS_EFFICIENCY[system.arch], group=per_node), 0.0, 0.0)
     trace = simulate(timing_view(schedule), machine, EngineOptions(ports=0))
     hops = 2 * (system.nodes.bit_length() - 1)
     latency_us, algbw_GBps = tune(system, "allreduce")[("nvls_tree", "Simple")]
