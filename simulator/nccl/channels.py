@@ -104,7 +104,7 @@ def channel_share(system: System, channels: int, forced: bool = False) -> float:
     charges the call the graph's whole bandwidth. Across nodes that holds (1.0; at 64 KiB on two dgx-h100 nodes a
     ring charged n_channels / channels was 2.2x NCCL's model, and log 03's ring and tree rows at 256..512 KiB move
     closer to the log without it). On one node the real logs show the channel's rate: log 04 (one p5 node, ring LL
-    on 1..8 channels at 16..256 KiB) is within 5% with n_channels / channels and 10..18% under without, where
+    on 1..8 channels at 16..256 KiB) is within 6% with n_channels / channels and 10..18% under without, where
     NCCL's model is 13..17% under. `forced` channels (NCCL_MIN/MAX_NCHANNELS) stream at their share anywhere.
     """
     if forced or system.nodes == 1:

@@ -364,7 +364,7 @@ def ring_or_tree(topology: Topology, system: System, per_node: int, op: str, siz
 
     Rings: `nccl_ring`; channels beyond the GPUs of a node repeat the same orders (same links, same NICs): the engine
     runs min(C, G) rings carrying the same bytes, which times the same under max-min sharing. A ring on fewer
-    channels than the graph's moves each at its channel's share (channel_share).
+    channels than the graph's moves each at its channel's share on one node or where forced (channel_share).
 
     A tree allreduce across nodes: `nccl_tree` on min(C, 2G) channels (beyond, a (head, tree) pair repeats), in
     NCCL's tree steps (tree_pipeline), NCCL_STEPS of them in flight on each connection (so a step's latency overlaps
