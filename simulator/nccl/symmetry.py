@@ -44,7 +44,7 @@ from .result import Prediction
 MAX_GPUS = 16384  # the largest machine predict takes
 MIN_PERIODS = 3  # the smallest ring-like instance spans at least this many leaves
 MIN_TREE_NODES = 8  # the smallest tree-like instance (three levels of the double binary tree)
-AGREE = 0.005  # the two extrapolations of three instances agree within this fraction of the time
+AGREE = 0.001  # the two extrapolations of three instances agree within this fraction of the time
 SCALED = {"nccl_ring": "all", "rails": "across"}  # ring-like schedules -> transfers that carry 1/nodes of a buffer
 # the engine's budget for one size of a full run, in transfers: the largest predict ran before this reduction existed
 # (512 ranks): a ring of 8 channels over 512 ranks, 8 x 2 x 511 x 512; an NVLS-tree on 64 nodes of 8 GPUs, 64 pieces
@@ -73,13 +73,15 @@ def check_budget(transfers: int, what: str, budget: int = MAX_TRANSFERS) -> None
 
 
 def fabric_period(topology: Topology, per_node: int, nodes: int) -> int:
-    """P: the nodes that share node 0's leaf switch (routes from node 0 to them are as long as to node 1); N when every
-    node shares one leaf."""
-    near = len(topology.route(0, per_node))
-    for j in range(2, nodes):
-        if len(topology.route(0, j * per_node)) != near:
-            return j
-    return nodes
+    """P: the nodes on node 0's leaf switch (the switch its GPU 0's NIC reaches; nodes whose GPU 0 reaches the same one),
+    so that shifting by P nodes maps the leaf-spine onto itself; N where the nodes share no NIC (one NVLink domain)."""
+    def leaf(j: int) -> int | None:
+        for link in topology.route(j * per_node, (j + 1) % nodes * per_node):
+            if topology.node_kinds[topology.link_src[link]] == "nic":
+                return int(topology.link_dst[link])
+        return None
+    first = leaf(0)
+    return nodes if first is None else sum(leaf(j) == first for j in range(nodes))
 
 
 def is_preset_as_built(topology: Topology, ranks: int, ranks_per_node: int | None) -> bool:
