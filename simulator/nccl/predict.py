@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -270,6 +270,11 @@ class Call:
             return min(rows, key=lambda r: r.time_s)
         return fastest([self.plan(self.topology, size, self.ranks, picked, proto) for picked, proto in picks])
 
+    @cached_property
+    def period(self) -> int:
+        """The nodes per leaf switch (simulator/nccl/symmetry.py fabric_period)."""
+        return fabric_period(self.topology, self.per_node, self.system.nodes)
+
     def plan(self, machine: Topology, size: int, ranks: int, picked: str, proto: str) -> Plan:
         """plan_ring_tree's Plan of a pick on `machine` (the full one, or fewer of its nodes: NCCL's choices stay the
         full machine's, from `system`)."""
@@ -286,7 +291,7 @@ class Call:
                 return None
             return Reduced(self.topology, shape, partial(nvls_tree_engine, self.system, self.per_node, size, self.ranks,
                                                          self.dtype, self.net_extra_s, self.intra_extra_s), "tree").run()
-        shape = ring_nodes(nodes, fabric_period(self.topology, self.per_node, nodes), self.per_node)
+        shape = ring_nodes(nodes, self.period, self.per_node)
         if not shape:
             return None
         count = Collective(self.op, self.ranks, size, self.dtype).count
