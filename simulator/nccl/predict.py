@@ -244,7 +244,8 @@ class Call:
     def time(self, size: int, picks: list[tuple[str, str]]) -> Prediction:
         """The fastest of the picks at this size: scaled from fewer nodes where that is proven, else the full run, else
         (the full run over the engine's budget) scaled from fewer nodes all the same, its Prediction saying so."""
-        reduced = [self.reduced(size, picked, proto) for picked, proto in picks] if self.symmetric else [None]
+        reduced = ([self.reduced(size, picked, proto, windows=None if i == 0 else 1) for i, (picked, proto) in enumerate(picks)]
+                   if self.symmetric else [None])
         if all(row is not None and row[1] for row in reduced):
             return min((row[0] for row in reduced), key=lambda r: r.time_s)
         try:
@@ -281,9 +282,10 @@ class Call:
         return plan_ring_tree(for_protocol(machine, proto), self.system, self.per_node, self.op, size, ranks, picked,
                               proto, self.dtype, self.net_extra_s, self.intra_extra_s, self.channels)
 
-    def reduced(self, size: int, picked: str, proto: str) -> tuple[Prediction, bool] | None:
+    def reduced(self, size: int, picked: str, proto: str, windows: int | None = None) -> tuple[Prediction, bool] | None:
         """The pick timed on three smaller instances and scaled to the machine, and whether that is proven (Reduced.run);
-        None where the symmetry does not apply (too few nodes, an NVLS-tree on a node count not a power of two)."""
+        None where the symmetry does not apply (too few nodes, an NVLS-tree on a node count not a power of two). At most
+        `windows` windows of instances are tried (NCCL's alternative candidate: the first only)."""
         nodes = self.system.nodes
         if own_schedule(self.system, self.per_node, picked):
             shape = tree_nodes(nodes, self.per_node) if picked == "nvls_tree" else []
@@ -291,7 +293,7 @@ class Call:
                 return None
             return Reduced(self.topology, shape, partial(nvls_tree_engine, self.system, self.per_node, size, self.ranks,
                                                          self.dtype, self.net_extra_s, self.intra_extra_s), "tree").run()
-        shape = ring_nodes(nodes, self.period, self.per_node)
+        shape = ring_nodes(nodes, self.period, self.per_node)[:windows]
         if not shape:
             return None
         count = Collective(self.op, self.ranks, size, self.dtype).count

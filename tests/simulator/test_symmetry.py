@@ -17,9 +17,11 @@ import pytest
 from app.cli import main
 from simulator.errors import CollsimError
 from simulator.nccl.predict import machine_of, nvls_tree_engine, nvls_tree_pieces, predict
+from simulator.nccl.result import Prediction
 from simulator.nccl.symmetry import (
     AGREE,
     MAX_GPUS,
+    Reduced,
     extrapolate,
     fabric_period,
     is_preset_as_built,
@@ -147,3 +149,20 @@ def test_the_output_says_when_a_time_was_scaled(capsys):
     assert json.loads(capsys.readouterr().out)["rows"][0]["reduced"] is None
     assert main(["predict", "--preset", "dgx-h100:nodes=25", "--size", "4KiB"]) == 0
     assert "# 4KiB: scaled from fewer nodes (simulator/nccl/symmetry.py): engine on 13/17/21 nodes" in capsys.readouterr().out
+
+
+def test_reduced_tries_windows_until_three_instances_agree():
+    # engine times by hand: 100 us per node up to 20 nodes, then a new bottleneck at 50 us per node from there on
+    def engine_at(machine, nodes):
+        seconds = 1e-6 * (100 * nodes if nodes <= 20 else 2000 + 50 * (nodes - 20))
+        return seconds, lambda s: Prediction(1 << 20, 1, "tree", "LL128", "rails", 16, s, s, 0.0)
+    topology = parse_topology("dgx-h100:nodes=2048")
+    row, proven = Reduced(topology, [(12, 16, 20), (20, 28, 36), (36, 52, 68)], engine_at, "ring").run()
+    # (12, 16, 20) agree (100 us per node); extrapolated: 2000 + 100 x 2028 us
+    assert proven and row.time_s == pytest.approx(1e-6 * (2000 + 100 * 2028))
+    assert row.reduced == "engine on 12/16/20 nodes, affine in steps of 4 nodes, scaled to 2048"
+    row, proven = Reduced(topology, [(16, 20, 24), (24, 32, 40)], engine_at, "ring").run()
+    # (16, 20, 24): 100 then 50 us per node, not one line; (24, 32, 40): 50 us per node: 2200 + 50 x 2024 us
+    assert proven and row.time_s == pytest.approx(1e-6 * (2200 + 50 * 2024))
+    row, proven = Reduced(topology, [(16, 20, 24)], engine_at, "ring").run()
+    assert not proven and "NOT PROVEN" in row.reduced
