@@ -59,6 +59,7 @@ from .result import DISCARDED, Prediction
 from .symmetry import MAX_GPUS as MAX_GPUS  # predict's largest machine (re-exported)
 from .symmetry import (
     MAX_NVLS_TREE_TRANSFERS,
+    PROVEN,
     OverBudget,
     Reduced,
     check_budget,
@@ -297,13 +298,19 @@ class Call:
         if not shape:
             return None
         count = Collective(self.op, self.ranks, size, self.dtype).count
+        names = set()
 
         def engine_at(machine: Topology, n: int) -> tuple[float, Callable[[float], Prediction]]:
             plan = self.plan(machine, size, n * self.per_node, picked, proto)
+            names.add(plan.schedule.algorithm)
             schedule = rescaled(plan.schedule, self.per_node, n / nodes)
             return (simulate(schedule, plan.machine, plan.options).time,
                     lambda engine_s: replace(plan.finish(engine_s), count=count))
-        return Reduced(self.topology, shape, engine_at, "ring").run()
+        row, proven = Reduced(self.topology, shape, engine_at, "ring").run()
+        if proven and not names <= PROVEN:
+            row = replace(row, reduced=f"{row.reduced}; NOT PROVEN: a ring's scaling can be off the full run with its "
+                                       "instances agreeing, and the full run is over predict's budget")
+        return row, proven and names <= PROVEN
 
 
 def fastest(plans: list[Plan]) -> Prediction:
