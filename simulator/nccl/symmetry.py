@@ -6,7 +6,7 @@ A preset machine of N nodes is N copies of one node on a leaf-spine network whos
 - ring-like (`nccl_ring`, and `rails`, whose rail rings cross the nodes): at fixed bytes per transfer, each further P
   nodes add the same ring positions, hops (one more leaf crossing) and steps, so the engine's time is affine in
   node-periods once past the schedule's start-up and tail: T(N) = T(n1) + (N - n1) / P x (T(n1 + P) - T(n1)),
-  n1 = N (mod P), n1 >= MIN_PERIODS leaves;
+  n1 = N (mod P) plus MIN_PERIODS leaves;
 - tree-like (`nvls_tree`: NCCL's double binary tree over the nodes, pieces of fixed bytes): each doubling of the
   nodes adds one level to both trees, so on N = 2^k nodes the time is affine in k.
 
@@ -17,14 +17,16 @@ across nodes of `rails`) are set to their mean times n / N, so that the reduced 
 one (a ring's pieces differ by one element where its share is not a whole number of elements; the uniform schedule
 moves their mean). An NVLS-tree's pieces do not depend on the node count; it keeps the full run's chunk count.
 
-Affine is not assumed: `extrapolate` times three instances and uses them only when both pairs predict the same time
-for N (within AGREE). The engine's max-min sharing does not always give a ring a constant cost per node-period
-(where a node's channels share NVLink at about the NIC's rate, a ring's steps take irregular times), nor `rails`
-(whose bottleneck stage can change with the node count), and then the check fails and predict runs the full machine
-(or refuses it when the full run exceeds the engine's budget, `check_budget`). tests/simulator/test_symmetry.py
-compares the reduced answer with the full engine run over the machine presets NCCL's model knows, node counts,
-sizes and ops. Not reduced: a calibrated or modified topology, ranks_per_node, fewer ranks than the machine has,
-PAT, NVLS on one node, an NVLS-tree on a node count that is not a power of two.
+Affine is not assumed: `extrapolate` times three instances and takes the law as proven only when both pairs predict
+the same time for N (within AGREE) and the schedule is in PROVEN. The engine's max-min sharing does not always give a
+ring a constant cost per node-period: where a node's channels share NVLink at about the NIC's rate, a ring's steps
+take irregular times, and a ring's instances can agree while its scaled time is off the full run (a3-mega:nodes=25,
+allgather 64 MiB: 2.3%), so `nccl_ring` is not in PROVEN; `rails` changes its bottleneck stage with the node count
+(its instances then disagree; later windows of instances are tried, `ring_nodes`). Unproven, predict runs the full
+machine; where that exceeds the engine's budget (`check_budget`) NCCL's pick is answered scaled, marked NOT PROVEN.
+tests/simulator/test_symmetry.py compares the reduced answer with the full engine run over the machine presets
+NCCL's model knows, node counts, sizes and ops. Not reduced: a calibrated or modified topology, ranks_per_node, fewer
+ranks than the machine has, PAT, NVLS on one node, an NVLS-tree on a node count that is not a power of two.
 """
 
 from __future__ import annotations
