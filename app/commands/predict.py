@@ -12,16 +12,16 @@ from simulator.nccl.placement import default_ranks, parse_ranks_per_node
 from simulator.nccl.predict import (
     DISCARDED,
     MAX_CHANNELS,
-    MAX_RANKS,
     OPS,
     check_channels,
     machine_of,
     parse_algo,
     predict,
 )
+from simulator.nccl.symmetry import check_gpus
 from simulator.nccl.tuning import PROTOCOLS, parse_nccl_version, release_name
 from simulator.topology.presets import MACHINE_PRESETS
-from simulator.topology.spec import parse_topology
+from simulator.topology.spec import parse_topology, preset_gpus
 from simulator.units import format_size, parse_size_range
 
 from ..output import emit_json, table
@@ -100,13 +100,14 @@ def run(args: argparse.Namespace) -> int:
         raise CollsimError(f"op: predict covers {', '.join(OPS)}; not {op}")
     proto, algo, channels = _proto(args.proto), parse_algo(args.algo), _channels(args.channels)
     version = parse_nccl_version(args.nccl_version)
+    gpus = preset_gpus(args.preset)
+    if gpus is not None:  # before building it
+        check_gpus(gpus, f"--preset {args.preset}")
     topology = parse_topology(args.preset)
     per_node = parse_ranks_per_node(args.ranks_per_node)
     ranks = args.ranks or default_ranks(topology, per_node)
     if per_node is not None:
         machine_of(topology, ranks, per_node)  # what is wrong with K, before the rank limit
-    if ranks > MAX_RANKS:
-        raise CollsimError(f"ranks: {ranks} ranks; predict simulates at most {MAX_RANKS}; expected a smaller preset or --ranks")
     sizes = parse_size_range(args.size, "size", multiple=4)
     rows = predict(topology, op, sizes, ranks=ranks, proto=proto, ranks_per_node=per_node, algo=algo, channels=channels,
                    nccl_version=args.nccl_version)
@@ -127,13 +128,16 @@ def run(args: argparse.Namespace) -> int:
                    "proto": proto, "channels": channels, "nccl_version": _release(args.nccl_version, topology),
                    "rows": [{"bytes": r.bytes, "time_s": r.time_s, "engine_s": r.engine_s, "base_s": r.base_s,
                              "nccl_algorithm": r.nccl_algo, "protocol": r.proto, "schedule": r.algorithm,
-                             "channels": r.channels} for r in rows]})
+                             "channels": r.channels, "reduced": r.reduced or None} for r in rows]})
         return 0
     print(format_log(op, ranks, results, title=title), end="")
     print("# picks (NCCL's tuning model" + (", forced: " + " ".join(f"{f} {v}" for f, v in forced) if forced else "")
           + ") and the schedule the engine ran:")
     print(table(["size", "NCCL algo", "proto", "channels", "schedule"],
                 [[format_size(r.bytes), r.nccl_algo, r.proto, r.channels, r.algorithm] for r in rows], "llrrl"))
+    for r in rows:
+        if r.reduced:
+            print(f"# {format_size(r.bytes)}: scaled from fewer nodes (simulator/nccl/symmetry.py): {r.reduced}")
     if any(r.algorithm == DISCARDED for r in rows):
         print("# 0 B: NCCL discards a collective of count 0 (src/enqueue.cc, taskAppend) and runs nothing: 0 s")
     for what, path in (("nccl-tests log", args.nccl_log), ("NCCL tuner CSV", args.csv)):

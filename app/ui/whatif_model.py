@@ -100,8 +100,8 @@ def nccl_rows(spec: str, ops: list[str], sizes: list[int]) -> list[dict]:
         raise CollsimError(f"machine: {spec.strip()!r} is not a preset NCCL's model knows; expected one of "
                            f"{', '.join(MACHINE_PRESETS)} (add :nodes=N), or choose '{LINKS_ONLY_MODE}'")
     ranks = topo.num_devices
-    if ranks > nccl.MAX_RANKS:
-        raise CollsimError(f"machine: {spec.strip()!r} has {ranks} GPUs; predict simulates at most {nccl.MAX_RANKS}")
+    if ranks > nccl.MAX_GPUS:
+        raise CollsimError(f"machine: {spec.strip()!r} has {ranks} GPUs; predict takes at most {nccl.MAX_GPUS}")
     rows = []
     for op in ops:
         for r in nccl.predict(topo, op, sizes):

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cached_property, partial
 
 import numpy as np
 
@@ -57,6 +58,20 @@ from .pat import run_pat
 from .placement import check_ranks_per_node, default_ranks, nics_used, place_per_node
 from .protocols import plugin_latency_s, protocol, with_step_latency
 from .result import DISCARDED, Prediction
+from .symmetry import MAX_GPUS as MAX_GPUS  # predict's largest machine (re-exported)
+from .symmetry import (
+    MAX_NVLS_TREE_TRANSFERS,
+    PROVEN,
+    OverBudget,
+    Reduced,
+    check_budget,
+    check_gpus,
+    fabric_period,
+    is_preset_as_built,
+    rescaled,
+    ring_nodes,
+    tree_nodes,
+)
 from .tuning import (
     LL_MAX_BW,
     NVLS_EFFICIENCY,
@@ -74,7 +89,6 @@ PIPELINE_CHUNK = 4 << 20  # bytes per NVLS pipeline chunk (NCCL's default buffer
 MAX_PIPELINE = 32
 TREE_MAX_PIPELINE = 256  # nccl_tree's pipeline parameter's maximum
 TREE_MAX_TRANSFERS = 1 << 19  # nccl_tree: transfers per size at most (chunks are merged beyond it)
-MAX_RANKS = 512  # predict builds C x 2(p-1) x p transfers per size: keep it a few seconds
 NVLS_TREE_MAX_PIECES = 4096  # NVLS-tree: pieces (chunks x shards x 2 trees x nodes) per size, ~25 transfers each
 # NCCL_ALGO's names (src/graph/tuning.cc ncclAlgoStr) -> nccl_model's; CollNet is not timed
 ALGO_NAMES = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls_tree", "nvls_tree": "nvls_tree",
@@ -171,7 +185,7 @@ def nccl_pick(system: System, op: str, size: int, proto: str | None = None,
 def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto: str | None = None,
             dtype: str = "float32", net_extra_s: float | None = None, nvls_step_s: float | None = None,
             ranks_per_node: int | None = None, algo: str | None = None, channels: int | None = None,
-            nccl_version: str | tuple[int, ...] | None = None) -> list[Prediction]:
+            nccl_version: str | tuple[int, ...] | None = None, symmetry: bool = True) -> list[Prediction]:
     """One Prediction per size (nccl-tests' size meaning); size 0 takes 0 s, as NCCL discards it (DISCARDED).
 
     `algo` forces NCCL's algorithm (as NCCL_ALGO does: its best protocol for it, or `proto`); `channels` forces the
@@ -188,6 +202,9 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
     without one). A calibrated topology also adds its intra-node step latency. benchmarks/preset_accuracy.py passes
     leave-one-out values so that no log is predicted with a constant fitted to it. `nvls_step_s` is the
     cost of one NVLS pipeline step (simulator/nccl/channels.py; default NVLS_STEP_FIT), passed the same way.
+
+    On a preset machine of many nodes a ring or `rails` pick is timed on a few nodes and scaled
+    (simulator/nccl/symmetry.py; the Prediction's `reduced` says so); `symmetry=False` runs the whole machine.
     """
     op = normalize_op(op)
     if op not in OPS:
@@ -196,6 +213,7 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
     ranks = ranks or default_ranks(topology, ranks_per_node)
     if ranks < 2:
         raise CollsimError(f"ranks: {ranks} rank has nothing to communicate; expected 2 or more")
+    check_gpus(ranks, f"{topology.name} ({ranks} ranks)")
     if ranks_per_node is None:  # else machine_of checks K ranks on each node, within the preset's nodes
         topology.check_ranks(ranks)
     system, per_node = machine_of(topology, ranks, ranks_per_node)
@@ -213,22 +231,109 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
             net_extra_s = calibration.net_step_s
     intra_extra_s = calibration.intra_step_s if calibration is not None else 0.0
     nvls_step_s = NVLS_STEP_FIT[0] if nvls_step_s is None else nvls_step_s
+    call = Call(topology, system, per_node, op, ranks, dtype, net_extra_s, intra_extra_s, nvls_step_s, channels,
+                symmetric(topology, system, ranks, ranks_per_node) if symmetry else False)
     out = []
     for size in sizes:
         if int(size) == 0:  # NCCL discards it (DISCARDED): no algorithm, no protocol, no channel, 0 s
             out.append(Prediction(0, 0, "none", "-", DISCARDED, 0, 0.0, 0.0, 0.0))
-            continue
-        picks = candidates(system, op, int(size), proto, algo)
-        if len(picks) == 1 or any(own_schedule(system, per_node, picked) for picked, _ in picks):
-            rows = [run_pick(for_protocol(topology, proto_used), system, per_node, op, int(size), ranks, picked, proto_used,
-                             dtype, net_extra_s, intra_extra_s, nvls_step_s, channels)
-                    for picked, proto_used in picks]
-            out.append(min(rows, key=lambda r: r.time_s))
         else:
-            out.append(fastest([plan_ring_tree(for_protocol(topology, proto_used), system, per_node, op, int(size), ranks,
-                                               picked, proto_used, dtype, net_extra_s, intra_extra_s, channels)
-                                for picked, proto_used in picks]))
+            out.append(call.time(int(size), candidates(system, op, int(size), proto, algo)))
     return out
+
+
+def symmetric(topology: Topology, system: System, ranks: int, ranks_per_node: int | None) -> bool:
+    """Whether the machine is one whose symmetry across nodes simulator/nccl/symmetry.py may use: a preset as built,
+    every GPU a rank, NCCL seeing its nodes as nodes."""
+    return system.nodes > 1 and system.nodes == topology.preset[1] and is_preset_as_built(topology, ranks, ranks_per_node)
+
+
+@dataclass(frozen=True)
+class Call:
+    """predict's call on one machine, for each size: its picks timed on the full machine or, where the symmetry across
+    its nodes is proven for the pick (`symmetric`, simulator/nccl/symmetry.py), on three smaller ones and scaled."""
+
+    topology: Topology
+    system: System
+    per_node: int
+    op: str
+    ranks: int
+    dtype: str
+    net_extra_s: float
+    intra_extra_s: float
+    nvls_step_s: float
+    channels: int | None
+    symmetric: bool
+
+    def time(self, size: int, picks: list[tuple[str, str]]) -> Prediction:
+        """The fastest of the picks at this size: scaled from fewer nodes where that is proven, else the full run, else
+        (the full run over the engine's budget) scaled from fewer nodes all the same, its Prediction saying so."""
+        reduced = ([self.reduced(size, picked, proto, windows=None if i == 0 else 1) for i, (picked, proto) in enumerate(picks)]
+                   if self.symmetric else [None])
+        if all(row is not None and row[1] for row in reduced):
+            return min((row[0] for row in reduced), key=lambda r: r.time_s)
+        try:
+            return self.full(size, picks)
+        except OverBudget:
+            if reduced[0] is None:
+                raise
+        # NCCL's pick (first), proven or not; another candidate only where its scaling is proven
+        rows = [reduced[0][0]] + [row[0] for row in reduced[1:] if row is not None and row[1]]
+        best = min(rows, key=lambda r: r.time_s)
+        dropped = [f"{picked}/{proto}" for (picked, proto), row in zip(picks[1:], reduced[1:]) if row is None or not row[1]]
+        if dropped:
+            best = replace(best, reduced=f"{best.reduced}; {', '.join(dropped)} not timed (its scaling is not proven "
+                                         "and its full run is over predict's budget)")
+        return best
+
+    def full(self, size: int, picks: list[tuple[str, str]]) -> Prediction:
+        """The fastest of the picks, each timed on the whole machine."""
+        if any(own_schedule(self.system, self.per_node, picked) for picked, _ in picks):
+            rows = [run_pick(for_protocol(self.topology, proto), self.system, self.per_node, self.op, size, self.ranks,
+                             picked, proto, self.dtype, self.net_extra_s, self.intra_extra_s, self.nvls_step_s,
+                             self.channels) for picked, proto in picks]
+            return min(rows, key=lambda r: r.time_s)
+        return fastest([self.plan(self.topology, size, self.ranks, picked, proto) for picked, proto in picks])
+
+    @cached_property
+    def period(self) -> int:
+        """The nodes per leaf switch (simulator/nccl/symmetry.py fabric_period)."""
+        return fabric_period(self.topology, self.per_node, self.system.nodes)
+
+    def plan(self, machine: Topology, size: int, ranks: int, picked: str, proto: str) -> Plan:
+        """plan_ring_tree's Plan of a pick on `machine` (the full one, or fewer of its nodes: NCCL's choices stay the
+        full machine's, from `system`)."""
+        return plan_ring_tree(for_protocol(machine, proto), self.system, self.per_node, self.op, size, ranks, picked,
+                              proto, self.dtype, self.net_extra_s, self.intra_extra_s, self.channels)
+
+    def reduced(self, size: int, picked: str, proto: str, windows: int | None = None) -> tuple[Prediction, bool] | None:
+        """The pick timed on three smaller instances and scaled to the machine, and whether that is proven (Reduced.run);
+        None where the symmetry does not apply (too few nodes, an NVLS-tree on a node count not a power of two). At most
+        `windows` windows of instances are tried (NCCL's alternative candidate: the first only)."""
+        nodes = self.system.nodes
+        if own_schedule(self.system, self.per_node, picked):
+            shape = tree_nodes(nodes, self.per_node) if picked == "nvls_tree" else []
+            if not shape:
+                return None
+            return Reduced(self.topology, shape, partial(nvls_tree_engine, self.system, self.per_node, size, self.ranks,
+                                                         self.dtype, self.net_extra_s, self.intra_extra_s), "tree").run()
+        shape = ring_nodes(nodes, self.period, self.per_node)[:windows]
+        if not shape:
+            return None
+        count = Collective(self.op, self.ranks, size, self.dtype).count
+        names = set()
+
+        def engine_at(machine: Topology, n: int) -> tuple[float, Callable[[float], Prediction]]:
+            plan = self.plan(machine, size, n * self.per_node, picked, proto)
+            names.add(plan.schedule.algorithm)
+            schedule = rescaled(plan.schedule, self.per_node, n / nodes)
+            return (simulate(schedule, plan.machine, plan.options).time,
+                    lambda engine_s: replace(plan.finish(engine_s), count=count))
+        row, proven = Reduced(self.topology, shape, engine_at, "ring").run()
+        if proven and not names <= PROVEN:
+            row = replace(row, reduced=f"{row.reduced}; NOT PROVEN: a ring's scaling can be off the full run with its "
+                                       "instances agreeing, and the full run is over predict's budget")
+        return row, proven and names <= PROVEN
 
 
 def fastest(plans: list[Plan]) -> Prediction:
@@ -339,6 +444,7 @@ def plan_ring_tree(topology: Topology, system: System, per_node: int, op: str, s
     if cap is not None:  # tuning.cc's cap on the protocol's bus bandwidth (one node), on the links' rate
         cost = replace(cost, byte_factor=max(cost.byte_factor, topology.path_cost(0, 1)[1] / (cap * 1e9)))
     coll = Collective(op, ranks, size, dtype)
+    check_budget(ring_tree_transfers(op, name, params, ranks), f"a {name} {op} over {ranks} ranks")
     schedule = build_schedule(coll, name, **params)
     machine = with_step_latency(topology, cost.intra_s, cost.net_s)
 
@@ -377,6 +483,19 @@ def ring_or_tree(topology: Topology, system: System, per_node: int, op: str, siz
         params = {"channels": engine_channels, "group": per_node, "pipeline": pipeline, "window": window}
         return "nccl_tree", params, share
     return "nccl_ring", {"channels": min(channels, per_node), "node": per_node}, share
+
+
+def ring_tree_transfers(op: str, name: str, params: dict, ranks: int) -> int:
+    """About how many transfers plan_ring_tree's schedule has: C rings of (2)(p - 1) steps of p transfers (nccl_ring);
+    per pipeline chunk and channel, every rank sends once up and once down the tree (nccl_tree); or per pipeline
+    chunk, rings of g - 1 steps in each node (twice) and of 2 (nodes - 1) steps on each rail (rails)."""
+    if name == "nccl_ring":
+        return params["channels"] * (2 if op == "allreduce" else 1) * (ranks - 1) * ranks
+    if name == "nccl_tree":
+        return params["pipeline"] * params["channels"] * 2 * ranks
+    g = params["group"]
+    nodes = ranks // g
+    return params["pipeline"] * ranks * 2 * (g - 1 + nodes - 1)
 
 
 def nccl_graph_view(topology: Topology, system: System) -> Topology:
@@ -442,21 +561,43 @@ def run_nvls_tree(topology: Topology, system: System, per_node: int, size: int, 
     it for NVLS_TREE (simulator/nccl/channels.py); a piece is one step of all the channels of a tree at
     once. At most 64 pieces, and fewer where nodes x GPUs x 2 x pieces would pass NVLS_TREE_MAX_PIECES.
     """
-    coll = Collective("allreduce", ranks, size, dtype)
+    nodes = ranks // per_node
+    check_budget(nodes * nvls_tree_pieces(system, per_node, size, ranks) * (3 * per_node + 2),
+                 f"an NVLS-tree allreduce on {nodes} nodes", MAX_NVLS_TREE_TRANSFERS)
+    seconds, finish = nvls_tree_engine(system, per_node, size, ranks, dtype, net_extra_s, intra_extra_s, topology, nodes)
+    return finish(seconds)
+
+
+def nvls_tree_pieces(system: System, per_node: int, size: int, ranks: int) -> int:
+    """Pieces of run_nvls_tree's schedule per node: chunks x shards (one per GPU) x 2 trees, the chunks set for `ranks`."""
     channels = collective_channels(system, "nvls_tree", "Simple", size)[0]
     steps = size // (channels * per_node * nvls_tree_chunk_size(system, size, per_node))
     budget = max(1, NVLS_TREE_MAX_PIECES // (2 * ranks))
-    chunks = int(np.clip(steps, 1, min(NVLS_TREE_MAX_CHUNKS, budget)))
-    schedule = nvls_tree_allreduce(coll, per_node, chunks=chunks)
+    return int(np.clip(steps, 1, min(NVLS_TREE_MAX_CHUNKS, budget))) * per_node * 2
+
+
+def nvls_tree_engine(system: System, per_node: int, size: int, ranks: int, dtype: str, net_extra_s: float,
+                     intra_extra_s: float, topology: Topology, nodes: int) -> tuple[float, Callable[[float], Prediction]]:
+    """run_nvls_tree's engine time on `nodes` nodes of `topology` with the pieces of the machine of `ranks` ranks (its
+    chunks), and how an engine time becomes that machine's Prediction."""
+    coll = Collective("allreduce", ranks, size, dtype)
+    channels = collective_channels(system, "nvls_tree", "Simple", size)[0]
+    chunks = nvls_tree_pieces(system, per_node, size, ranks) // (2 * per_node)
+    p = nodes * per_node
+    schedule = nvls_tree_allreduce(Collective("allreduce", p, size, dtype), per_node, chunks=chunks)
     # no wire latency on the links: NCCL's latency below charges each hop in full (hwLat is the whole hop, wire included)
-    machine = with_step_latency(switch_view(getattr(topology, "uncalibrated", topology), ranks,
-                                            NVLS_EFFICIENCY[system.arch], group=per_node), 0.0, 0.0)
+    machine = with_step_latency(switch_view(getattr(topology, "uncalibrated", topology), p, NVLS_EFFICIENCY[system.arch],
+                                            group=per_node), 0.0, 0.0)
     trace = simulate(timing_view(schedule), machine, EngineOptions(ports=0))
     hops = 2 * (system.nodes.bit_length() - 1)
     latency_us, algbw_GBps = tune(system, "allreduce")[("nvls_tree", "Simple")]
     base_s = latency_us * 1e-6 + hops * net_extra_s + intra_extra_s
-    # NCCL's kernels move at most perChMaxNVLSTreeBw per channel (tuning.cc; in tune's bandwidth with the NVLS graph's
-    # intra- and inter-node figures): the links alone would let the schedule go faster, so the call takes the longer
-    engine_s = max(trace.time, size / (algbw_GBps * 1e9))
-    return Prediction(size, coll.count, "nvls_tree", "Simple", "nvls_tree", channels, base_s + engine_s,
-                      engine_s, base_s)
+
+    def finish(seconds: float) -> Prediction:
+        # NCCL's kernels move at most perChMaxNVLSTreeBw per channel (tuning.cc; in tune's bandwidth with the NVLS
+        # graph's intra- and inter-node figures): the links alone would let the schedule go faster, so the call takes
+        # the longer
+        engine_s = max(seconds, size / (algbw_GBps * 1e9))
+        return Prediction(size, coll.count, "nvls_tree", "Simple", "nvls_tree", channels, base_s + engine_s,
+                          engine_s, base_s)
+    return trace.time, finish

@@ -23,3 +23,4 @@ class Prediction:
     time_s: float
     engine_s: float
     base_s: float
+    reduced: str = ""  # how the engine's time was scaled from fewer nodes (simulator/nccl/symmetry.py); "" for a full run

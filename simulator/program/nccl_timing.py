@@ -18,7 +18,7 @@ two, so such a call is not timed by NCCL's model; {0, 1, 2, 3} and {4, 5, 6, 7} 
 Sizes: a program's call and predict both take nccl-tests' size meaning (simulator/collective.py: the per-rank
 buffer for allreduce, the whole buffer, count x element size x ranks, for allgather and reduce_scatter), so the
 call's bytes are passed unchanged; a 0-byte call takes 0 s, as NCCL discards a collective of count 0 (src/enqueue.cc,
-taskAppend). Anything else (other ops, irregular member sets, more than predict.MAX_RANKS
+taskAppend). Anything else (other ops, irregular member sets, more than predict.MAX_GPUS
 members, a machine or a size predict refuses) returns None and is timed on the links (isolated.py).
 """
 
@@ -110,7 +110,7 @@ def check_timing(timing: str, mode: str = "isolated", algorithms: dict[str, str]
 def placement(topology: Topology, op: Op, members: tuple[int, ...]) -> tuple[int, int | None] | None:
     """(ranks, ranks_per_node) of predict for this call (ranks_per_node None: one node), or None when predict does
     not cover it (another op, a machine NCCL's model does not know, members that fit none of its placements)."""
-    if op.op not in nccl.OPS or not nccl.knows(topology) or not 2 <= len(members) <= nccl.MAX_RANKS:
+    if op.op not in nccl.OPS or not nccl.knows(topology) or not 2 <= len(members) <= nccl.MAX_GPUS:
         return None
     preset = topology.preset[0]
     per_node = preset.gpus_per_node

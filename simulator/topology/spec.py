@@ -98,6 +98,16 @@ def parse_topology(spec: str) -> Topology:
                        f"a builder ({', '.join(b[0] for b in BUILDERS.values())}) or a .yaml/.json file")
 
 
+def preset_gpus(spec: str) -> int | None:
+    """The GPUs a preset SPEC (NAME[:nodes=N,...]) names, read without building it; None for anything else."""
+    name, _, args = str(spec).strip().partition(":")
+    preset = PRESETS.get(name.strip())
+    if preset is None:
+        return None
+    nodes = _int(_options(args, spec, "nodes"), "nodes", spec, 1)
+    return preset.gpus_per_node * nodes if nodes >= 1 else None
+
+
 def _from_file(path: str, args: str, spec: str) -> Topology:
     """A topology file, or a calibration file (`collsim fit --preset ... --out`) with optional :nodes=N,net=NET."""
     from ..nccl.calibration import calibration_from_dict, is_calibration

@@ -443,7 +443,7 @@ def predict_cases() -> list[Case]:
         bad("predict-preset-not-a-machine", ["predict", "--preset", "mi300x"], "preset", "mi300x", "dgx-h100"),
         bad("predict-preset-builder", ["predict", "--preset", "switch:8"], "preset", "switch:8"),
         bad("predict-preset-nodes-0", ["predict", "--preset", "p5:nodes=0"], "nodes", "0"),
-        bad("predict-preset-too-many-ranks", ["predict", "--preset", "p5:nodes=100"], "ranks", "800", "512"),
+        bad("predict-preset-too-many-ranks", ["predict", "--preset", "p5:nodes=2049"], "ranks", "16,392", "16,384"),
         bad("predict-gb200-trays-19", ["predict", "--preset", "gb200-nvl4:nodes=19"], "nodes", "19"),
         bad("predict-shm-not-host-staged", ["predict", "--preset", "p5:shm=5GB/s"], "shm", "p5", "rtx4090-pcie"),
         bad("predict-shm-zero", ["predict", "--preset", "rtx4090-pcie:shm=0"], "shm", "0", "bandwidth"),
