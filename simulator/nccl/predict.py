@@ -301,10 +301,38 @@ class Call:
         return fabric_period(self.topology, self.per_node, self.system.nodes)
 
     def plan(self, machine: Topology, size: int, ranks: int, picked: str, proto: str) -> Plan:
-        """plan_ring_tree's Plan of a pick on `machine` (the full one, or fewer of its nodes: NCCL's choices stay the
-        full machine's, from `system`)."""
+        """plan_ring_tree's Plan of a pick on `machine` (the full one, or fewer of its nodes: NCCL's choices, and a
+        tree's chunks, stay the full machine's, from `system` and `self.ranks`)."""
         return plan_ring_tree(for_protocol(machine, proto), self.system, self.per_node, self.op, size, ranks, picked,
-                              proto, self.dtype, self.net_extra_s, self.intra_extra_s, self.channels)
+                              proto, self.dtype, self.net_extra_s, self.intra_extra_s, self.channels, self.ranks)
+
+    def tree_across(self, picked: str) -> bool:
+        """Whether plan_ring_tree runs the pick as NCCL's tree across nodes (`nccl_tree`)."""
+        return self.system.nodes > 1 and self.op == "allreduce" and picked in ("tree", "nvls", "nvls_tree")
+
+    def reduced_tree(self, size: int, picked: str, proto: str) -> tuple[Prediction, bool] | None:
+        """NCCL's tree across nodes (nccl_tree) scaled by tree_law, its instances with the full machine's chunks."""
+        count = Collective(self.op, self.ranks, size, self.dtype).count
+
+        def engine_at(machine: Topology, n: int) -> tuple[float, Callable[[float], Prediction]]:
+            plan = self.plan(machine, size, n * self.per_node, picked, proto)
+            return (simulate(plan.schedule, plan.machine, plan.options).time,
+                    lambda engine_s: replace(plan.finish(engine_s), count=count))
+        return self.tree_law(engine_at)
+
+    def tree_law(self, engine_at: Callable[[Topology, int], tuple[float, Callable[[float], Prediction]]]
+                 ) -> tuple[Prediction, bool] | None:
+        """A tree (NVLS-tree, nccl_tree) timed by `engine_at` on 8, 16 and 32 nodes, affine in log2 nodes (each doubling
+        adds a level to both trees): proven where N is a power of two and the instances agree, else marked."""
+        nodes = self.system.nodes
+        shape = tree_nodes(nodes, self.per_node, powers_only=False)
+        if not shape:
+            return None
+        row, proven = Reduced(self.topology, shape, engine_at, "tree").run()
+        if nodes & (nodes - 1):
+            row = replace(row, reduced=f"{row.reduced}; NOT PROVEN: {nodes} nodes is not a power of two (interpolated "
+                                       "in log2 nodes between trees of whole levels)")
+        return row, proven and not nodes & (nodes - 1)
 
     def reduced(self, size: int, picked: str, proto: str, windows: int | None = None) -> tuple[Prediction, bool] | None:
         """The pick timed on three smaller instances and scaled to the machine, and whether that is proven (Reduced.run);
@@ -312,11 +340,12 @@ class Call:
         `windows` windows of instances are tried (NCCL's alternative candidate: the first only)."""
         nodes = self.system.nodes
         if own_schedule(self.system, self.per_node, picked):
-            shape = tree_nodes(nodes, self.per_node) if picked == "nvls_tree" else []
-            if not shape:
+            if picked != "nvls_tree":
                 return None
-            return Reduced(self.topology, shape, partial(nvls_tree_engine, self.system, self.per_node, size, self.ranks,
-                                                         self.dtype, self.net_extra_s, self.intra_extra_s), "tree").run()
+            return self.tree_law(partial(nvls_tree_engine, self.system, self.per_node, size, self.ranks, self.dtype,
+                                         self.net_extra_s, self.intra_extra_s))
+        if self.tree_across(picked):
+            return self.reduced_tree(size, picked, proto)
         shape = ring_nodes(nodes, self.period, self.per_node)[:windows]
         if not shape:
             return None
@@ -428,13 +457,17 @@ class Plan:
 
 def plan_ring_tree(topology: Topology, system: System, per_node: int, op: str, size: int, ranks: int, algo: str,
                    proto: str, dtype: str = "float32", net_extra_s: float = 0.0, intra_extra_s: float = 0.0,
-                   channels: int | None = None) -> Plan:
-    """run_pick's ring and tree picks (`nccl_ring`, or `nccl_tree` for a tree allreduce across nodes), ready to time."""
+                   channels: int | None = None, pipeline_ranks: int | None = None) -> Plan:
+    """run_pick's ring and tree picks (`nccl_ring`, or `nccl_tree` for a tree allreduce across nodes), ready to time.
+
+    `pipeline_ranks`: the rank count whose transfer budget sets a tree's chunks (default `ranks`; a reduced instance of
+    a larger machine keeps that machine's chunks, simulator/nccl/symmetry.py)."""
     multinode = system.nodes > 1
     family = "tree" if algo in ("tree", "nvls", "nvls_tree") else "ring"
     forced = channels is not None
     channels = channels or collective_channels(system, family, proto, size)[0]
-    name, params, share = ring_or_tree(topology, system, per_node, op, size, ranks, family, proto, channels, forced)
+    name, params, share = ring_or_tree(topology, system, per_node, op, size, pipeline_ranks or ranks, family, proto,
+                                       channels, forced)
     cost = protocol(proto if algo != "nvls" else "Simple", family, system.link, multinode, system.nccl_version)
     plugin_s = plugin_latency_s(system, op, family, cost.name)
     cost = replace(cost, base_s=cost.base_s + plugin_s, net_s=cost.net_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s,

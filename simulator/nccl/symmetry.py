@@ -7,8 +7,9 @@ A preset machine of N nodes is N copies of one node on a leaf-spine network whos
   nodes add the same ring positions, hops (one more leaf crossing) and steps, so the engine's time is affine in
   node-periods once past the schedule's start-up and tail: T(N) = T(n1) + (N - n1) / P x (T(n1 + P) - T(n1)),
   n1 = N (mod P) plus MIN_PERIODS leaves;
-- tree-like (`nvls_tree`: NCCL's double binary tree over the nodes, pieces of fixed bytes): each doubling of the
-  nodes adds one level to both trees, so on N = 2^k nodes the time is affine in k.
+- tree-like (`nvls_tree`, and `nccl_tree`: NCCL's double binary tree over the nodes, pieces of fixed bytes): each
+  doubling of the nodes adds one level to both trees, so on N = 2^k nodes the time is affine in k (on other N,
+  interpolated in log2 N and marked NOT PROVEN).
 
 The reduced instance keeps the full one's bytes per transfer: the same pick (algorithm, protocol, channels,
 pipeline chunks: NCCL's choices for the full machine and size) built on n nodes. For the ring family the transfers
@@ -114,11 +115,12 @@ def ring_nodes(nodes: int, period: int, per_node: int) -> list[tuple[int, int, i
     return windows
 
 
-def tree_nodes(nodes: int, per_node: int) -> list[tuple[int, int, int]]:
-    """The node counts an NVLS-tree is timed on for N = 2^k nodes: (8, 16, 32), then windows doubling on from the last
-    one's end while their ranks stay within MAX_REDUCED_RANKS; [] for N not a power of two or not above them."""
+def tree_nodes(nodes: int, per_node: int, powers_only: bool = True) -> list[tuple[int, int, int]]:
+    """The node counts a tree is timed on for N nodes: (8, 16, 32), then windows doubling on from the last one's end
+    while their ranks stay within MAX_REDUCED_RANKS; [] for N not above them, or (`powers_only`, the NVLS-tree) N not
+    a power of two."""
     windows, n1 = [], MIN_TREE_NODES
-    while not nodes & (nodes - 1) and 4 * n1 < nodes and 4 * n1 * per_node <= MAX_REDUCED_RANKS:
+    while (not powers_only or not nodes & (nodes - 1)) and 4 * n1 < nodes and 4 * n1 * per_node <= MAX_REDUCED_RANKS:
         windows.append((n1, 2 * n1, 4 * n1))
         n1 *= 4
     return windows

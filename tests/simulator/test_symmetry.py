@@ -22,6 +22,7 @@ from simulator.nccl.symmetry import (
     AGREE,
     MAX_GPUS,
     Reduced,
+    check_budget,
     extrapolate,
     fabric_period,
     is_preset_as_built,
@@ -57,12 +58,22 @@ def compare(spec: str, op: str, sizes: list[int], algo: str | None = None) -> li
     return notes
 
 
-def test_rails_scaled_from_fewer_nodes_matches_the_full_run():
-    # 25 = 1 (mod 4 nodes per leaf): 13, 17 and 21 nodes; NCCL's tree forced (else its alternative, a ring, is timed
-    # too, and a ring is not scaled within the budget: the full run is taken for both)
-    assert compare("dgx-h100:nodes=25", "allreduce", [4096, 1 << 20], algo="Tree") == [
-        "engine on 13/17/21 nodes, affine in steps of 4 nodes, scaled to 25"] * 2
-    assert compare("dgx-h100:nodes=25", "allreduce", [4096]) == [""]
+@pytest.mark.parametrize("preset", ["dgx-h100", "p5"])
+def test_nccl_tree_scaled_from_fewer_nodes_matches_the_full_run(preset):
+    # NCCL's tree across nodes (nccl_tree) on 64 = 2^6 nodes: timed on 8, 16 and 32 nodes with the full machine's
+    # chunks, affine in log2 nodes; NCCL's tree forced (else its alternative, a ring, is timed too, and a ring is not
+    # scaled within the budget: the full run is taken for both)
+    assert compare(f"{preset}:nodes=64", "allreduce", [4096, 1 << 20], algo="Tree") == [
+        "engine on 8/16/32 nodes, affine in log2 nodes, scaled to 64"] * 2
+    # on 25 nodes no instance window fits below the machine (8, 16, 32 needs more than 32 nodes): the full run
+    assert compare("dgx-h100:nodes=25", "allreduce", [4096], algo="Tree") == [""]
+
+
+def test_nccl_tree_off_a_power_of_two_takes_the_full_run():
+    # 1000 nodes is not a power of two, so the scaled tree is not proven; a tree's chunks keep its full run within the
+    # engine's budget (TREE_MAX_TRANSFERS), so the full run is the answer
+    row = predict(parse_topology("dgx-h100:nodes=1000"), "allreduce", [4096], algo="Tree")[0]
+    assert (row.algorithm, row.reduced) == ("nccl_tree", "")
 
 
 def test_rings_are_not_scaled_within_the_budget():
@@ -141,20 +152,29 @@ def test_too_many_gpus_refused_before_building(capsys):
         predict(parse_topology("gb200-nvl72:nodes=228"), "allreduce", [1 << 20])  # 16,416 GPUs
 
 
-def test_over_the_budget_without_a_reduction_is_refused():
-    # 1,500 nodes is not a power of two: the NVLS-tree is not scaled, and its full run is over the budget
-    with pytest.raises(CollsimError, match=r"^ranks: an NVLS-tree allreduce on 1500 nodes needs the full engine run"):
-        predict(parse_topology("dgx-h100:nodes=1500"), "allreduce", [1 << 30])
+def test_over_the_budget_off_a_power_of_two_is_scaled_and_marked():
+    # 1,500 nodes is not a power of two: the NVLS-tree's scaling is not proven there, and its full run is over the
+    # budget: the answer is interpolated in log2 nodes and says so
+    row = predict(parse_topology("dgx-h100:nodes=1500"), "allreduce", [1 << 30])[0]
+    assert row.algorithm == "nvls_tree" and "NOT PROVEN: 1500 nodes is not a power of two" in row.reduced
+
+
+def test_a_full_run_over_the_budget_is_refused_in_one_line():
+    # where no reduction applies, a full run over the engine's budget is refused before its schedule is built
+    with pytest.raises(CollsimError, match=r"^ranks: a ring needs the full engine run .* about 5,000,000 transfers per "
+                                           r"size; predict runs at most 4,186,112; expected fewer nodes$"):
+        check_budget(5_000_000, "a ring")
+    check_budget(4_186_112, "a ring")  # 8 channels x 2 x 511 x 512: the largest run predict made before
 
 
 def test_the_output_says_when_a_time_was_scaled(capsys):
-    assert main(["predict", "--preset", "dgx-h100:nodes=25", "--size", "4KiB", "--algo", "Tree", "--json"]) == 0
+    assert main(["predict", "--preset", "dgx-h100:nodes=64", "--size", "4KiB", "--algo", "Tree", "--json"]) == 0
     row = json.loads(capsys.readouterr().out)["rows"][0]
-    assert row["reduced"] == "engine on 13/17/21 nodes, affine in steps of 4 nodes, scaled to 25"
+    assert row["reduced"] == "engine on 8/16/32 nodes, affine in log2 nodes, scaled to 64"
     assert main(["predict", "--preset", "dgx-h100:nodes=2", "--size", "4KiB", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["rows"][0]["reduced"] is None
-    assert main(["predict", "--preset", "dgx-h100:nodes=25", "--size", "4KiB", "--algo", "Tree"]) == 0
-    assert "# 4KiB: scaled from fewer nodes (simulator/nccl/symmetry.py): engine on 13/17/21 nodes" in capsys.readouterr().out
+    assert main(["predict", "--preset", "dgx-h100:nodes=64", "--size", "4KiB", "--algo", "Tree"]) == 0
+    assert "# 4KiB: scaled from fewer nodes (simulator/nccl/symmetry.py): engine on 8/16/32 nodes" in capsys.readouterr().out
 
 
 def test_reduced_tries_windows_until_three_instances_agree():
