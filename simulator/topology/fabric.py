@@ -16,8 +16,9 @@ over the spines (`routing`):
 - static: InfiniBand's destination-mod-k forwarding (the subnet manager's default tables): the
   uplink is the destination port's index on its leaf mod the uplinks.
 
-A leaf has as many uplinks as it has ports to nodes populated, divided by `oversub` (1:1 is the
-SuperPOD's non-blocking fabric); each uplink runs at the NIC port's bandwidth. One spine layer joins
+A leaf has as many uplinks as ports to the nodes of a full SU, divided by `oversub` (1:1 is the
+SuperPOD's non-blocking fabric; the reference architectures cable leaves and spines for the full SU
+even where fewer nodes are installed); each uplink runs at the NIC port's bandwidth. One spine layer joins
 every SU (the SuperPOD's 2-tier fabric, up to 4 SUs; larger ones add a core tier not modelled here).
 """
 
@@ -74,7 +75,7 @@ def rail_fabric(nodes: int, gpus: int = 8, intra: str = "switch", intra_latency:
     card_of = _nics(g, nodes, gpus, ports, share, pcie_latency, pcie_bandwidth) if nodes > 1 else []
     leaf_of, port_of = _leaves(g, nodes, gpus, ports, share, su, rails_per_leaf, card_of, net_latency, port_bw)
     leaves = sorted(set(leaf_of.values()))
-    uplinks = max(1, math.ceil(min(su, nodes) * min(rails_per_leaf, ports) / oversub))  # of the fullest leaf
+    uplinks = max(1, math.ceil(su * min(rails_per_leaf, ports) / oversub))  # cabled for the full SU
     core = _spines(g, leaves, routing, uplinks, net_latency, port_bw)
 
     def spine(a: int, b: int) -> int:
