@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -132,7 +133,8 @@ def _fit_groups(groups: dict[str, list[str]], fitter: Fitter) -> tuple[dict[str,
 # Fabrics fitted together. EFA (SRD through libfabric and the aws-ofi-nccl plugin) and GPUDirect-TCPXO (the FasTrak
 # plugin) are cloud transports driven through an external NCCL net plugin; tuning.cc's network latencies describe NCCL's
 # own IB transport. Whether they share one extra step cost is a hypothesis the leave-one-out table tests.
-FABRIC_FAMILY = {"efa100": "cloud (efa100, tcpxo200)", "tcpxo200": "cloud (efa100, tcpxo200)"}
+CLOUD = "cloud (efa100, efa400, tcpxo200)"
+FABRIC_FAMILY = {"efa100": CLOUD, "efa400": CLOUD, "tcpxo200": CLOUD}
 
 
 def leave_one_out(cases: list[tuple[Case, Path]]) -> tuple[dict[str, float], dict[str, tuple[float, list[str]]]]:
@@ -159,12 +161,14 @@ def errors(predicted: np.ndarray, measured: np.ndarray) -> np.ndarray:
 
 
 def evaluate(path: Path, case: Case, net_extra_s: float = 0.0, shm_Bps: float | None = None,
-             nvls_step_s: float | None = None) -> dict:
+             nvls_step_s: float | None = None, with_simulate: bool = True) -> dict:
     """Both models against one log; predict also with the constant fitted on the *other* logs only.
 
     `net_extra_s`: extra latency per network step; `nvls_step_s`: the NVLS step cost fitted on the other NVLS logs
     (used in the predict column itself); `shm_Bps`: the SHM load rate of a host-staged preset, whose
     shipped value (SHM_RATE_FIT) was fitted on this log too, so only the held-out run is a prediction.
+    `with_simulate` False leaves the `simulate` model out. Each model's entry holds its run time (wall_s, and
+    cpu_s: this process's CPU seconds, which other jobs on the machine do not inflate).
     """
     log = read_log(path)
     rows = [(s, t) for s, t in log.measurements() if s >= MIN_BYTES]
@@ -177,8 +181,8 @@ def evaluate(path: Path, case: Case, net_extra_s: float = 0.0, shm_Bps: float | 
            "nvls_step_us_fitted_on_other_logs": None if nvls_step_s is None else nvls_step_s * 1e6,
            "shm_GBps_fitted_on_other_logs": None if shm_Bps is None else shm_Bps / 1e9,
            "fitted_on_this_log": shm_Bps is not None}
-    models = [("simulate", case.old_spec, simulate_ring),
-              ("predict", case.new_spec, lambda *a: predict_nccl(*a, 0.0, nvls_step_s))]
+    models = [("simulate", case.old_spec, simulate_ring)] if with_simulate else []
+    models.append(("predict", case.new_spec, lambda *a: predict_nccl(*a, 0.0, nvls_step_s)))
     release = LOG_NCCL.get(case.prefix)
     if release is not None:
         out["nccl_version"] = release
@@ -188,11 +192,13 @@ def evaluate(path: Path, case: Case, net_extra_s: float = 0.0, shm_Bps: float | 
     if shm_Bps is not None:
         models.append(("predict_loo", case.new_spec, lambda _spec, *a: predict_host_staged(shm_Bps, *a)))
     for key, spec, fn in models:
+        start, cpu = time.perf_counter(), time.process_time()
         times = fn(spec, log.op, log.ranks, sizes)
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
         err = errors(times, measured)
         out[key] = {"spec": spec, "median_abs_pct": float(np.median(np.abs(err))),
                     "worst_abs_pct": float(np.max(np.abs(err))), "error_pct": err.tolist(),
-                    "busbw_GBps": sizes[-1] / times[-1] * factor / 1e9}
+                    "busbw_GBps": sizes[-1] / times[-1] * factor / 1e9, "wall_s": wall, "cpu_s": cpu}
     return out
 
 
@@ -244,6 +250,23 @@ def markdown(results: list[dict], load: str) -> str:
     return "\n".join(lines)
 
 
+def found_logs(data: Path) -> list[tuple[Case, Path]]:
+    """The bundled logs present in `data`, each with its case (simulator/nccl/log_presets.py)."""
+    return [(case, paths[0]) for case in CASES if (paths := sorted(data.glob(case.prefix + "*.txt")))]
+
+
+def accuracy_results(data: Path, with_simulate: bool = True) -> tuple[list[dict], dict, dict]:
+    """`evaluate` of every log in `data`, each with the constants fitted on the other logs; and the network and SHM
+    constants fitted on all of them (what --fit prints)."""
+    found = found_logs(data)
+    held_out, shipped = leave_one_out(found)
+    shm_held_out, shm_shipped = shm_leave_one_out(found)
+    nvls_held_out, _ = nvls_leave_one_out([(case.prefix, case.new_spec, path) for case, path in found])
+    results = [evaluate(path, case, held_out.get(case.prefix, 0.0), shm_held_out.get(case.prefix),
+                        nvls_held_out.get(case.prefix), with_simulate) for case, path in found]
+    return results, shipped, shm_shipped
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(ROOT / "tests" / "data" / "nccl-tests"))
@@ -251,12 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-docs", action="store_true", help="rewrite the table in docs/accuracy.md")
     parser.add_argument("--fit", action="store_true", help="print the network latencies fitted on all logs (NET_STEP_FIT)")
     args = parser.parse_args(argv)
-    found = [(case, paths[0]) for case in CASES if (paths := sorted(Path(args.data).glob(case.prefix + "*.txt")))]
-    held_out, shipped = leave_one_out(found)
-    shm_held_out, shm_shipped = shm_leave_one_out(found)
-    nvls_held_out, _ = nvls_leave_one_out([(case.prefix, case.new_spec, path) for case, path in found])
-    results = [evaluate(path, case, held_out.get(case.prefix, 0.0), shm_held_out.get(case.prefix),
-                        nvls_held_out.get(case.prefix)) for case, path in found]
+    results, shipped, shm_shipped = accuracy_results(Path(args.data))
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     rows = []
     for r in results:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from app.commands.scale import machine_spec
 from simulator.fileio import atomic_write
+from simulator.nccl.predict import MAX_RANKS
 from simulator.parallel import run_cases
 from simulator.program.whatif import StepCase, evaluate
 from simulator.units import format_time
@@ -23,6 +24,7 @@ from .docs_block import current_block
 
 MACHINES = {8: "dgx-h100", 64: "dgx-h100:nodes=8,net=ib400", 512: "dgx-h100:nodes=64,net=ib400"}
 RING, HIER = (("allreduce", "ring"),), (("allreduce", "hierarchical"),)
+NCCL = "NCCL timing (default)"  # the row `collsim whatif` gives without options (nccl_timing.default_timing)
 # Korthikanti et al., arXiv:2205.05198, 22B GPT on 8 A100 (TP 8, batch 4 x 2048): measured seconds per iteration,
 # with full recomputation and with sequence parallelism + selective recomputation (Calculon's megatron/validation.py)
 ANCHOR = {"full": 1.42, "seqsel": 1.10}
@@ -31,14 +33,18 @@ ANCHOR = {"full": 1.42, "seqsel": 1.10}
 def cases() -> dict[str, list[StepCase]]:
     out: dict[str, list[StepCase]] = {"ddp": [], "fsdp": [], "hybrid": []}
     for gpus, machine in MACHINES.items():
+        out["ddp"].append(StepCase("ddp", machine, gpus=gpus, timing="nccl", label=NCCL))
         for name, algos in (("flat ring", RING), ("hierarchical", HIER)):
-            out["ddp"].append(StepCase("ddp", machine, gpus=gpus, algorithms=algos, label=name))
+            out["ddp"].append(StepCase("ddp", machine, gpus=gpus, algorithms=algos, label=f"links: {name}"))
         out["fsdp"].append(StepCase("fsdp", machine, gpus=gpus, label="ring"))
         if gpus > 8:
             out["hybrid"].append(StepCase("hybrid", machine, gpus=gpus, tp=8, algorithms=RING, label="flat ring"))
     out["anchor"] = [StepCase("tp-sp", "dgx-a100", model="megatron-22b", gpu="a100", micro_batch=4, label="tp 8 + sp")]
     out["scale"] = [StepCase("ddp", machine_spec("dgx-h100", "ib400", g), gpus=g, algorithms=(("allreduce", algo),), label=algo)
                     for g in SCALE for algo in SCALE_ALGOS]
+    # NCCL timing where predict simulates the whole group (beyond it `collsim scale` falls back to the links' ring)
+    out["scale"] += [StepCase("ddp", machine_spec("dgx-h100", "ib400", g), gpus=g, timing="nccl", label="nccl")
+                     for g in SCALE if g <= MAX_RANKS]
     return out
 
 
@@ -47,12 +53,14 @@ SCALE_ALGOS = ("ring", "hierarchical", "double_binary_tree")
 
 
 def scale_table(rows: list[dict]) -> str:
-    lines = ["| GPUs | " + " | ".join(f"{a}: step | {a}: efficiency" for a in SCALE_ALGOS) + " |",
-             "|---:|" + "---:|---:|" * len(SCALE_ALGOS)]
+    kinds = ("nccl", *SCALE_ALGOS)
+    lines = ["| GPUs | " + " | ".join(f"{a}: step | {a}: efficiency" for a in kinds) + " |",
+             "|---:|" + "---:|---:|" * len(kinds)]
+    refused = f"not timed (predict: at most {MAX_RANKS} ranks) | "
     for g in SCALE:
         mine = {r["label"]: r for r in rows if r["gpus"] == g}
         lines.append(f"| {g} | " + " | ".join(f"{format_time(mine[a]['step_s'])} | {mine[a]['efficiency']:.1%}"
-                                                for a in SCALE_ALGOS) + " |")
+                                                if a in mine else refused for a in kinds) + " |")
     return "\n".join(lines)
 
 
@@ -95,22 +103,35 @@ def page(g: dict[str, list[dict]], wall: float, load: tuple, jobs: int, timing_b
     """The page; `timing_block` is the step_timing block (benchmarks/step_timing.py), kept as it is."""
     ddp = {(r["gpus"], r["label"]): r for r in g["ddp"]}
     anchor = g["anchor"][0]
-    flat64, hier64 = ddp[(64, "flat ring")], ddp[(64, "hierarchical")]
-    flat512, hier512 = ddp[(512, "flat ring")], ddp[(512, "hierarchical")]
+    flat64, hier64, nccl64 = ddp[(64, "links: flat ring")], ddp[(64, "links: hierarchical")], ddp[(64, NCCL)]
+    flat512, hier512, nccl512 = ddp[(512, "links: flat ring")], ddp[(512, "links: hierarchical")], ddp[(512, NCCL)]
     delta = anchor["step_s"] / ANCHOR["seqsel"] - 1
+    nccl_eff = {r["gpus"]: r["efficiency"] for r in g["scale"] if r["label"] == "nccl"}
     return f"""# What if: training steps on different machines (`collsim whatif`, `collsim scale`)
 
 `collsim whatif SCENARIO --machines A,B,C` generates one training step (as `collsim scenario`, docs/programs.md) for
 each machine, runs it on the engine (`simulator/program/run.py`) and prints step time, compute, exposed communication
 (communication that no compute on the same GPU overlaps), tokens/s, scaling efficiency, cost per million tokens with
-`--price`, and the step time saved by doubling the NIC bandwidth or NVLink. `collsim scale SCENARIO --gpus 8:4096`
-does the same as the GPU count grows, per all-reduce algorithm, with an HTML chart (`--html`). Both take `--jobs N`
+`--price`, and (links timing) the step time saved by doubling the NIC bandwidth or NVLink. `collsim scale SCENARIO
+--gpus 8:4096` does the same as the GPU count grows, with an HTML chart (`--html`). Both take `--jobs N`
 (processes; default every core) and `--dask ADDRESS` (a Dask scheduler), and give the serial numbers exactly.
 
+**Which timing.** Without `--timing`, both time the step's all-reduces, all-gathers and reduce-scatters as NCCL runs
+them (`--timing nccl`, last section) when every machine is a preset NCCL's model knows (those of `collsim predict
+--preset`), as the What-if page's step view does: one rule decides all three (`default_timing` in
+`simulator/program/nccl_timing.py`). Otherwise, and when an option NCCL timing refuses is given without `--timing`
+(`--mode exact`, `--algo` for one of those three ops, scale's `--algos`), they use collsim's algorithms on the
+machine's links (`--timing links`): the explicit option wins and the run says so. `--timing nccl` with such an
+option is refused with one line. Every run prints which timing it used and why (`# timing: ...`; `timing` and
+`timing_why` in `--json`). `collsim scale` with NCCL timing gives one `nccl` row per GPU count; with links timing one
+row per all-reduce algorithm of `--algos` (default ring, hierarchical, double_binary_tree). The tables below name
+their timing in each row: most compare collsim's algorithms on the links, the question they were made for.
+
 ```
-collsim whatif ddp --machines dgx-h100:nodes=2,net=ib400,hgx-b200:nodes=2 --price 2.5 --trace-dir traces
-collsim whatif ddp --machines dgx-h100:nodes=2,hgx-b200:nodes=2,p5:nodes=2 --timing nccl
-collsim scale ddp --gpus 8:512 --algos ring,hierarchical,double_binary_tree --html scale.html
+collsim whatif ddp --machines dgx-h100:nodes=2,hgx-b200:nodes=2,p5:nodes=2           # NCCL timing (the default here)
+collsim whatif ddp --machines dgx-h100:nodes=2,net=ib400,hgx-b200:nodes=2 --timing links --price 2.5 --trace-dir traces
+collsim scale ddp --gpus 8:512                                                          # NCCL timing, one row per count
+collsim scale ddp --gpus 8:512 --algos ring,hierarchical,double_binary_tree --html scale.html   # links, per algorithm
 ```
 
 **Definitions.** Tokens per step = data-parallel degree x micro-batch x micro-batches x sequence length. Scaling
@@ -131,8 +152,8 @@ stretch of links (DDP's single comm stream) and optimistic where collectives ove
 all-gather and reduce-scatter streams; TP and DP traffic on NVLink). When every GPU runs the same operations on
 groups of the same shape, called at the same positions (DDP, FSDP), one GPU stands for all in isolated mode
 (`symmetric`, `simulator/program/symmetry.py`): it gives the isolated numbers exactly, in a fraction of the time.
-The "run" column says which was used. With `--timing nccl` the all-reduces, all-gathers and reduce-scatters are timed
-as NCCL runs them instead, each alone (last section).
+The "run" column says which was used. With NCCL timing (the default on presets NCCL's model knows) the
+all-reduces, all-gathers and reduce-scatters are timed as NCCL runs them instead, each alone (last section).
 
 ## 7B with DDP: 8 GPUs in one node, then 64 and 512 over 400G InfiniBand
 
@@ -140,7 +161,7 @@ Llama-2 7B (6.74B parameters), one sequence of 4096 tokens per GPU, gradients in
 comm stream as backward produces them (torch DDP's default), `dgx-h100` nodes (NVSwitch at 450 GB/s per GPU, one
 400 Gbit/s NIC per GPU behind PCIe Gen5).
 
-{table(g["ddp"])}
+{table(g["ddp"], "timing")}
 
 Inside one node both algorithms hide nearly all of the 13.5 GB of gradients behind backward: NVSwitch moves a
 25 MiB bucket in well under a layer's backward. Across nodes they differ because of what crosses the NICs: the
@@ -151,7 +172,10 @@ Hierarchical reduce-scatters inside each node over NVSwitch, all-reduces only 1/
 rings at once, one per NIC) and all-gathers inside the node: each NIC carries 1/8 of the bytes, so the step stays
 near compute ({format_time(hier64['step_s'])} at 64, {format_time(hier512['step_s'])} at 512 GPUs; exposed
 {format_time(hier64['exposed_s'])} and {format_time(hier512['exposed_s'])}), which is why NCCL builds its rings and
-trees node-aware.
+trees node-aware. `collsim whatif ddp --machines dgx-h100:nodes=8,net=ib400` without options gives the NCCL timing
+row: {format_time(nccl64['exposed_s'])} exposed at 64 GPUs ({format_time(nccl512['exposed_s'])} at 512), NCCL's own
+rings and trees crossing nodes on every NIC, with its per-call latencies and protocol costs, which the links'
+algorithms do not charge.
 
 ## 7B with FSDP (ZeRO-3)
 
@@ -182,9 +206,10 @@ to 512 GPUs is the data-parallel rings'.
 
 ## Where each all-reduce stops scaling (`collsim scale ddp --gpus 8:4096`)
 
-The same 7B DDP step from 8 to 4096 H100s (one to 512 nodes over 400G InfiniBand), per all-reduce algorithm (the
-registry's, `chunks` 1: the double binary tree is not pipelined here, so it moves each bucket whole down and up
-the trees):
+The same 7B DDP step from 8 to 4096 H100s (one to 512 nodes over 400G InfiniBand): NCCL timing (`collsim scale`'s
+default, up to the {MAX_RANKS} ranks `collsim predict` simulates; past them `collsim scale` times the calls on the
+links and flags the row), then each all-reduce algorithm on the links (`--algos`; the registry's, `chunks` 1: the
+double binary tree is not pipelined here, so it moves each bucket whole down and up the trees):
 
 {scale_table(g["scale"])}
 
@@ -192,6 +217,10 @@ The flat ring stops scaling at the first NIC (16 GPUs): every bucket crosses its
 hierarchical all-reduce holds near compute while 1/8 of each bucket across nodes fits behind backward, and falls
 off when its ring across nodes grows long enough that 2(N-1) hop latencies per bucket (N nodes, about 540 buckets
 per step) no longer hide. Beyond 128 members the numbers come from closed forms (isolated mode), not the engine.
+With NCCL timing the step stays near compute up to 128 GPUs ({nccl_eff[128]:.1%}) and falls off beyond
+({nccl_eff[256]:.1%} at 256, {nccl_eff[512]:.1%} at 512 GPUs), below the links' hierarchical all-reduce there:
+predict's all-reduce of a 25 MiB bucket across 32 and 64 nodes takes longer than the links' two-level ring. The
+scale_accuracy block of docs/accuracy.md holds predict against NCCL's own tuning model at these node counts.
 
 ## Anchor: Megatron 22B on 8 A100 (Korthikanti et al. 2022, Calculon's validation table)
 
@@ -223,11 +252,12 @@ Produced by `python -m benchmarks.whatif_docs --jobs {jobs}` ({wall:.0f} s on th
 `collsim predict` times it on the machine preset: NCCL's own algorithm, protocol and channels for the call's size,
 rings and trees that cross nodes on every NIC, NVLS and NVLS-tree where NCCL picks them, and NCCL's latency floors
 (`simulator/program/nccl_timing.py`). That is the model docs/accuracy.md holds against real nccl-tests logs (5-15%
-median error on most of them, where collsim's plain algorithms on the raw links are 10-485% off); `--timing links`,
-the command line's default, keeps collsim's algorithms on the machine's links (`--algo`, `--mode`). The What-if
-page's step view offers the same choice and starts on NCCL's timing, as its collectives view does, when NCCL's model
-knows every machine given; its caption gives the command with `--timing`. `collsim run-program FILE --timing
-nccl` times a program file's calls the same way, under the same rules (docs/programs.md).
+median error on most of them, where collsim's plain algorithms on the raw links are 10-485% off). It is the
+default of `collsim whatif` and `collsim scale` when NCCL's model knows every machine (first section);
+`--timing links` keeps collsim's algorithms on the machine's links (`--algo`, `--mode`). The What-if page's step
+view offers the same choice and starts on the same default, by the same function; its caption gives the command
+with `--timing`. `collsim run-program FILE --timing nccl` times a program file's calls the same way, under the same
+rules (docs/programs.md; run-program's default stays `links`: its default machine is ideal links).
 
 A call is timed by NCCL's model when the machine is a preset it knows (those of `collsim predict --preset`) and the
 call's members fit one of predict's placements: all on one node (predict on that many GPUs), or the same number K on
@@ -246,7 +276,7 @@ are not counted).
 
 NCCL timing implies isolated calls: `--mode auto` runs isolated (symmetric where one GPU stands for all) and
 `--mode exact` is refused. So are `--algo` for the three ops (NCCL picks) and the doubled-bandwidth reruns, which
-`whatif --timing nccl` skips and says so: NCCL's model knows each preset's own links only. What it still leaves out
+`whatif` skips under NCCL timing and says so: NCCL's model knows each preset's own links only. What it still leaves out
 of a step: calls are timed alone, so calls that run at once (FSDP's all-gather and reduce-scatter streams, TP and DP
 traffic on the same NVLink, two comm streams on the same NICs) do not slow each other; NCCL's kernels do not compete
 with compute for SMs or memory bandwidth, and NCCL picks channels as for an nccl-tests run, not for the SMs a

@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 TUNER_NAMES = {"allreduce": "allreduce", "allgather": "allgather", "reduce_scatter": "reducescatter"}
-TUNER_ALGOS = {"nccl_ring": "ring", "rails": "tree", "nvls": "nvls", "nvls_tree": "nvls_tree"}  # plugin.c names
+TUNER_ALGOS = {"nccl_ring": "ring", "nccl_tree": "tree", "nvls": "nvls", "nvls_tree": "nvls_tree"}  # plugin.c names
 MAX_TUNER_BYTES = 4294967295  # the example file's open end
 
 
@@ -151,7 +151,7 @@ def tuner_csv(op: str, ranks: int, rows, nodes: int) -> str:
     """The picks as rows of NCCL's example tuner plugin: collective,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks.
 
     Sizes with the same pick are merged; a range runs from just above the previous size to this size, the
-    last one to the end. The algorithm is the family the engine timed (rails -> NCCL's tree).
+    last one to the end. The algorithm is the family the engine timed (nccl_tree -> NCCL's tree).
     """
     lines = ["# collsim predict: NCCL tuner-plugin CSV (ext-tuner/example/nccl_tuner.conf)",
              "# collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks"]

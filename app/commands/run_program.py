@@ -9,7 +9,7 @@ from simulator.collective import OPS, normalize_op
 from simulator.engine import EngineOptions
 from simulator.errors import CollsimError
 from simulator.program import load_program
-from simulator.program.nccl_timing import TIMINGS
+from simulator.program.nccl_timing import AUTO, TIMINGS
 from simulator.program.run import MODES, ProgramDeadlock, ProgramResult, run_program
 from simulator.program.whatif import calls_timed
 from simulator.topology import Topology, ideal, parse_topology
@@ -30,15 +30,19 @@ def add_machine_args(p: argparse.ArgumentParser, default: str | None = None) -> 
     p.add_argument("--no-contention", action="store_true", help="no max-min sharing of links between flows")
 
 
-def add_timing_arg(p: argparse.ArgumentParser) -> None:
-    """--timing: how each collective call is timed (run-program, whatif and the What-if page; not scale, which
-    compares algorithms)."""
-    p.add_argument("--timing", default="links", choices=TIMINGS,
-                   help="links (default): collsim's algorithms on the machine's links (--algo, --mode); nccl: "
-                        "allreduce, allgather and reduce_scatter as NCCL runs them on a preset machine (collsim "
-                        "predict: NCCL's algorithm, protocol, channels and latencies), each call timed alone "
-                        "(--mode auto runs isolated); other calls, and machines NCCL's model does not know, stay on "
-                        "the links (docs/whatif.md)")
+def add_timing_arg(p: argparse.ArgumentParser, default: str = "links") -> None:
+    """--timing: how each collective call is timed. run-program's default is links; whatif's and scale's is auto
+    (nccl_timing.default_timing: NCCL timing where NCCL's model knows every machine)."""
+    auto = (f"{AUTO} (default): nccl where every machine is a preset NCCL's model knows and no option NCCL timing "
+            "refuses (--mode exact, --algo for allreduce, allgather or reduce_scatter, scale's --algos) is given, "
+            "else links (the output says which and why); " if default == AUTO else "")
+    p.add_argument("--timing", default=default, choices=(AUTO, *TIMINGS) if default == AUTO else TIMINGS,
+                   help=auto + f"links{' (default)' if default == 'links' else ''}: collsim's algorithms on the "
+                        "machine's links (--algo, --mode); nccl: allreduce, allgather and reduce_scatter as NCCL runs "
+                        "them on a preset machine (collsim predict: NCCL's algorithm, protocol, channels and "
+                        "latencies), each call timed alone (--mode auto runs isolated; --mode exact and --algo for "
+                        "those ops are refused); other calls, and machines NCCL's model does not know, stay on the "
+                        "links (docs/whatif.md)")
 
 
 def parse_algos(values: list[str]) -> dict[str, str]:

@@ -10,6 +10,7 @@ import os
 from simulator.errors import CollsimError
 from simulator.fileio import atomic_write
 from simulator.parallel import check_jobs, run_cases
+from simulator.program.nccl_timing import AUTO, TimingChoice, choose_timing, nccl_conflicts
 from simulator.program.presets import GPUS, MODELS
 from simulator.program.run import MODES
 from simulator.program.scenarios import SCENARIOS
@@ -68,6 +69,24 @@ def step_case(args: argparse.Namespace, machine: str, **over) -> StepCase:
     return case
 
 
+def resolve_timing(args: argparse.Namespace, machines: list[str], given: list[str] | None = None) -> TimingChoice:
+    """The run's timing (nccl_timing.choose_timing: --timing, or for auto the shared default rule, with the options
+    given that NCCL timing refuses, `given` added to --mode exact and --algo's), stored in args.timing."""
+    conflicts = nccl_conflicts(args.mode, parse_algos(args.algo)) + (given or [])
+    choice = choose_timing(args.timing, machines, conflicts)
+    args.timing = choice.timing
+    return choice
+
+
+def fallback_note(row: dict) -> str | None:
+    """With NCCL timing, a line for a row some of whose collective calls ran on the links instead (None if none)."""
+    timed = calls_timed(row)
+    if row["timing"] != "nccl" or "links" not in timed:
+        return None
+    return (f"calls timed {timed}: the calls NCCL's model does not cover (more members than predict simulates, other "
+            "ops, irregular groups) ran on the links (docs/whatif.md)")
+
+
 def split_machines(text: str) -> list[str]:
     """'dgx-h100:nodes=2,net=ib400,hgx-b200' -> two specs: a piece with '=' and no ':' continues the previous spec."""
     out: list[str] = []
@@ -112,13 +131,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Generate a training step (as `collsim scenario`) for each machine, run it on the engine and print "
                     "one table: step time, compute, exposed communication (not hidden behind compute), tokens/s, "
                     "scaling efficiency (compute-only step / step) and, with --price, dollars per million tokens. "
-                    "The sensitivity columns (with --timing links) rerun each machine with the NIC bandwidth doubled, "
-                    "then NVLink doubled, and give the step time saved (docs/whatif.md).",
+                    "Collectives are timed as NCCL runs them (--timing nccl) when every machine is a preset NCCL's "
+                    "model knows, else with collsim's algorithms on the links (--timing links); --mode exact or "
+                    "--algo for an op NCCL picks for, given without --timing, mean links; the output says which "
+                    "timing ran and why. The sensitivity columns (links timing) rerun each machine with the NIC "
+                    "bandwidth doubled, then NVLink doubled, and give the step time saved (docs/whatif.md).",
         epilog="examples:\n  collsim whatif ddp --machines dgx-h100:nodes=2,net=ib400,hgx-b200:nodes=2 --price 2.5\n"
-               "  collsim whatif ddp --machines dgx-h100:nodes=2,p5:nodes=2 --timing nccl\n"
+               "  collsim whatif ddp --machines dgx-h100:nodes=2,p5:nodes=2 --timing links --algo allreduce=hierarchical\n"
                "  collsim whatif hybrid --tp 8 --machines dgx-h100:nodes=8 --trace-dir traces")
     add_step_args(p)
-    add_timing_arg(p)
+    add_timing_arg(p, AUTO)
     p.add_argument("--machines", required=True, metavar="SPEC,SPEC",
                    help="machines to compare: topology SPECs (a piece with '=' and no ':' belongs to the spec before)")
     p.add_argument("--gpus", type=int, help="GPUs of the job (default: every device of each machine)")
@@ -137,6 +159,7 @@ def _trace_dir(path: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     machines = split_machines(args.machines)
+    timing = resolve_timing(args, machines)
     prices = parse_prices(args.price, machines)
     jobs = check_jobs(args.jobs)
     if args.trace_dir:
@@ -151,9 +174,10 @@ def run(args: argparse.Namespace) -> int:
     rows = _annotate(results[:len(cases)], results[len(cases):], prices)
     traces = _write_traces(rows, args.trace_dir) if args.trace_dir else []
     if args.json:
-        emit_json({"scenario": args.scenario, "rows": rows, "traces": traces})
+        emit_json({"scenario": args.scenario, "timing": timing.timing, "timing_why": timing.why, "rows": rows,
+                   "traces": traces})
         return 0
-    _print(rows, args, bool(prices), bool(extra))
+    _print(rows, args, bool(prices), bool(extra), timing)
     for path in traces:
         print(f"# wrote {path}")
     return 0
@@ -181,9 +205,10 @@ def _write_traces(rows: list[dict], directory: str) -> list[str]:
     return paths
 
 
-def _print(rows: list[dict], args: argparse.Namespace, priced: bool, sensitive: bool) -> None:
+def _print(rows: list[dict], args: argparse.Namespace, priced: bool, sensitive: bool, timing: TimingChoice) -> None:
     print(f"# whatif {args.scenario}: {rows[0]['model']}, {f'{args.gpus} GPUs' if args.gpus else 'every GPU of each machine'}; "
           "efficiency = compute-only step / step")
+    print(f"# timing: {timing.why}")
     headers = ["machine", "gpu", "gpus", "step", "compute", "exposed comm", "tokens/s", "efficiency"]
     headers += ["$/Mtok"] if priced else []
     headers += ["2x NIC saves", "2x NVLink saves"] if sensitive else []
@@ -204,7 +229,10 @@ def _print(rows: list[dict], args: argparse.Namespace, priced: bool, sensitive: 
         for row in rows:
             print(f"# {row['label']}: calls timed {calls_timed(row)} (NCCL: as collsim predict times them; "
                   f"{row['mode']} run)")
+            note = fallback_note(row)
+            if note:
+                print(f"# {row['label']}: {note}")
         if not args.no_sensitivity:
-            print("# no doubled-bandwidth reruns with --timing nccl: NCCL's model knows only each preset's own links "
+            print("# no doubled-bandwidth reruns with NCCL timing: NCCL's model knows only each preset's own links "
                   "(use --timing links for them)")
 

@@ -143,14 +143,13 @@ MAX_TP = 8
 MAX_EXACT_GPUS = 16  # exact (and auto) runs expand every call: a DDP step on 32 GPUs took 15 s
 
 
-def nccl_knows(spec: str) -> bool:
-    """Whether NCCL's model knows the machine (a preset with a Machine record), False for any spec the page refuses."""
-    from simulator.nccl import predict as nccl
+def default_step_timing(machines: list[str]) -> str:
+    """The step view's default timing, by `collsim whatif`'s own rule (nccl_timing.default_timing: 'nccl' when NCCL's
+    model knows every machine, else 'links'), each machine built within this page's bounds (a spec the page refuses
+    counts as unknown; the page reports its error)."""
+    from simulator.program.nccl_timing import default_timing
 
-    try:
-        return nccl.knows(_machine(spec))
-    except CollsimError:
-        return False
+    return default_timing(machines, parse=_machine).timing
 
 
 def step_case_for(machine: str, scenario: str, model: str, gpu: str = "", tp: int = 0, mfu: float = 0.4,

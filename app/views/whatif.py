@@ -19,8 +19,8 @@ from app.ui.whatif_model import (
     STEP_MODES,
     STEP_SCENARIOS,
     check_choice,
+    default_step_timing,
     machine_rows,
-    nccl_knows,
     nccl_rows,
     step_row,
     step_table_row,
@@ -95,8 +95,8 @@ def _step(machine: str, scenario: str, model: str, gpu: str, tp: int, mfu: float
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def _knows(machine: str) -> bool:
-    return nccl_knows(machine)
+def _default_timing(machines: tuple[str, ...]) -> str:
+    return default_step_timing(list(machines))
 
 
 TIMED = ("NCCL (collsim predict)", "best collsim algorithm (links only)")
@@ -154,10 +154,9 @@ def step_section() -> None:
                            key=url.integer("tp", 0, MAX_TP, 0))
     mfu = c[1].slider("MFU (fraction of the GPU's peak achieved)", 0.05, 1.0, step=0.05,
                       key=url.number("mfu", 0.05, 1.0, 0.4))
-    # NCCL timing by default, as the collectives view, where NCCL's model knows every machine given
-    known = bool(chosen) and all(_knows(m) for m in chosen)
-    timed = st.radio("collectives timed as", STEP_TIMED, horizontal=True,
-                     key=url.choice("step_timed", STEP_TIMED, STEP_TIMED[0] if known else STEP_TIMED[1]),
+    # the default of `collsim whatif` (nccl_timing.default_timing): NCCL timing where NCCL's model knows every machine
+    default = STEP_TIMED[0] if _default_timing(tuple(chosen)) == "nccl" else STEP_TIMED[1]
+    timed = st.radio("collectives timed as", STEP_TIMED, horizontal=True, key=url.choice("step_timed", STEP_TIMED, default),
                      help="NCCL: allreduce, allgather and reduce-scatter timed as `collsim predict` times them on the "
                           "machine preset (NCCL's algorithm, protocol, channels, latencies), each call alone; other "
                           "calls, and machines NCCL's model does not know, stay on the links. links: collsim's "

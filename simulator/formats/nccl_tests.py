@@ -137,6 +137,8 @@ def parse_log(text: str, source: str = "<log>", op: str | None = None, ranks: in
         op = normalize_op(op)
     if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1):
         raise CollsimError(f"ranks: {ranks!r} is not a rank count; expected an integer >= 1")
+    if _BUSBW_TABLE.search(text):
+        return parse_busbw_table(text, source, op, ranks)
     state = _Scan(source)
     for number, raw in enumerate(text.splitlines(), start=1):
         state.feed(number, raw)
@@ -333,6 +335,47 @@ def _op_words(text: str) -> list[str]:
         if word in _OP_SPELLINGS:
             found.append(_OP_SPELLINGS[word])
     return found
+
+
+# ---- busbw tables (a torch.distributed benchmark's payload / busbw / algbw) --------------------
+
+_BUSBW_TABLE = re.compile(r"^#\s*payload\s+busbw_GBps\s+algbw_GBps\s*$", re.MULTILINE)
+_TABLE_RANKS = re.compile(r"=\s*(\d+)\s+ranks\b")
+
+
+def parse_busbw_table(text: str, source: str = "<log>", op: str | None = None, ranks: int | None = None) -> NcclTestsLog:
+    """A busbw table (tests/data/nccl-tests/17_*: '# payload busbw_GBps algbw_GBps' then 'SIZE BUSBW ALGBW' rows,
+    as stas00/ml-engineering's all_reduce_bench.py prints them) as a log: float32, time = size / algbw (GB = 1e9 B,
+    nccl-tests' arithmetic). The collective and the rank count come from the first comment line ('= N ranks')
+    unless given; each row's busbw / algbw must be that collective's factor at that rank count."""
+    from ..units import parse_size
+
+    lines = text.splitlines()
+    first = lines[0] if lines else ""
+    op = op or next(iter(_op_words(first)), None)
+    found = _TABLE_RANKS.search(first)
+    ranks = ranks or (int(found.group(1)) if found else None)
+    if op is None or ranks is None:
+        raise CollsimError(f"log: {source} is a busbw table whose first line names no collective or no '= N ranks'; "
+                           "expected e.g. '# 4 nodes x 8 B200 = 32 ranks, all_reduce ...'")
+    factor, rows = busbw_factor(op, ranks), []
+    for number, raw in enumerate(lines, start=1):
+        cells = raw.split()
+        if not cells or raw.lstrip().startswith("#"):
+            continue
+        where = f"log: {source} line {number}"
+        if len(cells) != 3:
+            raise CollsimError(f"{where}: {_clip(raw.strip())}; expected 'SIZE BUSBW_GBPS ALGBW_GBPS'")
+        size = parse_size(cells[0], f"{where}: payload")
+        busbw, algbw = _number(cells[1], "busbw_GBps", where), _number(cells[2], "algbw_GBps", where)
+        if algbw <= 0:
+            raise CollsimError(f"{where}: algbw_GBps {cells[2]!r}; expected a bandwidth > 0 (time = size / algbw)")
+        if abs(busbw - algbw * factor) > 0.0051 * (1 + factor):
+            raise CollsimError(f"{where}: busbw {busbw} is not algbw {algbw} x {factor:g} ({op} on {ranks} ranks)")
+        rows.append(LogRow(number, size, size // 4, "float32", "sum", None, Timing(size / (algbw * 1e9), algbw, busbw)))
+    if not rows:
+        raise CollsimError(f"log: {source} is a busbw table with no rows; expected 'SIZE BUSBW_GBPS ALGBW_GBPS' lines")
+    return NcclTestsLog(source, tuple(rows), normalize_op(op), ranks, "first line", "first line", "busbw table")
 
 
 # ---- inference -------------------------------------------------------------------------------

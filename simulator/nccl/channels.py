@@ -96,6 +96,31 @@ def collective_channels(system: System, algo: str, proto: str, nbytes: int) -> t
     return nc, nt
 
 
+LL_BUFFSIZE = 8 * LL_MAX_NTHREADS * STEPS * 16         # LL's FIFO: 8 lines of 16 B per thread per step (half data)
+LL128_BUFFSIZE = 120 * LL128_MAX_NTHREADS * STEPS * 8  # LL128's: 120 elements of 8 B per thread per step
+LL128_LINE_ELEMS, LL128_DATA_ELEMS = 16, 15         # device.h NCCL_LL128_LINEELEMS, NCCL_LL128_DATAELEMS
+
+
+def tree_chunk_size(system: System, proto: str, nbytes: int, channels: int, buffsize: int = BUFFSIZE) -> int:
+    """Payload bytes a tree channel moves per pipeline step (enqueue.cc calcCollChunking; trees take one step per chunk).
+
+    A step is buffSize / NCCL_STEPS of the protocol's buffer: Simple NCCL_BUFFSIZE (the machine's), LL 8 FIFO lines
+    per thread (half of them data), LL128 120 elements per thread (15 of every 16 data). LL128's tree chunk halves
+    while the call gives each channel fewer than (1 + log2 nodes + 0.1 ppn) x 64 / ppn of them (down to 128 KiB),
+    then x 16 / ppn (down to 32 KiB).
+    """
+    if proto == "Simple":
+        return buffsize // STEPS
+    if proto == "LL":
+        return LL_BUFFSIZE // STEPS // 2
+    chunk, ppn = LL128_BUFFSIZE // STEPS, system.gpus_per_node
+    steps = 1 + (system.nodes.bit_length() - 1) + 0.1 * ppn
+    for factor, floor in ((64, 131072), (16, 32768)):
+        while nbytes // (channels * chunk) < steps * factor / ppn and chunk > floor:
+            chunk //= 2
+    return chunk // LL128_LINE_ELEMS * LL128_DATA_ELEMS
+
+
 def nvls_tree_tuning(system: System, nic_pxb: bool = True) -> tuple[int, int, int]:
     """(nvlsChannels, nvlsChunkSize, nvlsTreeMaxChunkSize) across nodes: nvls.cc ncclNvlsTuning (lines 202-240).
 

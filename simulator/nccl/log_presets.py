@@ -30,13 +30,16 @@ CASES = (
     Case("08_", "Vultr HGX B200, 1 x 8 (allgather)", "hgx-b200", "hgx-b200"),
     Case("12_", "2 x RTX 4090, PCIe, no P2P", "pcie-8gpu", "rtx4090-pcie"),
     Case("13_", "4 x RTX 4090, PCIe, no P2P", "pcie-8gpu", "rtx4090-pcie"),
+    Case("17_", "AWS p6-b200, 4 x 8 B200, EFA v4 8 x 400G", "hgx-b200:nodes=4", "p6-b200:nodes=4"),
 )
 
 
 # The NCCL release each log ran, where its source names one (predict --nccl-version: that release's latency tables):
 # 01: the log's repository lists the TCPXO plugin's libnccl.so.2.21.5; 02, 03: the awsome-distributed-training README
-# that added them (88c2e71b) builds NCCL_VERSION=2.20.3; 05: the job's image nccl-tests:pytorch-25.03-nccl-2.26.6-1.
-LOG_NCCL = {"01_": "2.21.5", "02_": "2.20.3", "03_": "2.20.3", "05_": "2.26.6"}
+# that added them (88c2e71b) builds NCCL_VERSION=2.20.3; 05: the job's image nccl-tests:pytorch-25.03-nccl-2.26.6-1;
+# 17: stas00/ml-engineering network/README.md (commit 0cc3de5), "Inter-node speed depends on intra-node speed": the
+# same table "on 1x and 4x P6-B200 nodes ... torch=2.14.0+cu130, cuda=13.0, nccl=2.30.7" with AWS's ofi tuner plugin.
+LOG_NCCL = {"01_": "2.21.5", "02_": "2.20.3", "03_": "2.20.3", "05_": "2.26.6", "17_": "2.30.7"}
 
 
 def case_of(log_name: str) -> Case | None:

@@ -5,8 +5,9 @@ the machine the preset describes; the pick becomes a schedule collsim can check 
 
 - ring -> `nccl_ring` with NCCL's channel count for the size (simulator/nccl/channels.py), rings in
   rail-aware orders (every NIC used);
-- tree across nodes -> `rails`, the pipelined two-level allreduce with one inter-node ring per
-  rail, which moves what NCCL's trees move between nodes;
+- tree across nodes -> `nccl_tree` (simulator/algorithms/nccl_tree.py), NCCL's own tree: a chain inside each
+  node, a double binary tree over the nodes, each channel headed by another GPU (so every rail carries channels),
+  reduce up and broadcast down in NCCL's pipelined tree steps: its latency grows with log2(nodes);
 - NVLS-tree (allreduce across NVSwitch nodes of Hopper and later) -> `simulator/nccl/nvls_tree.py`: each
   node's switch reduces and multicasts, the GPUs' double binary trees join the nodes;
 - one node, NVLS (Hopper and later on an NVSwitch) -> `simulator/nccl/nvls.py`: the switch is a helper rank
@@ -39,6 +40,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..algorithms import build_schedule
+from ..algorithms.nccl_tree import STEPS as TREE_STEPS
 from ..collective import Collective, normalize_op
 from ..engine import EngineOptions, simulate
 from ..engine.bound import PairCosts, critical_path, lower_bound, safe
@@ -47,7 +49,7 @@ from ..schedule import Schedule
 from ..topology.model import Topology
 from ..topology.presets import MACHINE_PRESETS, NET_STEP_FIT, NETWORKS
 from .calibration import for_protocol
-from .channels import NVLS_STEP_FIT, collective_channels, nvls_extra_steps, nvls_tree_chunk_size
+from .channels import NVLS_STEP_FIT, collective_channels, nvls_extra_steps, nvls_tree_chunk_size, tree_chunk_size
 from .nvls import nvls_schedule, switch_view, timing_view
 from .nvls_tree import MAX_CHUNKS as NVLS_TREE_MAX_CHUNKS
 from .nvls_tree import nvls_tree_allreduce
@@ -55,11 +57,23 @@ from .pat import run_pat
 from .placement import check_ranks_per_node, default_ranks, nics_used, place_per_node
 from .protocols import plugin_latency_s, protocol, with_step_latency
 from .result import DISCARDED, Prediction
-from .tuning import LL_MAX_BW, NVLS_EFFICIENCY, PROTOCOLS, System, latency_us, parse_nccl_version, predict_times, tune
+from .tuning import (
+    LL_MAX_BW,
+    NVLS_EFFICIENCY,
+    PER_CH_MAX_RING_LL128,
+    PROTOCOLS,
+    System,
+    latency_us,
+    parse_nccl_version,
+    predict_times,
+    tune,
+)
 
 OPS = ("allreduce", "allgather", "reduce_scatter")
-PIPELINE_CHUNK = 4 << 20  # bytes per pipeline chunk of `rails` (NCCL's default buffer, NCCL_BUFFSIZE = 4 MiB)
+PIPELINE_CHUNK = 4 << 20  # bytes per NVLS pipeline chunk (NCCL's default buffer, NCCL_BUFFSIZE = 4 MiB)
 MAX_PIPELINE = 32
+TREE_MAX_PIPELINE = 256  # nccl_tree's pipeline parameter's maximum
+TREE_MAX_TRANSFERS = 1 << 19  # nccl_tree: transfers per size at most (chunks are merged beyond it)
 MAX_RANKS = 512  # predict builds C x 2(p-1) x p transfers per size: keep it a few seconds
 NVLS_TREE_MAX_PIECES = 4096  # NVLS-tree: pieces (chunks x shards x 2 trees x nodes) per size, ~25 transfers each
 # NCCL_ALGO's names (src/graph/tuning.cc ncclAlgoStr) -> nccl_model's; CollNet is not timed
@@ -117,10 +131,19 @@ def machine_of(topology: Topology, ranks: int, ranks_per_node: int | None = None
     return system, per_node
 
 
-def pipeline_chunks(topology: Topology, size: int, per_node: int) -> int:
-    """Pipeline chunks of the `rails` tree: one per NCCL_BUFFSIZE per GPU of a node (the machine's, else 4 MiB), 1..32."""
+def tree_pipeline(topology: Topology, system: System, proto: str, size: int, channels: int, ranks: int,
+                  engine_channels: int) -> tuple[int, int]:
+    """(chunks, chunks in flight) of a tree channel: its share of the call in NCCL's tree steps
+    (channels.tree_chunk_size, with the machine's NCCL_BUFFSIZE), NCCL_STEPS of them in flight on each connection.
+
+    At most TREE_MAX_PIPELINE chunks, and as many as keep the schedule within TREE_MAX_TRANSFERS (2 (p-1) transfers
+    per chunk and channel); where a chunk carries several of NCCL's steps, fewer chunks are in flight, so that as
+    many bytes are as with NCCL's 8 steps (at least one chunk)."""
     buffsize = topology.preset[0].machine.buffsize if topology.preset is not None else PIPELINE_CHUNK
-    return int(np.clip(size // (buffsize * per_node), 1, MAX_PIPELINE))
+    steps = -(-size // (channels * tree_chunk_size(system, proto, size, channels, buffsize)))
+    budget = max(1, TREE_MAX_TRANSFERS // (2 * (ranks - 1) * engine_channels))
+    chunks = int(np.clip(steps, 1, min(TREE_MAX_PIPELINE, budget)))
+    return chunks, max(1, TREE_STEPS * chunks // steps)
 
 
 def nccl_pick(system: System, op: str, size: int, proto: str | None = None,
@@ -301,26 +324,20 @@ class Plan:
 def plan_ring_tree(topology: Topology, system: System, per_node: int, op: str, size: int, ranks: int, algo: str,
                    proto: str, dtype: str = "float32", net_extra_s: float = 0.0, intra_extra_s: float = 0.0,
                    channels: int | None = None) -> Plan:
-    """run_pick's ring and tree picks (`nccl_ring`, or `rails` for a tree allreduce across nodes), ready to time."""
+    """run_pick's ring and tree picks (`nccl_ring`, or `nccl_tree` for a tree allreduce across nodes), ready to time."""
     multinode = system.nodes > 1
     family = "tree" if algo in ("tree", "nvls", "nvls_tree") else "ring"
+    forced = channels is not None
     channels = channels or collective_channels(system, family, proto, size)[0]
-    if multinode and op == "allreduce" and family == "tree":
-        name = "rails"
-        params = {"group": per_node, "pipeline": pipeline_chunks(topology, size, per_node)}
-    else:
-        name = "nccl_ring"
-        # channels beyond the GPUs of a node repeat the same orders (same links, same NICs): the engine runs
-        # min(C, G) rings carrying the same bytes, which times the same under max-min sharing.
-        params = {"channels": min(channels, per_node), "node": per_node}
+    name, params, share = ring_or_tree(topology, system, per_node, op, size, ranks, family, proto, channels, forced)
     cost = protocol(proto if algo != "nvls" else "Simple", family, system.link, multinode, system.nccl_version)
     plugin_s = plugin_latency_s(system, op, family, cost.name)
     cost = replace(cost, base_s=cost.base_s + plugin_s, net_s=cost.net_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s,
-                   byte_factor=cost.byte_factor * max(1.0, system.n_channels / channels))  # a channel's share of the graph
+                   byte_factor=cost.byte_factor * share)
     topology = nccl_graph_view(topology, system)
-    if cost.name == "LL" and not multinode:  # tuning.cc caps LL's bus bandwidth at llMaxBw (one node)
-        link_bw = topology.path_cost(0, 1)[1]
-        cost = replace(cost, byte_factor=max(cost.byte_factor, link_bw / (LL_MAX_BW[system.arch][0] * 1e9)))
+    cap = one_node_cap_GBps(system, family, cost.name, channels) if not multinode else None
+    if cap is not None:  # tuning.cc's cap on the protocol's bus bandwidth (one node), on the links' rate
+        cost = replace(cost, byte_factor=max(cost.byte_factor, topology.path_cost(0, 1)[1] / (cap * 1e9)))
     coll = Collective(op, ranks, size, dtype)
     schedule = build_schedule(coll, name, **params)
     machine = with_step_latency(topology, cost.intra_s, cost.net_s)
@@ -328,6 +345,41 @@ def plan_ring_tree(topology: Topology, system: System, per_node: int, op: str, s
     def finish(engine_s: float) -> Prediction:
         return Prediction(size, coll.count, algo, cost.name, name, channels, cost.base_s + engine_s, engine_s, cost.base_s)
     return Plan(schedule, machine, EngineOptions(ports=0, messages=cost.messages()), finish)
+
+
+def one_node_cap_GBps(system: System, family: str, proto: str, channels: int) -> float | None:
+    """The bus bandwidth tuning.cc allows a ring's protocol on one node (None: no cap): LL at llMaxBw, LL128 at
+    perChMaxRingLL128Bw per channel running (NCCL 2.30: 40 GB/s on Blackwell, under the links' 0.92 x 721.8)."""
+    if proto == "LL":
+        return LL_MAX_BW[system.arch][0]
+    if proto == "LL128" and family == "ring":
+        return channels * PER_CH_MAX_RING_LL128[system.arch]
+    return None
+
+
+def ring_or_tree(topology: Topology, system: System, per_node: int, op: str, size: int, ranks: int, family: str,
+                 proto: str, channels: int, forced: bool) -> tuple[str, dict, float]:
+    """The schedule plan_ring_tree runs (its name and parameters) and the wire bytes per byte a channel's share of
+    the graph adds (n_channels / channels).
+
+    Rings: `nccl_ring`; channels beyond the GPUs of a node repeat the same orders (same links, same NICs): the engine
+    runs min(C, G) rings carrying the same bytes, which times the same under max-min sharing. A ring on fewer
+    channels than the graph's moves each at its channel's share.
+
+    A tree allreduce across nodes: `nccl_tree` on min(C, 2G) channels (beyond, a (head, tree) pair repeats), in
+    NCCL's tree steps (tree_pipeline), NCCL_STEPS of them in flight on each connection (so a step's latency overlaps
+    the steps before it, as NCCL's FIFO slots let it). NCCL runs fewer channels than the graph's only where a thread would get less
+    than its threshold of bytes (simulator/nccl/channels.py): one wave of stores per thread, not a stream at the
+    channel's steady rate, and tuning.cc charges it the graph's whole bandwidth; so does the tree, unless the
+    channels are forced (a stream on fewer channels, each at its share).
+    """
+    share = max(1.0, system.n_channels / channels)
+    if system.nodes > 1 and op == "allreduce" and family == "tree":
+        engine_channels = min(channels, 2 * per_node)
+        pipeline, window = tree_pipeline(topology, system, proto, size, channels, ranks, engine_channels)
+        params = {"channels": engine_channels, "group": per_node, "pipeline": pipeline, "window": window}
+        return "nccl_tree", params, share if forced else 1.0
+    return "nccl_ring", {"channels": min(channels, per_node), "node": per_node}, share
 
 
 def nccl_graph_view(topology: Topology, system: System) -> Topology:

@@ -50,8 +50,8 @@ def protocol(name: str, algo: str = "ring", link: str = "nvlink", multinode: boo
     if name not in PROTOCOLS:
         raise CollsimError(f"proto: unknown protocol {name!r}; expected one of {', '.join(PROTOCOLS)}")
     intra = latency_us(link, algo, name, version)
-    if multinode:  # tuning.cc: a step of a ring that crosses nodes costs at least the network overhead
-        intra = max(intra, NET_OVERHEAD_US * (3 if name == "Simple" else 1))
+    if multinode and algo == "ring":  # tuning.cc: a step of a ring that crosses nodes costs at least the network
+        intra = max(intra, NET_OVERHEAD_US * (3 if name == "Simple" else 1))  # overhead (rings only: not trees)
     return Protocol(name, algo, latency_us("base", algo, name, version) * 1e-6, intra * 1e-6,
                     latency_us("net", algo, name, version) * 1e-6, 1.0 / RING_PROTO_BW_FACTOR[name])
 

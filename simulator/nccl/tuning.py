@@ -96,11 +96,14 @@ def latency_us(table: str, algo: str, proto: str, version: tuple[int, ...] | Non
 LL_MAX_BW = {"volta": (39.0, 39.0, 20.4), "ampere": (87.7, 22.5, 19.0), "hopper": (141.0, 45.0, 35.0),
              "blackwell": (282.0, 90.0, 70.0)}
 LL_MAX_BW_INTEL_NET = (39.0, 39.0, 20.4)   # several nodes, Intel host CPU: tuning.cc uses row 0
-PER_CH_MAX_RING_LL128 = {"volta": 20.0, "ampere": 20.0, "hopper": 36.7, "blackwell": 73.4}
+# Per-channel caps (GB/s), per node-count class where NCCL has one. Blackwell's are NCCL 2.30.7's (= master 5067397c,
+# tuning.cc lines 186-204): NVIDIA re-measured them in 2.28.3 (tree LL128 55.6 / 31.67 / 20.0, tree Simple 70.0 / 42.8
+# / 24.0, from 2 x Hopper's 73.4 / 73.4 / 58.0 and 77.4 / 82.8 / 72.0) and 2.30 (ring LL128 40.0, from 73.4).
+PER_CH_MAX_RING_LL128 = {"volta": 20.0, "ampere": 20.0, "hopper": 36.7, "blackwell": 40.0}
 PER_CH_MAX_TREE_LL128 = {"volta": (20.0,) * 3, "ampere": (20.0,) * 3, "hopper": (36.7, 36.7, 29.0),
-                         "blackwell": (73.4, 73.4, 58.0)}
+                         "blackwell": (55.6, 31.67, 20.0)}
 PER_CH_MAX_TREE = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (38.7, 41.4, 36.0),
-                   "blackwell": (77.4, 82.8, 72.0)}
+                   "blackwell": (70.0, 42.8, 24.0)}
 # tuning.cc perChMaxNVLSTreeBws (lines 205-211), per node-count class (1 node, 2 nodes, more): GB/s per NVLS channel.
 PER_CH_MAX_NVLS_TREE = {"volta": (26.5, 18.5, 10.0), "ampere": (24.0, 23.6, 17.8), "hopper": (0.0, 57.7, 45.5),
                         "blackwell": (0.0, 96.0, 80.0)}
@@ -219,6 +222,19 @@ class System:
             return self.intra_bw_GBps
         nics = self.nics_per_node or self.gpus_per_node
         return min(self.intra_bw_GBps, nics * self.nic_bw_GBps)
+
+    @property
+    def tree_bw_GBps(self) -> float:
+        """channels x bandwidth tuning.cc gives the tree: on one or two nodes the tree graph's bwIntra, else the graph's.
+
+        tuning.cc (line 305): `bw = nNodes <= 2 ? bwIntra : bwInter`. search.cc's pass 2 ("increase bwIntra for trees
+        (2 nodes or collnet)") raises a tree's bwIntra one speed at a time while it is under 2 x bwInter and the
+        NVLinks carry it, so on two nodes the tree's intra-node figure is up to twice the NICs', at most the node's
+        own (rings raise bwIntra and bwInter together, so theirs stays the NICs').
+        """
+        if self.nodes != 2 or self.bus_bw_GBps is not None:
+            return self.graph_bw_GBps
+        return min(self.intra_bw_GBps, 2 * self.graph_bw_GBps)
 
     @property
     def n_channels(self) -> int:
@@ -367,7 +383,7 @@ def _algo_bw(system: System, op: str, algo: str, proto: str, nsteps: int) -> flo
     if algo == "nvls_tree":
         return _nvls_tree_bw(system, nsteps)
     ll_max = LL_MAX_BW[arch][scale] if nodes == 1 else (LL_MAX_BW["ampere"] if system.amd_cpu else LL_MAX_BW_INTEL_NET)[scale]
-    bus = system.graph_bw_GBps
+    bus = system.tree_bw_GBps if algo == "tree" else system.graph_bw_GBps
     if algo == "ring" and proto == "LL":
         bus = min(ll_max, bus * RING_PROTO_BW_FACTOR["LL"])
     if algo == "ring" and proto == "LL128":

@@ -25,13 +25,69 @@ members, a machine or a size predict refuses) returns None and is timed on the l
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
-from ..nccl import predict as nccl
 from ..errors import CollsimError
+from ..nccl import predict as nccl
+from ..topology import parse_topology
 from ..topology.model import Topology
 from .model import Op
 
 TIMINGS = ("links", "nccl")
+AUTO = "auto"  # no timing asked for: default_timing decides (collsim whatif, scale and the What-if page)
+
+
+class TimingChoice(NamedTuple):
+    """The timing a run takes ('links' or 'nccl') and why, in one line for the output."""
+
+    timing: str
+    why: str
+
+
+def forced_algorithms(algorithms: dict[str, str] | None) -> list[str]:
+    """OP=NAME for each algorithm forced on an op NCCL picks its own algorithm for (nccl.OPS)."""
+    return [f"{op}={name}" for op, name in sorted((algorithms or {}).items()) if op in nccl.OPS]
+
+
+def nccl_conflicts(mode: str = "auto", algorithms: dict[str, str] | None = None) -> list[str]:
+    """The options given that NCCL timing refuses (check_timing): '--mode exact', '--algo OP=NAME' on its ops."""
+    return (["--mode exact"] if mode == "exact" else []) + [f"--algo {a}" for a in forced_algorithms(algorithms)]
+
+
+def default_timing(machines: Sequence[str], given: Sequence[str] = (),
+                   parse: Callable[[str], Topology] | None = None) -> TimingChoice:
+    """The timing of a run that asks for none: 'nccl' when NCCL's model knows every machine (a preset with a Machine
+    record, as `collsim predict --preset` takes) and no option NCCL timing refuses was given (`given`, e.g.
+    nccl_conflicts' list), else 'links'. `parse` builds a machine from its spec (default parse_topology; the app
+    passes its bounded builder): a spec it refuses counts as unknown, and the run reports the error itself.
+    The one rule behind `collsim whatif`, `collsim scale` and the What-if page's default."""
+    if given:
+        return TimingChoice("links", f"links: {', '.join(given)} given, which NCCL timing refuses (without it, NCCL "
+                                     "timing is the default where NCCL's model knows every machine)")
+    unknown = next((m for m in machines if not _knows(m, parse)), None)
+    if not machines or unknown is not None:
+        return TimingChoice("links", f"links: {unknown!r} is not a preset NCCL's model knows" if unknown is not None
+                            else "links: no machine given")
+    return TimingChoice("nccl", "nccl (the default where NCCL's model knows every machine; --timing links for "
+                                "collsim's algorithms on the links)")
+
+
+def choose_timing(requested: str, machines: Sequence[str], given: Sequence[str] = (),
+                  parse: Callable[[str], Topology] | None = None) -> TimingChoice:
+    """The timing asked for (--timing links|nccl), or default_timing's for AUTO; an unknown name is refused."""
+    if requested == AUTO:
+        return default_timing(machines, given, parse)
+    if requested not in TIMINGS:
+        raise CollsimError(f"timing: {requested!r}; expected one of {', '.join((AUTO, *TIMINGS))}")
+    return TimingChoice(requested, f"{requested} (--timing {requested})")
+
+
+def _knows(spec: str, parse: Callable[[str], Topology] | None) -> bool:
+    try:
+        return nccl.knows((parse or parse_topology)(spec))
+    except CollsimError:
+        return False
 
 
 def check_timing(timing: str, mode: str = "isolated", algorithms: dict[str, str] | None = None) -> str:
@@ -44,7 +100,7 @@ def check_timing(timing: str, mode: str = "isolated", algorithms: dict[str, str]
     if mode == "exact":
         raise CollsimError("mode: 'exact' with timing 'nccl': NCCL timing times each call alone; expected mode "
                            "isolated or auto (which then runs isolated), or timing links")
-    forced = [f"{op}={name}" for op, name in sorted((algorithms or {}).items()) if op in nccl.OPS]
+    forced = forced_algorithms(algorithms)
     if forced:
         raise CollsimError(f"algo: {', '.join(forced)} with timing 'nccl': NCCL picks its own algorithm for "
                            f"{', '.join(nccl.OPS)}; expected no --algo for those ops, or timing links")

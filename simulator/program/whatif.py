@@ -27,7 +27,7 @@ from .scenarios import DDP_BUCKET, StepSpec, build_spec, generate
 
 GPU_OF_PRESET = {"dgx-a100": "a100", "dgx-h100": "h100", "dgx-h200": "h200", "hgx-b200": "b200", "hgx-b300": "b300",
                  "gb200-nvl72": "b200", "gb300-nvl72": "b300", "gb200-nvl4": "b200", "p4de": "a100", "p5": "h100",
-                 "a3-mega": "h100"}  # the GPU each preset's summary names
+                 "p6-b200": "b200", "a3-mega": "h100"}  # the GPU each preset's summary names
 LINK_KINDS = ("nic", "nvlink")
 
 

@@ -25,6 +25,7 @@ NETWORKS = {
     "roce200": (200e9 / 8, 1.5e-6, "200 Gbit/s RoCE Ethernet (ConnectX-6 Dx class, leaf-spine)"),
     "hdr200": (200e9 / 8, 1.0e-6, "200 Gbit/s InfiniBand HDR (ConnectX-6, Quantum leaf-spine)"),
     "efa100": (100e9 / 8, 2.0e-6, "100 Gbit/s AWS EFA port (SRD; p4d/p4de 4 per node, p5 32 per node)"),
+    "efa400": (400e9 / 8, 2.0e-6, "400 Gbit/s AWS EFA v4 port (SRD; p6-b200 8 per node, one per GPU)"),
     "tcpxo200": (200e9 / 8, 2.0e-6, "200 Gbit/s GCP GPUDirect-TCPXO NIC (A3 Mega: 8 per node)"),
     "xdr800": (800e9 / 8, 1.0e-6, "800 Gbit/s InfiniBand XDR (ConnectX-8 SuperNIC, Quantum-X800 leaf-spine)"),
 }
@@ -69,6 +70,10 @@ class Machine:
 # plugin's 2023 EFA cheatsheet: "leave it out to use the default").
 AWS_OFI_NCCL = "aws-ofi-nccl src/platform-aws.cpp (p4de, p5/p5e: latency 75 us reported to NCCL)"
 EFA_PLUGIN_LATENCY_US = 75.0
+# The same map's "p5en/p6-b200" entry (regex ^(p5en|p6-b200).*) reports 35 us and sets NCCL_BUFFSIZE=8388608.
+AWS_OFI_NCCL_P6 = ("aws-ofi-nccl src/platform-aws.cpp, platform_data_map 'p5en/p6-b200' (commit 2daf7d3): latency 35 us "
+                   "reported to NCCL, NCCL_BUFFSIZE=8388608")
+EFA_P6_PLUGIN_LATENCY_US = 35.0
 EFA_P4_SIMPLE = ("NCCL_PROTO=Simple: the plugin sets it where the EFA endpoint cannot deliver 128-byte stores in "
                  "order (force_proto_simple for p4d/p4de at its import, Jan 2023; the FI_OPT_EFA_*_IN_ORDER_ALIGNED_128_BYTES "
                  "check since Aug 2023, which p4d's EFA fails: aws/aws-ofi-nccl#715 logs 'Setting NCCL_PROTO to simple')")
@@ -244,6 +249,12 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            machine=Machine("hopper", net="efa100", nics_per_node=32, source="AWS EC2 P5 instance page: 8x H100, "
                            f"900 GB/s NVSwitch, 3200 Gbps EFAv2 (32x 100 Gbps); {AWS_OFI_NCCL}",
                            net_latency_us=EFA_PLUGIN_LATENCY_US)),
+    Preset("p6-b200", "AWS p6-b200.48xlarge: 8x B200, NVSwitch (900 GB/s per direction per GPU), 8x 400G EFA v4", 8,
+           _nvswitch_box("p6-b200", 8, 900 * GB),
+           machine=Machine("blackwell", net="efa400", source="AWS EC2 P6 instance page: p6-b200.48xlarge, 8x B200, "
+                           "1,800 GB/s NVLink per GPU, 3,200 Gbps EFAv4 (8 network cards of 400 Gbps; stas00/"
+                           f"ml-engineering network/README.md reads rate=400 Gb/sec on each rdmap device); {AWS_OFI_NCCL_P6}",
+                           buffsize=8 << 20, net_latency_us=EFA_P6_PLUGIN_LATENCY_US)),
     Preset("a3-mega", "GCP a3-megagpu-8g: 8x H100, NVSwitch (450 GB/s per direction per GPU), 8x 200G TCPXO NICs", 8,
            _nvswitch_box("a3-mega", 8, 450 * GB),
            machine=Machine("hopper", net="tcpxo200", source="Google Cloud GPU machine types: a3-megagpu-8g, 8x H100, "

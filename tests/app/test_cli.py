@@ -55,10 +55,11 @@ def test_cost_compares_every_algorithm_when_algo_is_left_out(capsys):
 def test_check_all_passes_and_lists_refusals_without_failing(capsys):
     assert main(["check", "--all", "--op", "allreduce", "--ranks", "4-6", "--group", "5", "--json"]) == 0
     results = json.loads(capsys.readouterr().out)["results"]
-    for grouped in ("hierarchical", "rails"):  # the algorithms that take --group
-        hier = {r["ranks"]: r["status"] for r in results if r["algorithm"] == grouped}
+    grouped = ("hierarchical", "rails", "nccl_tree")  # the algorithms that take --group
+    for name in grouped:
+        hier = {r["ranks"]: r["status"] for r in results if r["algorithm"] == name}
         assert hier == {4: "refused", 5: "pass", 6: "refused"}
-    assert all(r["status"] == "pass" for r in results if r["algorithm"] not in ("hierarchical", "rails"))
+    assert all(r["status"] == "pass" for r in results if r["algorithm"] not in grouped)
 
 
 def test_help_reads_well():

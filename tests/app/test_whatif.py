@@ -56,8 +56,9 @@ def test_gpu_counts_and_machines_of_scale():
 
 
 def test_whatif_one_node_needs_no_nic(capsys):
+    # links timing: the doubled-bandwidth reruns change the machine's links, which NCCL's model (the default) does not see
     out = run_json(capsys, ["whatif", "ddp", "--machines", "dgx-h100,dgx-h100:nodes=2,net=ib400", "--price", "2", "--jobs", "1",
-                            *FAST, "--json"])
+                            "--timing", "links", *FAST, "--json"])
     one, two = out["rows"]
     assert one["gpus"] == 8 and two["gpus"] == 16
     assert one["saved_by_2x_nic"] == 0.0  # nothing crosses a NIC inside one node
@@ -69,8 +70,9 @@ def test_whatif_one_node_needs_no_nic(capsys):
 
 
 def test_whatif_writes_a_trace_per_machine(tmp_path, capsys):
+    # links timing, an exact run: every rank runs (NCCL timing runs isolated, where one rank may stand for all)
     out = run_json(capsys, ["whatif", "tp", "--machines", "dgx-h100", "--gpus", "4", "--no-sensitivity", "--jobs", "1",
-                            "--trace-dir", str(tmp_path), "--trace-ranks", "2", *FAST, "--json"])
+                            "--timing", "links", "--trace-dir", str(tmp_path), "--trace-ranks", "2", *FAST, "--json"])
     (path,) = out["traces"]
     events = json.loads(open(path).read())["traceEvents"]
     assert {e["pid"] for e in events} == {10, 11}  # the first two ranks only
@@ -101,7 +103,45 @@ def test_whatif_timing_nccl_on_a_ddp_step_of_two_h100_nodes(capsys):
     assert 0 < nccl["exposed_s"] < links["exposed_s"] and nccl["step_s"] < links["step_s"]
     assert main([*argv[:-1], "--timing", "nccl"]) == 0
     text = capsys.readouterr().out
-    assert f"calls timed {nccl['timed']['nccl']} NCCL" in text and "no doubled-bandwidth reruns with --timing nccl" in text
+    assert f"calls timed {nccl['timed']['nccl']} NCCL" in text and "no doubled-bandwidth reruns with NCCL timing" in text
+
+
+def test_whatif_and_scale_default_to_nccl_timing_on_presets_nccl_knows(capsys):
+    """No --timing: NCCL timing where NCCL's model knows every machine; links where one is a builder, or where an
+    option NCCL timing refuses is given; the JSON and the text say which timing ran and why."""
+    argv = ["whatif", "ddp", "--machines", "dgx-h100:nodes=2,p5:nodes=2", "--jobs", "1", *FAST]
+    out = run_json(capsys, [*argv, "--json"])
+    assert out["timing"] == "nccl" and [r["timing"] for r in out["rows"]] == ["nccl", "nccl"]
+    assert all(r["timed"]["nccl"] > 0 and "saved_by_2x_nic" not in r for r in out["rows"])
+    exact = run_json(capsys, [*argv, "--mode", "exact", "--no-sensitivity", "--json"])
+    assert exact["timing"] == "links" and "--mode exact given" in exact["timing_why"]
+    forced = run_json(capsys, [*argv, "--algo", "allreduce=hierarchical", "--no-sensitivity", "--json"])
+    assert forced["timing"] == "links" and "--algo allreduce=hierarchical given" in forced["timing_why"]
+    other = run_json(capsys, [*argv[:3], "dgx-h100,cluster:nodes=1,gpus=8", *argv[4:], "--gpu", "h100",
+                              "--no-sensitivity", "--json"])
+    assert other["timing"] == "links" and "'cluster:nodes=1,gpus=8' is not a preset" in other["timing_why"]
+    assert main(argv) == 0
+    assert "# timing: nccl (the default where NCCL's model knows every machine" in capsys.readouterr().out
+    scale = run_json(capsys, ["scale", "ddp", "--gpus", "8:16", "--jobs", "1", *FAST, "--json"])
+    assert scale["timing"] == "nccl" and [(r["gpus"], r["label"]) for r in scale["rows"]] == [(8, "nccl"), (16, "nccl")]
+    # the same step as whatif's default on that machine
+    assert scale["rows"][1]["step_s"] == out["rows"][0]["step_s"]
+
+
+def test_cli_whatif_and_the_app_give_the_same_step(capsys):
+    """The What-if page's step view, at its defaults (timing by the same rule, its 'isolated' run), and `collsim
+    whatif` at its own give the same step for the same machine and model."""
+    from app.ui.whatif_model import default_step_timing, step_row
+
+    for machine in ("dgx-h100:nodes=2", "hgx-b200"):
+        (cli,) = run_json(capsys, ["whatif", "ddp", "--machines", machine, "--model", "llama2-7b", "--jobs", "1",
+                                   "--json"])["rows"]
+        timing = default_step_timing([machine])
+        app = step_row(machine, "ddp", "llama2-7b", timing=timing)
+        assert timing == cli["timing"] == "nccl"
+        assert app["step_s"] == cli["step_s"] and app["exposed_s"] == cli["exposed_s"] and app["mode"] == cli["mode"]
+    assert default_step_timing(["dgx-h100", "cluster:nodes=2,gpus=8"]) == "links"
+    assert default_step_timing(["dgx-h100:nodes=16"]) == "links"  # over the page's 64 GPUs: refused there, not known
 
 
 def test_timing_nccl_refuses_what_it_cannot_honour():
@@ -121,5 +161,16 @@ def test_cloud_presets_bring_their_gpu():
     from simulator.program.whatif import gpu_for
 
     # the GPUs their summaries name (AWS p4de: A100; p5, GCP a3-mega: H100; GB200 trays: B200)
-    assert [gpu_for(m, None) for m in ("p4de:nodes=2", "p5", "a3-mega", "gb200-nvl4:nodes=2")] == ["a100", "h100", "h100", "b200"]
+    assert [gpu_for(m, None) for m in ("p4de:nodes=2", "p5", "p6-b200:nodes=4", "a3-mega", "gb200-nvl4:nodes=2")] == [
+        "a100", "h100", "b200", "h100", "b200"]
     assert gpu_for("p5", "b200") == "b200"
+
+
+def test_nccl_rows_whose_calls_fell_back_to_the_links_say_so():
+    from app.commands.whatif import fallback_note
+
+    # 1024 members: over predict's ranks, so every bucket of the DDP step ran on the links (closed form)
+    note = fallback_note({"timing": "nccl", "timed": {"nccl": 0, "closed form": 515}})
+    assert note.startswith("calls timed 0 NCCL, 515 links: the calls NCCL's model does not cover")
+    assert fallback_note({"timing": "nccl", "timed": {"nccl": 515, "engine": 0}}) is None
+    assert fallback_note({"timing": "links", "timed": {"engine": 515}}) is None

@@ -24,6 +24,7 @@ from .harness import Case, run_case, run_cli
 DATA = Path(__file__).resolve().parents[1] / "data"
 LOG = (DATA / "nccl-tests" / "07_b200_hgx_1node_8gpu_allreduce.txt").read_text()
 LOG_LINES = LOG.splitlines()
+TABLE = "# 4 nodes x 8 B200 = 32 ranks, all_reduce\n# payload   busbw_GBps  algbw_GBps\n"  # log 17's format
 FIRST_ROW = LOG_LINES[3]          # '           8             2     float     sum      -1    20.25 ...'
 XML = (DATA / "msccl" / "ndv4_ag-1k-512k.xml").read_text()
 BIG = b"# " + b"x" * (50 * 2**20) + b"\n"  # 50 MiB: refused up front, before reading
@@ -297,6 +298,14 @@ def _log_cases() -> list[Case]:
         bad("all-zero", header + "\n" + _row(c5="0", c9="0") + "\n", "fit", "0 distinct sizes", "at least 4"),
         bad("wrong-ranks", LOG, "busbw / algbw", "allreduce on 3 ranks", "check --op and --ranks",
             argv=[*FIT, "--ranks", "3"]),
+        # busbw tables (log 17's format: '# payload busbw_GBps algbw_GBps', then SIZE BUSBW ALGBW)
+        bad("table-ratio", TABLE + "1MiB 3.0 1.0\n", "line 3", "busbw 3.0", "algbw 1.0 x 1.9375"),
+        bad("table-short-row", TABLE + "1MiB 1.9375\n", "line 3", "'1MiB 1.9375'", "SIZE BUSBW_GBPS ALGBW_GBPS"),
+        bad("table-size-garbled", TABLE + "1MeB 1.9375 1.0\n", "payload", "1MeB"),
+        bad("table-algbw-zero", TABLE + "1MiB 0 0\n", "algbw_GBps", "'0'", "> 0"),
+        bad("table-busbw-negative", TABLE + "1MiB -1 1.0\n", "busbw_GBps column", "'-1'", "finite number >= 0"),
+        bad("table-no-ranks", TABLE.replace("= 32 ranks", "") + "1MiB 1.9375 1.0\n", "busbw table", accepted="'= N ranks'"),
+        bad("table-no-rows", TABLE, "busbw table", accepted="no rows"),
     ]
 
 
@@ -524,6 +533,7 @@ GOOD_FILES = [
     ([*PROFILE_RUN, "p.json"], {"p.json": json.dumps(PROFILE)}),
     ([*PROFILE_RUN, "p.yaml"], {"p.yaml": _yaml(_edit(PROFILE, "segments.0.bandwidth_Bps", float("inf")))}),  # a flat segment
     ([*FIT, "l.txt"], {"l.txt": LOG}),
+    ([*FIT, "l.txt"], {"l.txt": (DATA / "nccl-tests" / "17_b200_4node_32gpu_allreduce_torchbench.txt").read_text()}),
     ([*PREDICT_CAL, "c.yaml"], {"c.yaml": _yaml(CALIBRATION)}),
     ([*PREDICT_CAL, "c.json:nodes=2"], {"c.json": json.dumps(CALIBRATION)}),
     ([*PREDICT_CAL, "c.yaml"], {"c.yaml": _yaml(_edit(CALIBRATION, "parameters.intra_step_us", "3us"))}),  # times as written

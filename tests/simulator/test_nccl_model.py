@@ -283,3 +283,22 @@ def test_cli_nccl_model_takes_a_release(capsys):
     assert "tree/Simple: 448.0 us" in capsys.readouterr().out
     assert main(["nccl-model", "--gpus", "8", "--nodes", "2", "--size", "1MiB"]) == 0
     assert "tree/Simple: 92.4 us" in capsys.readouterr().out
+
+
+def test_two_node_tree_takes_the_tree_graphs_bw_intra_on_blackwell():
+    # tuning.cc: nNodes <= 2 -> bwIntra, which search.cc raises up to 2 x bwInter: min(18 x 40.1, 2 x 8 x 50) = 721.8
+    two, four = System("blackwell", 8, 2), System("blackwell", 8, 4)
+    assert two.tree_bw_GBps == pytest.approx(721.8) and four.tree_bw_GBps == pytest.approx(400.0)
+    # tree Simple: min(bus x 0.92, 16 ch x perChMaxTreeBw (42.8 on 2 nodes, 24.0 on more)) x 0.5
+    assert tune(two, "allreduce")[("tree", "Simple")][1] == pytest.approx(min(721.8 * 0.92, 16 * 42.8) * 0.5)  # 332.0
+    assert tune(four, "allreduce")[("tree", "Simple")][1] == pytest.approx(min(400 * 0.92, 16 * 24.0) * 0.5)   # 184.0
+    # so at 1 GiB NCCL's model runs the tree on two nodes (332 GB/s against NVLS_TREE's 265.2), NVLS-tree on four
+    assert choose(two, "allreduce", [1 << 30])[0] == [("tree", "Simple")]
+    assert choose(four, "allreduce", [1 << 30])[0] == [("nvls_tree", "Simple")]
+
+
+def test_blackwell_ll128_caps_are_nccl_2_30s():
+    # ring LL128: min(721.8 x 0.92, 16 x 40.0) = 640 bus -> x 8 / 14; tree LL128 on 4 nodes: min(400 x 120/128, 16 x 20)
+    one = System("blackwell", 8, 1, nvls=False)
+    assert tune(one, "allreduce")[("ring", "LL128")][1] == pytest.approx(640.0 * 8 / 14)
+    assert tune(System("blackwell", 8, 4), "allreduce")[("tree", "LL128")][1] == pytest.approx(320.0 * 0.5)

@@ -231,3 +231,27 @@ def test_fuzz_mangled_logs_give_a_result_or_a_clear_error(shared_data, which, ma
         fit_measurements(log.op, "ring", log.ranks, log.measurements(), segments=3)
     except CollsimError as exc:
         assert "\n" not in str(exc)
+
+
+def test_busbw_table_of_log_17_reads_by_eye(shared_data):
+    """Log 17 is a torch.distributed busbw table (payload, busbw, algbw), not an nccl-tests log: collective and ranks
+    from its first line, time = size / algbw (GB = 1e9 B), float32."""
+    log = read_log(_log_path(shared_data, "17_"))
+    assert (log.op, log.ranks, log.layout, len(log.rows), log.dtype) == ("allreduce", 32, "busbw table", 20, "float32")
+    first, last = log.rows[0], log.rows[-1]
+    assert (first.bytes, first.out.busbw_GBps, first.out.algbw_GBps) == (32 * 1024, 0.65, 0.33)
+    # 16GiB 376.71 194.43: 17179869184 B / 194.43e9 B/s = 88.360 ms
+    assert last.bytes == 17179869184 and last.out.time_s == pytest.approx(0.0883601, rel=1e-6)
+    assert dict(log.measurements())[1 << 20] == pytest.approx(1048576 / 6.44e9, rel=1e-12)
+
+
+def test_busbw_table_refuses_rows_it_cannot_read():
+    head = "# 2 nodes x 8 H100 = 16 ranks, all_reduce\n# payload   busbw_GBps  algbw_GBps\n"
+    log = parse_log(head + "1MiB 1.875 1.0\n", "t.txt")  # allreduce on 16 ranks: busbw = algbw x 2 x 15 / 16
+    assert (log.op, log.ranks, log.rows[0].out.time_s) == ("allreduce", 16, 1048576 / 1e9)
+    with pytest.raises(CollsimError, match=r"^log: t.txt line 3: busbw 3.0 is not algbw 1.0 x 1.875"):
+        parse_log(head + "1MiB 3.0 1.0\n", "t.txt")
+    with pytest.raises(CollsimError, match=r"^log: t.txt line 3: '1MiB 1.875'; expected 'SIZE BUSBW_GBPS ALGBW_GBPS'"):
+        parse_log(head + "1MiB 1.875\n", "t.txt")
+    with pytest.raises(CollsimError, match=r"names no collective or no '= N ranks'"):
+        parse_log("# some table\n# payload busbw_GBps algbw_GBps\n1MiB 1 1\n", "t.txt")

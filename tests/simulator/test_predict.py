@@ -78,7 +78,7 @@ def test_extra_network_latency_only_across_nodes():
     one = [predict(parse_topology("p5"), "allreduce", [1 << 20], net_extra_s=x)[0].time_s for x in (0.0, 1e-3)]
     assert one[0] == one[1]
     two = [predict(parse_topology("p5:nodes=2"), "allreduce", [1 << 20], net_extra_s=x)[0].time_s for x in (0.0, 1e-3)]
-    assert two[1] >= two[0] + 2e-3 * (1 - 1e-9)  # at least the two steps across nodes (rails: reduce-scatter and allgather across)
+    assert two[1] >= two[0] + 2e-3 * (1 - 1e-9)  # at least the two steps across nodes (the tree: one up, one down)
 
 
 def test_ll_is_capped_at_nccls_ll_max_bandwidth_on_one_node():
@@ -90,16 +90,18 @@ def test_ll_is_capped_at_nccls_ll_max_bandwidth_on_one_node():
     assert row.time_s == pytest.approx(want, rel=1e-6)
 
 
-def test_two_nodes_run_the_rail_tree_above_any_rings_nic_bound():
+def test_two_nodes_run_the_tree_above_any_rings_nic_bound():
     # p5: 8 x 50 GB/s of NICs per node; a ring pushes 2 (p-1)/p n through them, so its busbw is at most 400 GB/s.
-    # The rail tree moves n per node each way (busbw up to 1.875 x 400 = 750 GB/s through the NICs) but 2 (g-1)/g n
-    # = 1.75 n through each GPU's NVLink at NCCL's 370.8 GB/s: busbw <= 1.875 x 370.8 / 1.75 = 397.3 GB/s.
+    # NCCL's tree on two nodes moves n per node each way (each node is the root of one tree and the child in the
+    # other: busbw up to 1.875 x 400 = 750 GB/s through the NICs) but each channel's chain of 8 GPUs sends 7 edges
+    # up and 7 down, 14 x 16 channels x n/16 over 8 GPUs = 1.75 n through each GPU's NVLink at NCCL's 370.8 GB/s:
+    # busbw <= 1.875 x 370.8 / 1.75 = 397.3 GB/s.
     n = 1 << 30
     topo = parse_topology("p5:nodes=2")
     system, per_node = machine_of(topo, 16)
     row = run_pick(topo, system, per_node, "allreduce", n, 16, "tree", "Simple")
     busbw = n / row.time_s * 2 * 15 / 16
-    assert row.algorithm == "rails" and 0.9 * 397.3e9 < busbw < 397.3e9
+    assert row.algorithm == "nccl_tree" and 0.9 * 397.3e9 < busbw < 397.3e9
 
 
 def test_two_nvswitch_nodes_run_nvls_tree_where_nccl_picks_it():
@@ -164,7 +166,7 @@ def test_tuner_csv_merges_equal_picks_into_ranges():
         return Prediction(size, size // 4, "x", proto, algorithm, 16, 1.0, 1.0, 0.0)
 
     text = tuner_csv("reduce_scatter", 16, [row(1024, "nccl_ring", "LL"), row(2048, "nccl_ring", "LL"),
-                                            row(4096, "rails", "Simple")], 2)
+                                            row(4096, "nccl_tree", "Simple")], 2)
     assert text.splitlines()[2:] == ["reducescatter,0,2048,ring,ll,16,2,16",
                                      "reducescatter,2049,4294967295,tree,simple,16,2,16"]
 
@@ -192,16 +194,22 @@ def test_host_staged_ring_time_by_hand():
 
 def test_tcpxo_profile_simple_only_8mib_buffers_no_nvls():
     # Google's TCPXO profile (nccl-env-profile.sh): NCCL_PROTO=Simple, NCCL_BUFFSIZE=8388608, NCCL_NVLS_ENABLE=0
-    from simulator.nccl.predict import pipeline_chunks
+    from simulator.nccl.predict import tree_pipeline
     from simulator.nccl.tuning import System
 
     mega, per_node = machine_of(parse_topology("a3-mega:nodes=2"), 16)
     assert mega.protocols == ("Simple",) and per_node == 8
     assert all(nccl_pick(mega, "allreduce", n)[1] == "Simple" for n in (1 << 10, 1 << 20, 1 << 30))
     assert nccl_pick(machine_of(parse_topology("p5:nodes=2"), 16)[0], "allreduce", 1 << 10)[1] != "Simple"
-    # rail-tree pipeline: 256 MiB over 8 GPUs in 8 MiB buffers = 4 chunks; NCCL's default 4 MiB on dgx-h100 = 8
-    assert pipeline_chunks(parse_topology("a3-mega:nodes=2"), 256 << 20, 8) == 4
-    assert pipeline_chunks(parse_topology("dgx-h100:nodes=2"), 256 << 20, 8) == 8
+    # tree steps: 256 MiB over 16 channels in steps of 8 MiB / NCCL_STEPS = 1 MiB: 16 per channel; NCCL's default
+    # 4 MiB buffer on dgx-h100: 512 KiB steps, 32
+    assert tree_pipeline(parse_topology("a3-mega:nodes=2"), mega, "Simple", 256 << 20, 16, 16, 16) == (16, 8)
+    dgx, _ = machine_of(parse_topology("dgx-h100:nodes=2"), 16)
+    assert tree_pipeline(parse_topology("dgx-h100:nodes=2"), dgx, "Simple", 256 << 20, 16, 16, 16) == (32, 8)
+    # 64 nodes: 1 GiB would take 128 steps per channel; 2^19 transfers allow 32 chunks (2 x 511 x 16 per chunk), each
+    # four of NCCL's steps, so 2 chunks in flight carry NCCL's 8 steps
+    big, _ = machine_of(parse_topology("dgx-h100:nodes=64"), 512)
+    assert tree_pipeline(parse_topology("dgx-h100:nodes=64"), big, "Simple", 1 << 30, 16, 512, 16) == (32, 2)
     assert predict(parse_topology("a3-mega"), "allreduce", [1 << 30])[0].nccl_algo == "ring"
     assert predict(parse_topology("p5"), "allreduce", [1 << 30])[0].nccl_algo == "nvls"
     with pytest.raises(CollsimError, match="proto: .*Bogus"):
@@ -226,11 +234,12 @@ def test_efa_plugin_latency_is_charged_as_nccls_model_charges_it():
     # aws-ofi-nccl platform-aws.cpp reports 75 us for p4de and p5 (since May 2023); tuning.cc adds it to
     # each inter-node step of its latency formula, twice for Simple: ring allreduce on 2 nodes has 2 (N - 1) = 2 such
     # steps, the tree 2 log2(N) = 2.
-    from simulator.nccl.predict import pipeline_chunks, plugin_latency_s
+    from simulator.nccl.predict import plugin_latency_s, tree_pipeline
 
     p5, _ = machine_of(parse_topology("p5:nodes=2"), 16)
     assert p5.net_latency_us == 75.0
-    assert pipeline_chunks(parse_topology("p5:nodes=2"), 256 << 20, 8) == 8  # the logs' era: NCCL's 4 MiB buffers
+    # the logs' era: NCCL's 4 MiB buffers, 512 KiB tree steps: 256 MiB on 16 channels in 32 steps each
+    assert tree_pipeline(parse_topology("p5:nodes=2"), p5, "Simple", 256 << 20, 16, 16, 16) == (32, 8)
     assert plugin_latency_s(p5, "allreduce", "ring", "Simple") == pytest.approx(2 * 2 * 75e-6)
     assert plugin_latency_s(p5, "allreduce", "tree", "LL128") == pytest.approx(2 * 75e-6)
     p4de4, _ = machine_of(parse_topology("p4de:nodes=4"), 32)
@@ -242,7 +251,7 @@ def test_efa_plugin_latency_is_charged_as_nccls_model_charges_it():
     assert plugin_latency_s(machine_of(parse_topology("p5"), 8)[0], "allreduce", "ring", "LL") == 0
     # and predict pays it once per call, on top of the protocol's base latency (tree LL128: 14 us)
     row = predict(parse_topology("p5:nodes=2"), "allreduce", [1 << 20], proto="LL128")[0]
-    assert (row.nccl_algo, row.algorithm) == ("tree", "rails")
+    assert (row.nccl_algo, row.algorithm) == ("tree", "nccl_tree")
     assert row.base_s == pytest.approx(14e-6 + 2 * 75e-6)
 
 
@@ -389,3 +398,15 @@ def test_fastest_keeps_the_first_of_a_tie():
     plan = _plans("p4de:nodes=2", 1 << 20)[0]
     named = [replace(plan, finish=lambda s, name=name: replace(plan.finish(s), algorithm=name)) for name in "ab"]
     assert fastest(named).algorithm == "a" and fastest(named[::-1]).algorithm == "b"
+
+
+@pytest.mark.parametrize("preset, bus_GBps", [("hgx-b200", 16 * 40.0), ("dgx-h100", 18 * 20.6 * 0.92)],
+                         ids=["b200-nccl-cap", "h100-links"])
+def test_one_node_ring_ll128_runs_at_the_lower_of_nccls_cap_and_the_links(preset, bus_GBps):
+    # 1 GiB forced Ring LL128 on 8 GPUs: 2 x 7/8 of the bytes at the bus rate, plus 14 steps of LL128's 1.9 us.
+    # B200: tuning.cc's 16 channels x perChMaxRingLL128Bw 40 = 640 GB/s binds (the links give 0.92 x 18 x 40.1 = 664);
+    # H100: the links' 0.92 x 18 x 20.6 = 341 GB/s bind (16 x 36.7 = 587 is above them)
+    n = 1 << 30
+    row = predict(parse_topology(preset), "allreduce", [n], algo="Ring", proto="LL128")[0]
+    assert (row.proto, row.channels) == ("LL128", 16)
+    assert row.engine_s == pytest.approx(1.75 * n / (bus_GBps * 1e9) + 14 * 1.9e-6, rel=1e-6)

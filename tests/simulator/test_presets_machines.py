@@ -33,6 +33,15 @@ def test_p5_bonds_four_efa_ports_per_gpu():
     assert _first_hop(topo, 3, 11) == "n0nic3"
 
 
+def test_p6_b200_has_one_400g_efa_per_gpu_and_the_plugins_profile():
+    topo = parse_topology("p6-b200:nodes=2")
+    assert len(_nics(topo)) == 16 and _first_hop(topo, 5, 13) == "n0nic5"  # AWS: 3200 Gbps = 8 x 400G EFA v4
+    assert topo.path_cost(5, 13)[1] == pytest.approx(400e9 / 8)
+    assert topo.path_cost(0, 1)[1] == pytest.approx(900e9)  # NVLink 5 per direction
+    machine = PRESETS["p6-b200"].machine  # aws-ofi-nccl "p5en/p6-b200": 35 us reported, NCCL_BUFFSIZE=8388608
+    assert (machine.arch, machine.net, machine.net_latency_us, machine.buffsize) == ("blackwell", "efa400", 35.0, 8 << 20)
+
+
 def test_a3_mega_and_dgx_a100_default_networks():
     assert parse_topology("a3-mega:nodes=2").path_cost(0, 8)[1] == pytest.approx(25e9)   # 8 x 200G TCPXO
     assert parse_topology("dgx-a100:nodes=2").path_cost(0, 8)[1] == pytest.approx(25e9)  # 8 x 200G HDR (datasheet)
@@ -49,7 +58,7 @@ def test_gb200_trays_share_one_nvlink_domain():
 
 def test_every_machine_preset_names_its_source():
     for name in ("dgx-a100", "dgx-h100", "dgx-h200", "hgx-b200", "hgx-b300", "gb200-nvl72", "gb300-nvl72", "p4de", "p5",
-                 "a3-mega", "gb200-nvl4", "rtx4090-pcie"):
+                 "p6-b200", "a3-mega", "gb200-nvl4", "rtx4090-pcie"):
         machine = PRESETS[name].machine
         assert machine is not None and len(machine.source) > 20
         assert build_preset(name).preset[0].name == name

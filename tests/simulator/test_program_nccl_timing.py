@@ -186,3 +186,25 @@ def test_hybrid_step_call_shapes_as_the_whatif_page_lists_them():
     assert (dp["ranks"], dp["nodes"], dp["stream"]) == (2, 2, "comm")
     assert dp["nccl_s"] == pytest.approx(direct("dgx-h100:nodes=2", "allreduce", 25 * MiB, 2, 1), abs=2e-12)
     assert 25 * MiB / NETWORKS["ib400"][0] < dp["links_s"]  # a ring of 2 through one 400G NIC: n / B at least
+
+
+def test_default_timing_rule():
+    """nccl exactly when NCCL's model knows every machine and no option it refuses was given; an asked-for timing
+    is kept; the why names the machine or the option that decided."""
+    from simulator.program.nccl_timing import AUTO, choose_timing, default_timing, nccl_conflicts
+
+    assert default_timing(["dgx-h100:nodes=8,net=ib400", "p5:nodes=2", "hgx-b200"]).timing == "nccl"
+    links = default_timing(["dgx-h100", "switch:8"])
+    assert links.timing == "links" and "'switch:8' is not a preset NCCL's model knows" in links.why
+    assert default_timing(["dgx-h100", "moon:3"]).timing == "links"  # unparseable: the run reports it
+    assert default_timing([]).timing == "links"
+    assert nccl_conflicts("exact", {"allreduce": "ring", "broadcast": "binomial", "alltoall": "pairwise"}) == [
+        "--mode exact", "--algo allreduce=ring"]
+    assert nccl_conflicts("auto", {"broadcast": "binomial"}) == []
+    given = default_timing(["dgx-h100"], ["--mode exact"])
+    assert given.timing == "links" and given.why.startswith("links: --mode exact given")
+    assert choose_timing("links", ["dgx-h100"]).timing == "links"
+    assert choose_timing("nccl", ["switch:8"], ["--mode exact"]).timing == "nccl"  # check_timing refuses it later
+    assert choose_timing(AUTO, ["dgx-h100"]).timing == "nccl"
+    with pytest.raises(CollsimError, match=r"^timing: 'fast'; expected one of auto, links, nccl$"):
+        choose_timing("fast", ["dgx-h100"])
