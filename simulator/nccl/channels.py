@@ -96,6 +96,22 @@ def collective_channels(system: System, algo: str, proto: str, nbytes: int) -> t
     return nc, nt
 
 
+def channel_share(system: System, channels: int, forced: bool = False) -> float:
+    """Wire bytes per byte a call on `channels` channels pays for running on fewer than the graph's (1: none).
+
+    NCCL sheds channels only where a thread would get less than its threshold of bytes (collective_channels): each
+    thread then sends about one wave of stores per step, not a stream at its channel's steady rate, and tuning.cc
+    charges the call the graph's whole bandwidth. Across nodes that holds (1.0; at 64 KiB on two dgx-h100 nodes a
+    ring charged n_channels / channels was 2.2x NCCL's model, and log 03's ring and tree rows at 256..512 KiB move
+    closer to the log without it). On one node the real logs show the channel's rate: log 04 (one p5 node, ring LL
+    on 1..8 channels at 16..256 KiB) is within 6% with n_channels / channels and 10..18% under without, where
+    NCCL's model is 13..17% under. `forced` channels (NCCL_MIN/MAX_NCHANNELS) stream at their share anywhere.
+    """
+    if forced or system.nodes == 1:
+        return max(1.0, system.n_channels / channels)
+    return 1.0
+
+
 LL_BUFFSIZE = 8 * LL_MAX_NTHREADS * STEPS * 16         # LL's FIFO: 8 lines of 16 B per thread per step (half data)
 LL128_BUFFSIZE = 120 * LL128_MAX_NTHREADS * STEPS * 8  # LL128's: 120 elements of 8 B per thread per step
 LL128_LINE_ELEMS, LL128_DATA_ELEMS = 16, 15         # device.h NCCL_LL128_LINEELEMS, NCCL_LL128_DATAELEMS

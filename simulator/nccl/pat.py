@@ -14,8 +14,9 @@ bandwidth 0.75 of the graph's. They reach the engine the way the ring's costs do
   of two the engine charges NCCL's log2(nNodes) x 14 / 3.5 us;
 - 8 us + 2.8 us x ranks once per call (`base_s`), plus the plugin's latency as NCCL's model charges it
   (predict.plugin_latency_s, as for ring and tree);
-- the 0.75 as 1 / 0.75 wire bytes per payload byte, and, as for the ring, a channel's share of the graph:
-  NCCL sheds channels on small calls (simulator/nccl/channels.py), which then move their bytes slower.
+- the 0.75 as 1 / 0.75 wire bytes per payload byte, at the graph's whole bandwidth whatever channels NCCL sheds
+  on a small call, as tuning.cc charges it and as for the ring across nodes (simulator/nccl/channels.py
+  channel_share: PAT always spans nodes).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ..algorithms import build_schedule
 from ..collective import Collective
 from ..engine import EngineOptions, simulate
 from ..topology.model import Topology
-from .channels import collective_channels
+from .channels import channel_share, collective_channels
 from .protocols import plugin_latency_s, protocol, with_step_latency
 from .result import Prediction
 from .tuning import PAT_BW_FACTOR, PAT_STEP_DIVISOR, PAT_US_PER_RANK, System
@@ -45,7 +46,7 @@ def run_pat(topology: Topology, system: System, op: str, size: int, ranks: int, 
     step_s = protocol("Simple", "tree", system.link, multinode, system.nccl_version).net_s / PAT_STEP_DIVISOR
     cost = replace(cost, base_s=cost.base_s + PAT_US_PER_RANK * 1e-6 * ranks + plugin_latency_s(system, op, "pat", "Simple"),
                    net_s=step_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s,
-                   byte_factor=cost.byte_factor / PAT_BW_FACTOR * system.n_channels / channels)
+                   byte_factor=cost.byte_factor / PAT_BW_FACTOR * channel_share(system, channels))
     coll = Collective(op, ranks, size, dtype)
     schedule = build_schedule(coll, "pat")
     machine = with_step_latency(topology, cost.intra_s, cost.net_s)

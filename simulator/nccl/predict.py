@@ -49,7 +49,7 @@ from ..schedule import Schedule
 from ..topology.model import Topology
 from ..topology.presets import MACHINE_PRESETS, NET_STEP_FIT, NETWORKS
 from .calibration import for_protocol
-from .channels import NVLS_STEP_FIT, collective_channels, nvls_extra_steps, nvls_tree_chunk_size, tree_chunk_size
+from .channels import NVLS_STEP_FIT, channel_share, collective_channels, nvls_extra_steps, nvls_tree_chunk_size, tree_chunk_size
 from .nvls import nvls_schedule, switch_view, timing_view
 from .nvls_tree import MAX_CHUNKS as NVLS_TREE_MAX_CHUNKS
 from .nvls_tree import nvls_tree_allreduce
@@ -360,25 +360,22 @@ def one_node_cap_GBps(system: System, family: str, proto: str, channels: int) ->
 def ring_or_tree(topology: Topology, system: System, per_node: int, op: str, size: int, ranks: int, family: str,
                  proto: str, channels: int, forced: bool) -> tuple[str, dict, float]:
     """The schedule plan_ring_tree runs (its name and parameters) and the wire bytes per byte a channel's share of
-    the graph adds (n_channels / channels).
+    the graph adds (channels.channel_share: n_channels / channels on one node or where the channels are forced, else 1).
 
     Rings: `nccl_ring`; channels beyond the GPUs of a node repeat the same orders (same links, same NICs): the engine
     runs min(C, G) rings carrying the same bytes, which times the same under max-min sharing. A ring on fewer
-    channels than the graph's moves each at its channel's share.
+    channels than the graph's moves each at its channel's share on one node or where forced (channel_share).
 
     A tree allreduce across nodes: `nccl_tree` on min(C, 2G) channels (beyond, a (head, tree) pair repeats), in
     NCCL's tree steps (tree_pipeline), NCCL_STEPS of them in flight on each connection (so a step's latency overlaps
-    the steps before it, as NCCL's FIFO slots let it). NCCL runs fewer channels than the graph's only where a thread would get less
-    than its threshold of bytes (simulator/nccl/channels.py): one wave of stores per thread, not a stream at the
-    channel's steady rate, and tuning.cc charges it the graph's whole bandwidth; so does the tree, unless the
-    channels are forced (a stream on fewer channels, each at its share).
+    the steps before it, as NCCL's FIFO slots let it).
     """
-    share = max(1.0, system.n_channels / channels)
+    share = channel_share(system, channels, forced)
     if system.nodes > 1 and op == "allreduce" and family == "tree":
         engine_channels = min(channels, 2 * per_node)
         pipeline, window = tree_pipeline(topology, system, proto, size, channels, ranks, engine_channels)
         params = {"channels": engine_channels, "group": per_node, "pipeline": pipeline, "window": window}
-        return "nccl_tree", params, share if forced else 1.0
+        return "nccl_tree", params, share
     return "nccl_ring", {"channels": min(channels, per_node), "node": per_node}, share
 
 
@@ -438,6 +435,8 @@ def run_nvls_tree(topology: Topology, system: System, per_node: int, size: int, 
     As run_nvls: the switches' links at NCCL's nvlsEfficiency, the preset's own links otherwise, NCCL's
     NVLS_TREE latency (tuning.cc: 25 us + 2 log2(nodes) x (20.9 us + the network plugin's latency, twice for
     Simple)) added once, with the extras per network hop (2 log2(nodes) of them) and per call inside the node;
+    that latency is each hop's whole cost, so the engine's links carry bytes only (no wire latency: it would
+    count every hop twice: +8% at 2 nodes, +15..18% at 16 against NCCL's model);
     the time is at least the bytes at NCCL's NVLS_TREE bandwidth (its per-channel cap). Each half-shard goes in as many pieces as
     NCCL's loop takes steps: nBytes / (nvlsChannels x nHeads x chunk), the chunk as calcCollChunking sets
     it for NVLS_TREE (simulator/nccl/channels.py); a piece is one step of all the channels of a tree at
@@ -449,7 +448,9 @@ def run_nvls_tree(topology: Topology, system: System, per_node: int, size: int, 
     budget = max(1, NVLS_TREE_MAX_PIECES // (2 * ranks))
     chunks = int(np.clip(steps, 1, min(NVLS_TREE_MAX_CHUNKS, budget)))
     schedule = nvls_tree_allreduce(coll, per_node, chunks=chunks)
-    machine = switch_view(getattr(topology, "uncalibrated", topology), ranks, NVLS_EFFICIENCY[system.arch], group=per_node)
+    # no wire latency on the links: NCCL's latency below charges each hop in full (hwLat is the whole hop, wire included)
+    machine = with_step_latency(switch_view(getattr(topology, "uncalibrated", topology), ranks,
+                                            NVLS_EFFICIENCY[system.arch], group=per_node), 0.0, 0.0)
     trace = simulate(timing_view(schedule), machine, EngineOptions(ports=0))
     hops = 2 * (system.nodes.bit_length() - 1)
     latency_us, algbw_GBps = tune(system, "allreduce")[("nvls_tree", "Simple")]
