@@ -50,13 +50,16 @@ def rail_fabric(nodes: int, gpus: int = 8, intra: str = "switch", intra_latency:
                 intra_bandwidth: float = 450e9, net_latency: float = 1e-6, net_bandwidth: float = 50e9,
                 nics: int | None = None, su: int = SU_NODES, rails_per_leaf: int = 1, oversub: float = 1.0,
                 routing: str = "adaptive", pcie_latency: float = 0.0, pcie_bandwidth: float = 63e9,
-                name: str | None = None, pxn: bool = True) -> Topology:
+                name: str | None = None, pxn: bool = False) -> Topology:
     """N nodes of G GPUs (NVSwitch-like switch or full mesh inside), one NIC per GPU (or `nics` per node, shared or
     bonded as in builders.cluster), each NIC on its rail's leaf in its SU of `su` nodes, leaves joined by spines.
 
     `pxn`: a GPU sending to a GPU of another node on another rail first hands the data over NVLink to the GPU of its
-    own node on the destination's rail, which sends it through its NIC (NCCL's PXN, on by default since NCCL 2.12:
-    NCCL_PXN_DISABLE=0), so NCCL's traffic stays on its rail; without it the pair crosses the spines.
+    own node on the destination's rail, which sends it through its NIC (NCCL's PXN, NCCL_PXN_DISABLE=0 since NCCL
+    2.12), so the pair stays on its rail. Off by default: the pair then crosses the spines, which under adaptive
+    routing costs no bandwidth, and its step costs the network latency alone, as NCCL's tuning model charges a ring's
+    step across nodes (with the relay's NVLink hop, predict's ring at 8 B..64 KiB on 2 nodes runs 18% over NCCL's
+    model: tests/simulator/test_small_sizes_model.py).
     """
     nodes, gpus, su = _count("nodes", nodes), _count("gpus", gpus), _count("su", su)
     rails_per_leaf = _count("rails_per_leaf", rails_per_leaf)

@@ -25,7 +25,7 @@ BUILDERS = {
                 "N nodes x G GPUs, NVSwitch-like switch or mesh inside, leaf-spine network between (NODES per leaf, "
                 "spine = destination mod spines)"),
     "rails": ("rails:nodes=N,gpus=G[,intra=switch|mesh][,nics=NICS][,su=NODES][,leaf_rails=K][,oversub=R]"
-              "[,routing=adaptive|ecmp|static][,pxn=0]",
+              "[,routing=adaptive|ecmp|static][,pxn=1]",
               "N nodes x G GPUs, a rail-optimised leaf-spine between (NIC k of each node of a scalable unit of NODES "
               "on leaf k; the presets' network)"),
 }
@@ -165,7 +165,7 @@ def _rails(opts: dict, spec: str, link: dict) -> Topology:
     return rail_fabric(_int(opts, "nodes", spec), _int(opts, "gpus", spec, 8), opts.pop("intra", "switch"),
                        su=_int(opts, "su", spec, 32), rails_per_leaf=_int(opts, "leaf_rails", spec, 1),
                        oversub=_float(opts, "oversub", spec, 1.0), routing=_routing(opts, "adaptive"),
-                       pxn=opts.pop("pxn", "1") not in ("0", "false", "no"), **kw)
+                       pxn=opts.pop("pxn", "0") not in ("0", "false", "no"), **kw)
 
 
 def _cluster(opts: dict, spec: str, link: dict) -> Topology:

@@ -17,20 +17,24 @@ from simulator.topology.spec import parse_topology
 
 KiB, MiB = 1 << 10, 1 << 20
 SIZES = [4 * KiB, 1 * MiB, 256 * MiB]
-SLACK = 1 + 1e-9
+# Max-min sharing is not monotone in capacity: a faster link reorders when flows finish and can delay another a little
+# (doubling dgx-h100:nodes=2's network links makes ring LL128 at 1 MiB 0.08% slower: 81.887 vs 81.818 us). "Never
+# slower" is checked to within 0.5%; the 1% case below is a strict xfail.
+SLACK = 1.005
 
 
 def _hops(topo, a, b):
     return [topo.link_name(lid) for lid in topo.route(a, b)]
 
 
-def test_rail_local_pairs_stay_on_their_leaf_and_cross_rail_pairs_are_relayed_over_nvlink():
+def test_rail_local_pairs_stay_on_their_leaf_and_cross_rail_pairs_cross_the_spines_or_go_by_pxn():
     topo = parse_topology("dgx-h100:nodes=5")  # 5 nodes: one SU, leaf k takes NIC k of every node
     assert _hops(topo, 0, 8) == ["n0g0->n0nic0", "n0nic0->su0leaf0", "su0leaf0->n1nic0", "n1nic0->n1g0"]
-    assert _hops(topo, 0, 9) == ["n0g0->n0nvswitch", "n0nvswitch->n0g1", "n0g1->n0nic1", "n0nic1->su0leaf1",
-                                 "su0leaf1->n1nic1", "n1nic1->n1g1"]  # PXN: over NVLink to GPU 1, then rail 1
-    assert _hops(rail_fabric(5, pxn=False), 0, 9) == ["n0g0->n0nic0", "n0nic0->su0leaf0", "su0leaf0->spines",
-                                                      "spines->su0leaf1", "su0leaf1->n1nic1", "n1nic1->n1g1"]
+    assert _hops(topo, 0, 9) == ["n0g0->n0nic0", "n0nic0->su0leaf0", "su0leaf0->spines", "spines->su0leaf1",
+                                 "su0leaf1->n1nic1", "n1nic1->n1g1"]
+    assert _hops(parse_topology("rails:nodes=5,pxn=1"), 0, 9) == [
+        "n0g0->n0nvswitch", "n0nvswitch->n0g1", "n0g1->n0nic1", "n0nic1->su0leaf1", "su0leaf1->n1nic1",
+        "n1nic1->n1g1"]  # PXN: over NVLink to GPU 1, then rail 1
     assert _hops(topo, 3, 4) == ["n0g3->n0nvswitch", "n0nvswitch->n0g4"]
 
 
@@ -130,6 +134,7 @@ def test_adaptive_routing_is_never_slower_than_hashed_or_static(nodes, algo, pro
     ("Tree", "Simple")])
 def test_without_pxn_cross_rail_pairs_cross_the_spines_and_adaptive_is_still_never_slower(algo, proto):
     # rails: has the links of dgx-h100 (NVLink 4, 400G NICs, PCIe 5); without PXN the rings' cross-rail hops use spines
+    # (as on the presets, which leave PXN off; docs/topologies.md)
     preset = parse_topology("dgx-h100:nodes=5").preset
     variants = {}
     for routing in ("adaptive", "ecmp", "static"):

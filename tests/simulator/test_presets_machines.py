@@ -20,7 +20,7 @@ def test_p4de_has_four_100g_efa_per_node_shared_by_gpu_pairs():
     topo = parse_topology("p4de:nodes=2")
     assert len(_nics(topo)) == 8  # 4 per node (AWS: 400 Gbps = 4 x 100G EFA)
     assert _first_hop(topo, 0, 8) == _first_hop(topo, 1, 8) == "n0nic0"
-    # to the same rail (to another, NCCL's PXN relays over NVLink first: simulator/topology/fabric.py)
+    # (to GPUs on the same rail of the other node)
     assert _first_hop(topo, 2, 10) == "n0nic1" and _first_hop(topo, 7, 14) == "n0nic3"
     assert topo.path_cost(0, 8)[1] == pytest.approx(100e9 / 8)  # 12.5 GB/s, the EFA port
     assert topo.path_cost(0, 1)[1] == pytest.approx(300e9)      # NVLink 3 per direction

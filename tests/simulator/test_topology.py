@@ -93,7 +93,7 @@ def test_ecmp_spreads_pairs_over_spines_deterministically():
 def test_with_links_sets_every_link():
     topo = parse_topology("dgx-h100:nodes=2").with_links(3e-6, 10e9)
     assert topo.path_cost(0, 8) == (pytest.approx(12e-6), 10e9)  # GPU, NIC, rail leaf, NIC, GPU: 4 links
-    # another rail: NCCL's PXN relay over NVLink to GPU 7 first (GPU, NVSwitch, GPU 7, NIC, leaf, NIC, GPU: 6 links)
+    # another rail: through the spines (GPU, NIC, leaf 0, spines, leaf 7, NIC, GPU: 6 links)
     assert topo.path_cost(0, 15) == (pytest.approx(18e-6), 10e9)
     assert ideal(4).with_links(5e-6, None).path_cost(0, 1) == (5e-6, 25e9)
 
