@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from simulator.errors import CollsimError
-from simulator.topology import BUILDERS, NETWORKS, PRESETS, build_preset, parse_topology
+from simulator.topology import BUILDERS, NETWORKS, PRESETS, ROUTINGS, build_preset, parse_topology
 from simulator.topology.spec import COMMON_OPTIONS
 
 from ..output import emit_json, table
@@ -24,7 +24,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                            description="Print a topology's devices, nodes, links and bisection bandwidth (max flow "
                                        "from the first half of the ranks to the second half).",
                            epilog="examples: collsim topology show torus:4x4 ; collsim topology show dgx-h100:nodes=4 --links")
-    show.add_argument("spec", metavar="SPEC", help="preset name, builder (ring:8, switch:16, torus:4x4, cluster:nodes=4,gpus=8) or file")
+    show.add_argument("spec", metavar="SPEC", help="preset name (dgx-h100:nodes=4,routing=ecmp), builder (ring:8, switch:16, torus:4x4, "
+                                       "rails:nodes=4,gpus=8, cluster:nodes=4,gpus=8) or file")
     show.add_argument("--links", action="store_true", help="list every link (id, ends, latency, bandwidth)")
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(func=run_show)
@@ -46,7 +47,8 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         emit_json({"presets": presets, "builders": builders, "networks": networks, "options": COMMON_OPTIONS})
         return 0
-    print(f"# presets (multi-node: NAME:nodes=N[,net={'|'.join(NETWORKS)}]; sources in docs/topologies.md)")
+    print(f"# presets (multi-node: NAME:nodes=N[,net={'|'.join(NETWORKS)}][,routing={'|'.join(ROUTINGS)}]; "
+          "sources in docs/topologies.md)")
     print(table(["name", "GPUs", "multi-node", "what"], [[p["name"], p["devices"], p["multinode"], p["summary"]] for p in presets],
                 align="lrll"))
     print("\n# builders (" + COMMON_OPTIONS + ")")

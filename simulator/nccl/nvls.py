@@ -194,8 +194,19 @@ def switch_view(topology: Topology, ranks: int, efficiency: float = 1.0, group: 
     clone.devices = list(topology.devices) + chosen
     clone.placement = list(topology.placement[:ranks]) + list(range(len(topology.devices), len(clone.devices)))
     clone._dist_to = {}
-    clone._router = None  # the preset's router knows GPUs only; one hop GPU <-> switch is the shortest path
+    clone._router = _gpu_router(topology._router, set(chosen))
     return clone
+
+
+def _gpu_router(router, switches: set[int]):
+    """The topology's own router (rail, spine and all) between GPUs; None, the shortest path, where one end is a
+    switch made a device (one hop to or from a GPU on it)."""
+    if router is None:
+        return None
+
+    def route(a: int, b: int):
+        return None if a in switches or b in switches else router(a, b)
+    return route
 
 
 def _attached_switch(topology: Topology, ranks: range) -> int:

@@ -3,8 +3,12 @@
 GPU peaks are dense BF16 tensor-core FLOP/s (no 2:4 sparsity), from the vendor datasheets:
 - A100 SXM: 312 TFLOP/s. NVIDIA A100 Tensor Core GPU datasheet (2021), "BF16 Tensor Core 312 TFLOPS | 624 TFLOPS*" (* sparsity).
 - H100 SXM: 989 TFLOP/s. NVIDIA H100 Tensor Core GPU datasheet (2023), "BF16 Tensor Core 1,979 TFLOPS*" (* with sparsity; dense is half).
+- H200 SXM: 989 TFLOP/s. NVIDIA H200 Tensor Core GPU datasheet (2024), "BF16 Tensor Core 1,979 TFLOPS*" (* with
+  sparsity): the H100's compute with more and faster memory (141 GB HBM3e).
 - B200: 2250 TFLOP/s. NVIDIA DGX B200 / HGX B200 datasheet (2024), "FP16/BF16 Tensor Core 36 PFLOPS*" for 8 GPUs
   (* with sparsity): 4.5 PFLOP/s sparse, 2.25 PFLOP/s dense per GPU.
+- B300: 2250 TFLOP/s. NVIDIA HGX B300 page / DGX B300 datasheet (2025), "FP16/BF16 Tensor Core 36 PFLOPS*" for 8 GPUs
+  (* with sparsity), as B200's (Blackwell Ultra adds FP4, not BF16, throughput).
 
 Model shapes are the published configurations:
 - llama2-7b, llama2-70b: Touvron et al., "Llama 2" (arXiv:2307.09288), Table 1 and the released config.json
@@ -93,7 +97,9 @@ class Model:
 GPUS = {
     "a100": Gpu("A100 SXM", 312e12),
     "h100": Gpu("H100 SXM", 989e12),
+    "h200": Gpu("H200 SXM", 989e12),
     "b200": Gpu("B200", 2250e12),
+    "b300": Gpu("B300", 2250e12),
 }
 
 MODELS = {

@@ -21,11 +21,13 @@ from ..errors import CollsimError
 from ..topology import Topology, parse_topology
 from ..topology.presets import PRESETS
 from .nccl_timing import check_timing
+from .presets import GPUS
 from .run import ProgramResult, run_program
 from .scenarios import DDP_BUCKET, StepSpec, build_spec, generate
 
-GPU_OF_PRESET = {"dgx-a100": "a100", "dgx-h100": "h100", "hgx-b200": "b200", "gb200-nvl72": "b200", "gb200-nvl4": "b200",
-                 "p4de": "a100", "p5": "h100", "p6-b200": "b200", "a3-mega": "h100"}  # the GPU each preset's summary names
+GPU_OF_PRESET = {"dgx-a100": "a100", "dgx-h100": "h100", "dgx-h200": "h200", "hgx-b200": "b200", "hgx-b300": "b300",
+                 "gb200-nvl72": "b200", "gb300-nvl72": "b300", "gb200-nvl4": "b200", "p4de": "a100", "p5": "h100",
+                 "p6-b200": "b200", "a3-mega": "h100"}  # the GPU each preset's summary names
 LINK_KINDS = ("nic", "nvlink")
 
 
@@ -69,7 +71,7 @@ def gpu_for(spec: str, gpu: str | None) -> str:
     name = preset_name(spec)
     if name in GPU_OF_PRESET:
         return GPU_OF_PRESET[name]
-    raise CollsimError(f"gpu: machine {spec!r} has no GPU preset of its own; expected --gpu (a100, h100 or b200)")
+    raise CollsimError(f"gpu: machine {spec!r} has no GPU preset of its own; expected --gpu ({', '.join(GPUS)})")
 
 
 def gpus_per_node(spec: str, topology: Topology) -> int:

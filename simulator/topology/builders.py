@@ -40,9 +40,10 @@ class GraphBuilder:
         if duplex:
             self.links.append((b, a, latency, bandwidth))
 
-    def build(self, name: str, devices: Sequence[int], router=None, description: str = "") -> Topology:
-        """The topology with these devices (node indices, in rank order)."""
-        return Topology(name, self.names, self.kinds, self.links, devices, router=router, description=description)
+    def build(self, name: str, devices: Sequence[int], router=None, description: str = "", multipath: bool = False) -> Topology:
+        """The topology with these devices (node indices, in rank order); `multipath`: the router spreads pairs itself."""
+        return Topology(name, self.names, self.kinds, self.links, devices, router=router, description=description,
+                        multipath=multipath)
 
 
 def _positive(name: str, value: float) -> None:
@@ -197,25 +198,14 @@ def cluster(nodes: int, gpus: int = 8, intra: str = "switch", nic: str = "gpu", 
     for field, value in (("intra bandwidth", intra_bandwidth), ("net bandwidth", net_bandwidth),
                          ("pcie bandwidth", pcie_bandwidth)):
         _positive(field, value)
-    nics = _rails(gpus, nics) if nic == "gpu" else 1
-    share, bond = max(1, gpus // nics), max(1, nics // gpus)  # GPUs per NIC, NICs per GPU
-    ports = nics // bond  # NIC nodes per node (a bonded NIC is one node of bond x the bandwidth)
+    nics = nic_count(gpus, nics) if nic == "gpu" else 1
+    share, bond, ports = nic_layout(gpus, nics)
     per_leaf = nodes_per_leaf or max(1, 32 // ports)
     per_leaf = min(_count("nodes_per_leaf", per_leaf), nodes)
     down = per_leaf * ports
     spines = max(1, int(down // oversub))
     g = GraphBuilder()
-    dev = [g.node(f"n{i}g{k}", "gpu") for i in range(nodes) for k in range(gpus)]
-    nvs = [g.node(f"n{i}nvswitch", "switch") for i in range(nodes)] if intra == "switch" else []
-    for i in range(nodes):
-        local = dev[i * gpus:(i + 1) * gpus]
-        if intra == "switch":
-            for d in local:
-                g.cable(d, nvs[i], intra_latency, intra_bandwidth)
-        else:
-            for x in range(gpus):
-                for y in range(x + 1, gpus):
-                    g.cable(local[x], local[y], intra_latency, intra_bandwidth)
+    dev, nvs = boxes(g, nodes, gpus, intra, intra_latency, intra_bandwidth)
     leaves = [g.node(f"leaf{j}", "switch") for j in range((nodes + per_leaf - 1) // per_leaf)] if nodes > 1 else []
     spine_nodes = [g.node(f"spine{k}", "switch") for k in range(spines)] if len(leaves) > 1 else []
     nic_of: dict[int, int] = {}  # device (nic=gpu) or node index (nic=node) -> its NIC node
@@ -253,7 +243,30 @@ def cluster(nodes: int, gpus: int = 8, intra: str = "switch", nic: str = "gpu", 
                    f"{rails}), {len(leaves)} leaves, {len(spine_nodes)} spines, {oversub:g}:1")
 
 
-def _rails(gpus: int, nics: int | None) -> int:
+def nic_layout(gpus: int, nics: int) -> tuple[int, int, int]:
+    """(GPUs per NIC, NICs bonded per GPU, NIC nodes per node) for `nics` NICs on a node of `gpus` GPUs."""
+    share, bond = max(1, gpus // nics), max(1, nics // gpus)
+    return share, bond, nics // bond  # a bonded NIC is one node of bond x the bandwidth
+
+
+def boxes(g: GraphBuilder, nodes: int, gpus: int, intra: str, latency: float, bandwidth: float) -> tuple[list[int], list[int]]:
+    """The nodes' GPUs (numbered first, node by node) and, with intra=switch, one NVSwitch-like switch per node
+    (else a full mesh of GPU pairs); returns (GPU node ids, switch node ids)."""
+    dev = [g.node(f"n{i}g{k}", "gpu") for i in range(nodes) for k in range(gpus)]
+    nvs = [g.node(f"n{i}nvswitch", "switch") for i in range(nodes)] if intra == "switch" else []
+    for i in range(nodes):
+        local = dev[i * gpus:(i + 1) * gpus]
+        if intra == "switch":
+            for d in local:
+                g.cable(d, nvs[i], latency, bandwidth)
+        else:
+            for x in range(gpus):
+                for y in range(x + 1, gpus):
+                    g.cable(local[x], local[y], latency, bandwidth)
+    return dev, nvs
+
+
+def nic_count(gpus: int, nics: int | None) -> int:
     """NICs per node for one-NIC-per-GPU clusters: a divisor or a multiple of the GPU count."""
     if nics is None:
         return gpus

@@ -5,7 +5,10 @@ answers `route(src_rank, dst_rank)` with the link ids a message crosses. Routes 
 by hop count with a deterministic tie-break (the lowest-numbered next node), or, with ECMP, a
 next node picked by a hash of the (source, destination) pair among the equal-cost ones. Builders of
 regular shapes pass their own router (dimension-order on a torus, up-down in a leaf-spine) so that
-large machines need no graph search. A placement maps ranks to devices and can be permuted.
+large machines need no graph search; a router returns None for a pair it does not route (a switch
+made a device, simulator/nccl/nvls.py switch_view), which then takes the shortest path. A router that
+spreads traffic itself (the rail fabric's adaptive or hashed spines, simulator/topology/fabric.py) is
+`multipath`: ECMP leaves it in charge. A placement maps ranks to devices and can be permuted.
 `IdealTopology` is the textbook machine: a dedicated link per ordered pair, made on demand.
 """
 
@@ -22,7 +25,7 @@ from ..errors import CollsimError
 
 NODE_KINDS = ("gpu", "switch", "nic", "cpu")
 LINK_VALUES = {"latency": "a finite time >= 0 s", "bandwidth": "a finite bandwidth > 0 B/s"}
-Router = Callable[[int, int], Sequence[int]]  # (src node, dst node) -> node path including both ends
+Router = Callable[[int, int], "Sequence[int] | None"]  # (src node, dst node) -> node path including both ends, or None
 
 
 def check_link_value(field: str, value, where: str, unbounded: bool = False) -> float:
@@ -65,12 +68,13 @@ class Topology:
     """Nodes, directed links and routes between the devices that ranks run on."""
 
     ideal = False
+    multipath = False
     preset = None  # (Preset, nodes, net) when built from a preset (simulator/topology/presets.py)
 
     def __init__(self, name: str, node_names: Sequence[str], node_kinds: Sequence[str],
                  links: Sequence[tuple[int, int, float, float]], devices: Sequence[int],
                  router: Router | None = None, ecmp: bool = False, placement: Sequence[int] | None = None,
-                 description: str = ""):
+                 description: str = "", multipath: bool = False):
         self.name = name
         self.description = description
         self.node_names = list(node_names)
@@ -78,6 +82,7 @@ class Topology:
         self.devices = list(devices)  # node index of each device, in device order
         self.ecmp = ecmp
         self._router = router
+        self.multipath = multipath  # the router spreads pairs over the paths itself: ECMP keeps it
         self.link_src = np.array([link[0] for link in links], dtype=np.int64)
         self.link_dst = np.array([link[1] for link in links], dtype=np.int64)
         self.latency = np.array([link[2] for link in links], dtype=np.float64)
@@ -174,11 +179,10 @@ class Topology:
         if hit is not None:
             return hit
         a, b = self.devices[self.placement[src]], self.devices[self.placement[dst]]
-        if a == b:
-            path: Sequence[int] = [a]
-        elif self._router is not None and not self.ecmp:
+        path: Sequence[int] | None = [a] if a == b else None
+        if path is None and self._router is not None and (self.multipath or not self.ecmp):
             path = self._router(a, b)
-        else:
+        if path is None:
             path = self._shortest_path(a, b, src, dst)
         try:
             links = tuple(self._link_of[(u, v)] for u, v in zip(path[:-1], path[1:]))

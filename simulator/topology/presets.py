@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..errors import CollsimError
 from .builders import GraphBuilder, cluster, torus
+from .fabric import SU_NODES, check_routing, rail_fabric
 from .model import Topology
 
 GB = 1e9
@@ -26,6 +27,7 @@ NETWORKS = {
     "efa100": (100e9 / 8, 2.0e-6, "100 Gbit/s AWS EFA port (SRD; p4d/p4de 4 per node, p5 32 per node)"),
     "efa400": (400e9 / 8, 2.0e-6, "400 Gbit/s AWS EFA v4 port (SRD; p6-b200 8 per node, one per GPU)"),
     "tcpxo200": (200e9 / 8, 2.0e-6, "200 Gbit/s GCP GPUDirect-TCPXO NIC (A3 Mega: 8 per node)"),
+    "xdr800": (800e9 / 8, 1.0e-6, "800 Gbit/s InfiniBand XDR (ConnectX-8 SuperNIC, Quantum-X800 leaf-spine)"),
 }
 
 # FITTED, not published: extra latency per network step (s) on top of NCCL's tuning.cc figure, and what it was
@@ -79,33 +81,41 @@ EFA_P4_SIMPLE = ("NCCL_PROTO=Simple: the plugin sets it where the EFA endpoint c
 
 @dataclass(frozen=True)
 class Preset:
-    """A named machine: how to build it for a node count and network, and what it is."""
+    """A named machine: how to build it for a node count, network and routing (simulator/topology/fabric.py
+    ROUTINGS), and what it is. `fabric`: its nodes are joined by a rail-optimised leaf-spine (routing= applies)."""
 
     name: str
     summary: str
     gpus_per_node: int
-    build: Callable[[int, str], Topology]
+    build: Callable[[int, str, str], Topology]
     multinode: bool = True
     machine: Machine | None = None
+    fabric: bool = True
 
 
 PCIE4, PCIE5 = 31.5 * GB, 63 * GB  # x16, per direction: 16 / 32 GT/s x 16 lanes x 128/130 / 8
+PCIE6 = 121 * GB  # x16, per direction: 64 GT/s x 16 lanes / 8, 242 of every 256-byte FLIT payload (PCI-SIG PCIe 6.0)
+
+
+def _label(name: str, nodes: int, net: str, routing: str) -> str:
+    return name if nodes == 1 else f"{name}:nodes={nodes},net={net}" + ("" if routing == "adaptive" else f",routing={routing}")
 
 
 def _nvswitch_box(name: str, gpus: int, nvlink_Bps: float, nvlink_latency: float = 0.3e-6, pcie: float = PCIE5,
-                  nics: int | None = None):
-    def build(nodes: int, net: str) -> Topology:
+                  nics: int | None = None, su: int = SU_NODES, rails_per_leaf: int = 1):
+    """Nodes of `gpus` GPUs on an NVSwitch, `su` nodes per scalable unit of a rail-optimised leaf-spine (fabric.py)."""
+    def build(nodes: int, net: str, routing: str = "adaptive") -> Topology:
         net_bw, net_lat, _ = NETWORKS[net]
-        label = name if nodes == 1 else f"{name}:nodes={nodes},net={net}"
-        return cluster(nodes, gpus, "switch", "gpu", nvlink_latency, nvlink_Bps, net_lat, net_bw, name=label,
-                       pcie_bandwidth=pcie, nics=nics)
+        return rail_fabric(nodes, gpus, "switch", nvlink_latency, nvlink_Bps, net_lat, net_bw, nics=nics, su=su,
+                           rails_per_leaf=rails_per_leaf, routing=routing, pcie_bandwidth=pcie,
+                           name=_label(name, nodes, net, routing))
     return build
 
 
 MAX_NVL_TRAYS = 18  # GB200 NVL72: 18 compute trays of 4 GPUs in one NVLink domain
 
 
-def _nvl_trays(nodes: int, net: str) -> Topology:
+def _nvl_trays(nodes: int, net: str, routing: str = "adaptive") -> Topology:
     """GB200 NVL compute trays (4 GPUs each) in one NVLink domain: every GPU on the rack's NVLink switch."""
     if nodes > MAX_NVL_TRAYS:
         raise CollsimError(f"nodes: {nodes} trays; gb200-nvl4 trays share one NVLink domain of at most "
@@ -146,19 +156,19 @@ def host_staged(gpus: int = 4, shm_Bps: float | None = None) -> Topology:
                    "(fitted, docs/accuracy.md)")
 
 
-def _rtx4090(nodes: int, net: str) -> Topology:
+def _rtx4090(nodes: int, net: str, routing: str = "adaptive") -> Topology:
     if nodes != 1:
         raise CollsimError("rtx4090-pcie: single node only")
     return host_staged()
 
 
-def _mi300x(nodes: int, net: str) -> Topology:
+def _mi300x(nodes: int, net: str, routing: str = "adaptive") -> Topology:
     net_bw, net_lat, _ = NETWORKS[net]
-    label = "mi300x" if nodes == 1 else f"mi300x:nodes={nodes},net={net}"
-    return cluster(nodes, 8, "mesh", "gpu", 0.6e-6, 64 * GB, net_lat, net_bw, name=label)
+    return rail_fabric(nodes, 8, "mesh", 0.6e-6, 64 * GB, net_lat, net_bw, routing=routing,
+                       name=_label("mi300x", nodes, net, routing))
 
 
-def _pcie_box(nodes: int, net: str) -> Topology:
+def _pcie_box(nodes: int, net: str, routing: str = "adaptive") -> Topology:
     if nodes != 1:
         raise CollsimError("pcie-8gpu: single node only; use cluster:nodes=N,... for several PCIe nodes")
     pcie, upi = PCIE4, 62.4 * GB  # three UPI links at 11.2 GT/s
@@ -174,13 +184,17 @@ def _pcie_box(nodes: int, net: str) -> Topology:
     return g.build("pcie-8gpu", gpus, None, "8 GPUs on PCIe 4.0 x16 behind 4 PCIe switches, 2 CPU sockets, no NVLink")
 
 
-def _tpu(nodes: int, net: str) -> Topology:
+def _tpu(nodes: int, net: str, routing: str = "adaptive") -> Topology:
     if nodes != 1:
         raise CollsimError("tpu-v4-4x4x4: one slice only; use torus:AxBxC,bw=...,lat=... for other shapes")
     topo = torus([4, 4, 4], latency=1e-6, bandwidth=50 * GB)
     topo.name = "tpu-v4-4x4x4"
     topo.description = "TPU-v4-like 4x4x4 3-D torus slice (64 chips, 6 ICI links each)"
     return topo
+
+
+SUPERPOD_H100 = ("NVIDIA DGX SuperPOD H100 reference architecture: 32 nodes per scalable unit, NIC k of every node on "
+                 "leaf (rail) k, leaves joined by spines, non-blocking NDR")
 
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
@@ -191,18 +205,40 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("dgx-h100", "8x H100 SXM, NVSwitch (NVLink 4: 450 GB/s per direction per GPU), 8x 400G NDR IB", 8,
            _nvswitch_box("dgx-h100", 8, 450 * GB),
            machine=Machine("hopper", source="NVIDIA DGX H100 datasheet: NVLink 4 900 GB/s bidirectional per GPU, "
-                           "8x ConnectX-7 400 Gb/s")),
+                           f"8x ConnectX-7 400 Gb/s; {SUPERPOD_H100}")),
+    Preset("dgx-h200", "8x H200 SXM, NVSwitch (NVLink 4: 450 GB/s per direction per GPU), 8x 400G NDR IB", 8,
+           _nvswitch_box("dgx-h200", 8, 450 * GB),
+           machine=Machine("hopper", source="NVIDIA DGX H200 datasheet: 8x H200 141 GB, NVLink 4 900 GB/s bidirectional "
+                           f"per GPU (4x NVSwitch), 8x single-port ConnectX-7 400 Gb/s; {SUPERPOD_H100}")),
     Preset("hgx-b200", "8x B200, NVSwitch (NVLink 5: 900 GB/s per direction per GPU), 8x 400G NICs", 8,
            _nvswitch_box("hgx-b200", 8, 900 * GB),
            machine=Machine("blackwell", source="NVIDIA HGX B200 page: NVLink 5 1.8 TB/s per GPU; 8x 400G NICs "
-                           "(the Vultr report of log 07 names 8x NDR 400G ConnectX-7)")),
-    Preset("gb200-nvl72", "72x B200 in one NVLink 5 domain (900 GB/s per direction per GPU); racks = nodes", 72,
-           _nvswitch_box("gb200-nvl72", 72, 900 * GB, nvlink_latency=0.5e-6),
+                           "(the Vultr report of log 07 names 8x NDR 400G ConnectX-7); NVIDIA DGX SuperPOD B200 "
+                           "reference architecture: 32 nodes per scalable unit, one leaf per rail (2 SUs: 16 leaves, "
+                           "8 spines), non-blocking NDR")),
+    Preset("hgx-b300", "8x B300, NVSwitch (NVLink 5: 900 GB/s per direction per GPU), 8x 800G ConnectX-8", 8,
+           _nvswitch_box("hgx-b300", 8, 900 * GB, pcie=PCIE6, su=72),
+           machine=Machine("blackwell", net="xdr800", source="NVIDIA HGX B300 page and DGX B300 datasheet: 8x Blackwell "
+                           "Ultra, NVLink 5 1.8 TB/s per GPU, 8x ConnectX-8 SuperNIC 800 Gb/s (PCIe Gen6); NVIDIA DGX "
+                           "SuperPOD B300 XDR reference architecture: 72 nodes per scalable unit, 8 leaves (one per "
+                           "rail) and 4 spines per SU, Quantum-X800, non-blocking")),
+    Preset("gb200-nvl72", "72x B200 in one NVLink 5 domain (900 GB/s per direction per GPU), 72x 400G NICs; "
+           "racks = nodes", 72, _nvswitch_box("gb200-nvl72", 72, 900 * GB, nvlink_latency=0.5e-6, su=8, rails_per_leaf=4),
            machine=Machine("blackwell", nics_per_node=72, source="NVIDIA GB200 NVL72 page: 1.8 TB/s NVLink per GPU, "
-                           "130 TB/s for 72 GPUs")),
+                           "130 TB/s for 72 GPUs; 4 ConnectX-7 400 Gb/s per compute tray (one per GPU); NVIDIA DGX "
+                           "SuperPOD GB200 reference architecture: 8 racks per scalable unit, NDR 400 Gb/s compute "
+                           "fabric")),
+    Preset("gb300-nvl72", "72x B300 in one NVLink 5 domain (900 GB/s per direction per GPU), 72x 800G ConnectX-8; "
+           "racks = nodes", 72,
+           _nvswitch_box("gb300-nvl72", 72, 900 * GB, nvlink_latency=0.5e-6, pcie=PCIE6, su=8, rails_per_leaf=4),
+           machine=Machine("blackwell", net="xdr800", nics_per_node=72, source="NVIDIA GB300 NVL72 page: 72 Blackwell "
+                           "Ultra GPUs, 130 TB/s NVLink (1.8 TB/s per GPU), ConnectX-8 SuperNIC 800 Gb/s per GPU "
+                           "(Quantum-X800 InfiniBand); racks joined as the GB200 reference architecture's (8 racks per "
+                           "scalable unit: assumed)")),
     Preset("gb200-nvl4", "GB200 compute trays of 4 GPUs in one NVLink 5 domain (MNNVL): nodes = trays, up to 18", 4,
            _nvl_trays, machine=Machine("blackwell", nics_per_node=None, source="NVIDIA GB200 NVL72 page (4 GPUs per "
-                                       "compute tray, 1.8 TB/s NVLink per GPU); OCI BM.GPU.GB200.4 shape (log 05)")),
+                                       "compute tray, 1.8 TB/s NVLink per GPU); OCI BM.GPU.GB200.4 shape (log 05)"),
+           fabric=False),
     Preset("p4de", "AWS p4de.24xlarge: 8x A100 80GB, NVSwitch (300 GB/s per direction per GPU), 4x 100G EFA", 8,
            _nvswitch_box("p4de", 8, 300 * GB, pcie=PCIE4, nics=4),
            machine=Machine("ampere", net="efa100", nics_per_node=4, source="AWS EC2 P4 instance page: 8x A100, "
@@ -244,10 +280,12 @@ MACHINE_PRESETS = tuple(n for n, p in PRESETS.items() if p.machine is not None) 
 HOST_STAGED = ("rtx4090-pcie",)  # presets whose GPUs reach each other through host memory (shm=RATE sets the load rate)
 
 
-def build_preset(name: str, nodes: int = 1, net: str | None = None, shm_Bps: float | None = None) -> Topology:
+def build_preset(name: str, nodes: int = 1, net: str | None = None, shm_Bps: float | None = None,
+                 routing: str | None = None) -> Topology:
     """The preset machine, with `nodes` of them joined by network `net` (default: the machine's own).
 
     `shm_Bps`: the SHM load rate of a host-staged preset (HOST_STAGED; default its fitted SHM_RATE_FIT).
+    `routing`: how the leaf-spine spreads traffic over its spines (simulator/topology/fabric.py ROUTINGS; default adaptive).
     """
     preset = PRESETS.get(name)
     if preset is None:
@@ -255,6 +293,9 @@ def build_preset(name: str, nodes: int = 1, net: str | None = None, shm_Bps: flo
     if shm_Bps is not None and name not in HOST_STAGED:
         raise CollsimError(f"shm: preset {name} has no host-staged path; shm=RATE (the SHM load rate per GPU) applies to "
                            f"{', '.join(HOST_STAGED)}")
+    if routing is not None and not (preset.multinode and preset.fabric):
+        raise CollsimError(f"routing: preset {name} has no network between nodes to route; routing= applies to "
+                           f"{', '.join(n for n, p in PRESETS.items() if p.multinode and p.fabric)}")
     if net is None:
         net = preset.machine.net if preset.machine else "ib400"
     if net not in NETWORKS:
@@ -263,6 +304,9 @@ def build_preset(name: str, nodes: int = 1, net: str | None = None, shm_Bps: flo
         raise CollsimError(f"nodes: {nodes!r} is not a node count; expected an integer >= 1")
     if nodes > 1 and not preset.multinode:
         raise CollsimError(f"nodes: preset {name} is a single machine; nodes={nodes} is not available for it")
-    topo = preset.build(int(nodes), net) if shm_Bps is None else host_staged(preset.gpus_per_node, shm_Bps)
+    if shm_Bps is not None:
+        topo = host_staged(preset.gpus_per_node, shm_Bps)
+    else:
+        topo = preset.build(int(nodes), net, check_routing(routing or "adaptive"))
     topo.preset = (preset, int(nodes), net)  # what `predict` reads (copies keep it)
     return topo

@@ -9,6 +9,7 @@ from ..errors import CollsimError
 from ..readfile import read_data
 from ..units import parse_bandwidth, parse_time
 from . import builders
+from .fabric import ROUTINGS, rail_fabric
 from .fileformat import load_topology, topology_from_dict
 from .model import Topology, check_link_value
 from .presets import PRESETS, build_preset
@@ -21,9 +22,16 @@ BUILDERS = {
     "torus": ("torus:AxB[xC]", "2-D or 3-D torus, dimension-order routing"),
     "fat_tree": ("fat_tree:hosts=H,leaf=L,oversub=R", "leaf-spine, L hosts per leaf, R:1 oversubscribed uplinks"),
     "cluster": ("cluster:nodes=N,gpus=G[,intra=switch|mesh][,nic=gpu|node][,nics=NICS][,oversub=R][,leaf=NODES]",
-                "N nodes x G GPUs, NVSwitch-like switch or mesh inside, leaf-spine network between"),
+                "N nodes x G GPUs, NVSwitch-like switch or mesh inside, leaf-spine network between (NODES per leaf, "
+                "spine = destination mod spines)"),
+    "rails": ("rails:nodes=N,gpus=G[,intra=switch|mesh][,nics=NICS][,su=NODES][,leaf_rails=K][,oversub=R]"
+              "[,routing=adaptive|ecmp|static][,pxn=1]",
+              "N nodes x G GPUs, a rail-optimised leaf-spine between (NIC k of each node of a scalable unit of NODES "
+              "on leaf k; the presets' network)"),
 }
-COMMON_OPTIONS = "every builder also takes lat=LATENCY and bw=BANDWIDTH (per link, per direction) and ecmp=1"
+COMMON_OPTIONS = ("every builder also takes lat=LATENCY and bw=BANDWIDTH (per link, per direction) and ecmp=1; "
+                  "rails: and multi-node presets take routing=adaptive|ecmp|static (ecmp=1 = routing=ecmp): "
+                  + "; ".join(f"{k}: {v}" for k, v in ROUTINGS.items()))
 
 
 def _options(args: str, spec: str, positional: str | None) -> dict[str, str]:
@@ -85,7 +93,7 @@ def parse_topology(spec: str) -> Topology:
     if name in PRESETS:
         opts = _options(args, spec, "nodes")
         shm = _link_value(opts, "shm", spec) if "shm" in opts else None
-        topo = build_preset(name, _int(opts, "nodes", spec, 1), opts.pop("net", None), shm)
+        topo = build_preset(name, _int(opts, "nodes", spec, 1), opts.pop("net", None), shm, _routing(opts, None))
         return _finish(topo, opts, spec)
     if name in BUILDERS:
         return _build(name, args, spec)
@@ -125,7 +133,8 @@ def _from_file(path: str, args: str, spec: str) -> Topology:
 
 
 def _build(name: str, args: str, spec: str) -> Topology:
-    positional = {"ideal": "n", "switch": "n", "ring": "n", "torus": "dims", "fat_tree": "hosts", "cluster": "nodes"}[name]
+    positional = {"ideal": "n", "switch": "n", "ring": "n", "torus": "dims", "fat_tree": "hosts", "cluster": "nodes",
+                  "rails": "nodes"}[name]
     opts = _options(args, spec, positional)
     link = {}
     if "lat" in opts:
@@ -146,13 +155,39 @@ def _build(name: str, args: str, spec: str) -> Topology:
     elif name == "fat_tree":
         topo = builders.fat_tree(_int(opts, "hosts", spec), _int(opts, "leaf", spec, 4), _float(opts, "oversub", spec, 1.0),
                                  **link)
-    else:
+    elif name == "cluster":
         topo = _cluster(opts, spec, link)
+    else:
+        topo = _rails(opts, spec, link)
     return _finish(topo, opts, spec)
+
+
+def _routing(opts: dict, default: str | None) -> str | None:
+    """routing=NAME, or ecmp=1 (hashed spines) where routing= is not given; ecmp=1 is then consumed."""
+    ecmp = opts.pop("ecmp", "0") not in ("0", "false", "no")
+    return opts.pop("routing", "ecmp" if ecmp else default)
+
+
+def _rails(opts: dict, spec: str, link: dict) -> Topology:
+    """rails:...: the network options of cluster: (intra_bw=, net_bw=, nics=, oversub=) and su=, leaf_rails=, routing=,
+    pxn=."""
+    kw = _link_options(opts, spec, link)
+    return rail_fabric(_int(opts, "nodes", spec), _int(opts, "gpus", spec, 8), opts.pop("intra", "switch"),
+                       su=_int(opts, "su", spec, 32), rails_per_leaf=_int(opts, "leaf_rails", spec, 1),
+                       oversub=_float(opts, "oversub", spec, 1.0), routing=_routing(opts, "adaptive"),
+                       pxn=opts.pop("pxn", "0") not in ("0", "false", "no"), **kw)
 
 
 def _cluster(opts: dict, spec: str, link: dict) -> Topology:
     """cluster:...: its own options (intra_bw=, net_bw=, nics=, leaf=, oversub=) on top of lat= and bw=."""
+    kw = _link_options(opts, spec, link)
+    leaf = _int(opts, "leaf", spec, 0) or None
+    return builders.cluster(_int(opts, "nodes", spec), _int(opts, "gpus", spec, 8), opts.pop("intra", "switch"),
+                            opts.pop("nic", "gpu"), nodes_per_leaf=leaf, oversub=_float(opts, "oversub", spec, 1.0), **kw)
+
+
+def _link_options(opts: dict, spec: str, link: dict) -> dict:
+    """The keyword arguments of a multi-node builder from lat=, bw=, intra_bw=, net_bw= and nics=."""
     kw = {}
     if "latency" in link:
         kw["intra_latency"] = kw["net_latency"] = link["latency"]
@@ -164,9 +199,7 @@ def _cluster(opts: dict, spec: str, link: dict) -> Topology:
         kw["net_bandwidth"] = _link_value(opts, "net_bw", spec)
     if "nics" in opts:
         kw["nics"] = _int(opts, "nics", spec)
-    leaf = _int(opts, "leaf", spec, 0) or None
-    return builders.cluster(_int(opts, "nodes", spec), _int(opts, "gpus", spec, 8), opts.pop("intra", "switch"),
-                            opts.pop("nic", "gpu"), nodes_per_leaf=leaf, oversub=_float(opts, "oversub", spec, 1.0), **kw)
+    return kw
 
 
 def _finish(topo: Topology, opts: dict, spec: str) -> Topology:

@@ -20,7 +20,8 @@ def test_p4de_has_four_100g_efa_per_node_shared_by_gpu_pairs():
     topo = parse_topology("p4de:nodes=2")
     assert len(_nics(topo)) == 8  # 4 per node (AWS: 400 Gbps = 4 x 100G EFA)
     assert _first_hop(topo, 0, 8) == _first_hop(topo, 1, 8) == "n0nic0"
-    assert _first_hop(topo, 2, 8) == "n0nic1" and _first_hop(topo, 7, 8) == "n0nic3"
+    # (to GPUs on the same rail of the other node)
+    assert _first_hop(topo, 2, 10) == "n0nic1" and _first_hop(topo, 7, 14) == "n0nic3"
     assert topo.path_cost(0, 8)[1] == pytest.approx(100e9 / 8)  # 12.5 GB/s, the EFA port
     assert topo.path_cost(0, 1)[1] == pytest.approx(300e9)      # NVLink 3 per direction
 
@@ -56,7 +57,8 @@ def test_gb200_trays_share_one_nvlink_domain():
 
 
 def test_every_machine_preset_names_its_source():
-    for name in ("dgx-a100", "dgx-h100", "hgx-b200", "p4de", "p5", "p6-b200", "a3-mega", "gb200-nvl4", "rtx4090-pcie"):
+    for name in ("dgx-a100", "dgx-h100", "dgx-h200", "hgx-b200", "hgx-b300", "gb200-nvl72", "gb300-nvl72", "p4de", "p5",
+                 "p6-b200", "a3-mega", "gb200-nvl4", "rtx4090-pcie"):
         machine = PRESETS[name].machine
         assert machine is not None and len(machine.source) > 20
         assert build_preset(name).preset[0].name == name

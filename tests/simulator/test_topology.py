@@ -92,7 +92,9 @@ def test_ecmp_spreads_pairs_over_spines_deterministically():
 
 def test_with_links_sets_every_link():
     topo = parse_topology("dgx-h100:nodes=2").with_links(3e-6, 10e9)
-    assert topo.path_cost(0, 15) == (pytest.approx(12e-6), 10e9)  # GPU, NIC, leaf, NIC, GPU: 4 links
+    assert topo.path_cost(0, 8) == (pytest.approx(12e-6), 10e9)  # GPU, NIC, rail leaf, NIC, GPU: 4 links
+    # another rail: through the spines (GPU, NIC, leaf 0, spines, leaf 7, NIC, GPU: 6 links)
+    assert topo.path_cost(0, 15) == (pytest.approx(18e-6), 10e9)
     assert ideal(4).with_links(5e-6, None).path_cost(0, 1) == (5e-6, 25e9)
 
 
@@ -102,7 +104,7 @@ def test_cluster_routes_inside_a_node_over_nvlink_and_between_nodes_over_the_nic
     inside, across = topo.path_cost(0, 7), topo.path_cost(0, 8)
     assert inside[1] == 450e9 and across[1] == 50e9
     names = [topo.link(lid).dst for lid in topo.route(0, 8)]
-    assert names == ["n0nic0", "leaf0", "n1nic0", "n1g0"]  # GPU -> its NIC (PCIe) -> leaf -> NIC -> GPU
+    assert names == ["n0nic0", "su0leaf0", "n1nic0", "n1g0"]  # GPU -> its NIC (PCIe) -> its rail's leaf -> NIC -> GPU
     big = cluster(128, 8)  # builds fast, with a structural router
     assert big.num_devices == 1024 and len(big.route(0, 1023)) == 6
 
