@@ -79,15 +79,22 @@ def check_budget(transfers: int, what: str, budget: int = MAX_TRANSFERS) -> None
 
 
 def fabric_period(topology: Topology, per_node: int, nodes: int) -> int:
-    """P: the nodes on node 0's leaf switch (the switch its GPU 0's NIC reaches; nodes whose GPU 0 reaches the same one),
-    so that shifting by P nodes maps the leaf-spine onto itself; N where the nodes share no NIC (one NVLink domain)."""
+    """P: shifting every rank by P nodes maps the network, and NCCL's rail-aware rings, onto themselves.
+
+    On a rail-optimised fabric (simulator/topology/fabric.py) NIC k of every node of a scalable unit is on rail k's
+    leaf: where every node shares node 0's leaf (one unit, or one leaf), any node is like any other, P = 1; else P is
+    the nodes on node 0's leaf (a unit; a leaf of a leaf-spine built by `cluster`); N where the nodes share no NIC
+    (one NVLink domain)."""
     def leaf(j: int) -> int | None:
         for link in topology.route(j * per_node, (j + 1) % nodes * per_node):
             if topology.node_kinds[topology.link_src[link]] == "nic":
                 return int(topology.link_dst[link])
         return None
     first = leaf(0)
-    return nodes if first is None else sum(leaf(j) == first for j in range(nodes))
+    if first is None:
+        return nodes
+    same = sum(leaf(j) == first for j in range(nodes))
+    return 1 if same == nodes else same
 
 
 def is_preset_as_built(topology: Topology, ranks: int, ranks_per_node: int | None) -> bool:
@@ -106,12 +113,14 @@ def ring_nodes(nodes: int, period: int, per_node: int) -> list[tuple[int, int, i
     """The node counts a ring-like pick may be timed on for N nodes, as windows of three equally spaced ones: first
     n1 = N (mod P) with at least MIN_PERIODS leaves, then + P, + 2P; each further window starts at the last one's end
     with twice its spacing (past a change of bottleneck, the law is affine again). Only instances of fewer than N nodes
-    and at most MAX_REDUCED_RANKS ranks; [] when not even the first window fits."""
+    and at most MAX_REDUCED_RANKS ranks; where none fits with P > 1, those of P = 1; [] when not even those fit."""
     n1 = MIN_PERIODS * period + nodes % period
     windows, step = [], period
     while n1 + 2 * step < nodes and (n1 + 2 * step) * per_node <= MAX_REDUCED_RANKS:
         windows.append((n1, n1 + step, n1 + 2 * step))
         n1, step = n1 + 2 * step, 2 * step
+    if not windows and period > 1:  # a unit too large to repeat within the instances: windows of single nodes, whose
+        return ring_nodes(nodes, 1, per_node)  # law leaves out the units' crossings (a ring's scaling is never proven)
     return windows
 
 

@@ -113,17 +113,21 @@ def test_matrix(preset, op):
 
 
 def test_node_counts_timed():
-    # dgx-h100: 4 nodes per leaf (32 ports per leaf / 8 NICs per node)
-    assert fabric_period(parse_topology("dgx-h100:nodes=9"), 8, 9) == 4
-    assert fabric_period(parse_topology("p4de:nodes=9"), 8, 9) == 8  # 4 NICs per node: 8 nodes per leaf
-    assert fabric_period(parse_topology("gb200-nvl72:nodes=3"), 72, 3) == 1  # 72 NICs: a leaf per rack
-    # n1 = 3 leaves + N mod P, then + P, + 2P; later windows from the last end, spacing doubled, within 512 ranks
+    # rail-optimised fabrics (simulator/topology/fabric.py): every node of a 32-node scalable unit on each rail's leaf,
+    # so within a unit any node is like any other (P = 1); beyond one unit P is the unit
+    assert fabric_period(parse_topology("dgx-h100:nodes=9"), 8, 9) == 1
+    assert fabric_period(parse_topology("dgx-h100:nodes=40"), 8, 40) == 32
+    assert fabric_period(parse_topology("gb200-nvl72:nodes=3"), 72, 3) == 1
+    # n1 = 3 periods + N mod P, then + P, + 2P; later windows from the last end, spacing doubled, within 512 ranks
     assert ring_nodes(2048, 4, 8) == [(12, 16, 20), (20, 28, 36)]
     assert ring_nodes(33, 4, 8) == [(13, 17, 21)]
-    assert ring_nodes(21, 4, 8) == []  # 13, 17, 21 is not fewer than 21 nodes
+    assert ring_nodes(9, 1, 8) == [(3, 4, 5)]  # then 5, 7, 9 is not fewer than 9 nodes
+    assert ring_nodes(2048, 32, 8) == ring_nodes(2048, 1, 8) == [(3, 4, 5), (5, 7, 9), (9, 13, 17), (17, 25, 33)]
     assert ring_nodes(20, 1, 72) == [(3, 4, 5)]  # 7 x 72 > 512
+    assert ring_nodes(4, 1, 8) == []  # 3, 4, 5 is not fewer than 4 nodes
     assert tree_nodes(2048, 8) == [(8, 16, 32)]
     assert tree_nodes(2000, 8) == [] and tree_nodes(32, 8) == []
+    assert tree_nodes(2000, 8, powers_only=False) == [(8, 16, 32)]
 
 
 def test_extrapolate_by_hand():
