@@ -202,8 +202,10 @@ def _tree_cost(p, n, m: LinkModel, channels=DEFAULT_CHANNELS, group=None, pipeli
     return np.maximum.reduce([fill + same * down, fill + busiest * (pipeline - 1) * down, busiest * pipeline * down])
 
 
-def _tree_exact(p: int, model: LinkModel, **params) -> bool:
-    return False
+def _tree_exact(p: int, model: LinkModel, channels=DEFAULT_CHANNELS, group=None, pipeline=1, window=1) -> bool:
+    """Exact for one channel in one piece without reduction cost (tests/simulator/test_engine_closed_forms.py); with
+    several channels or pieces the ports interleave them and the form is an estimate."""
+    return channels == 1 and pipeline == 1 and model.gamma == 0
 
 
 @register("allreduce", "nccl_tree",

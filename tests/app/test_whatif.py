@@ -38,8 +38,9 @@ def test_prices_one_for_all_or_per_machine():
 def test_link_kinds_of_a_two_node_machine():
     topo = parse_topology("dgx-h100:nodes=2,net=ib400")
     kinds = [link_kind(topo, lid) for lid in range(topo.num_links)]
-    # 2 nodes x 8 GPUs: 16 GPU<->NVSwitch pairs, 16 GPU<->NIC pairs, 16 NIC<->leaf pairs (both directions each)
-    assert kinds.count("nvlink") == 32 and kinds.count("pcie") == 32 and kinds.count("nic") == 32
+    # 2 nodes x 8 GPUs: 16 GPU<->NVSwitch pairs, 16 GPU<->NIC pairs, and the network: 16 NIC<->leaf pairs plus the
+    # 8 rail leaves' links to the adaptive spine layer (simulator/topology/fabric.py), both directions each
+    assert kinds.count("nvlink") == 32 and kinds.count("pcie") == 32 and kinds.count("nic") == 32 + 16
     double = scaled(topo, "nic")
     for lid in range(topo.num_links):
         factor = 2.0 if kinds[lid] == "nic" else 1.0

@@ -21,6 +21,8 @@ def param_sets(op: str, name: str, p: int) -> list[dict]:
     names = {q.name for q in REGISTRY[(op, name)].params}
     if "chunks" in names:
         return [{"chunks": k} for k in (1, 2, 3)]
+    if {"channels", "pipeline", "group"} <= names:  # nccl_tree: exact on one channel in one piece
+        return [{"channels": 1, "pipeline": 1, "group": g} for g in (1, 2, 3, 4, p) if p % g == 0]
     if "group" in names:
         return [{"group": g} for g in (1, 2, 3, 4, p) if p % g == 0]
     return [{}]
