@@ -15,7 +15,7 @@ def run_json(capsys, *argv):
 def test_topologies_lists_presets_and_builders(capsys):
     data = run_json(capsys, "topologies")
     assert {"dgx-h100", "gb200-nvl72", "mi300x", "pcie-8gpu", "tpu-v4-4x4x4"} <= {p["name"] for p in data["presets"]}
-    assert {"ring", "switch", "torus", "cluster", "fat_tree", "ideal"} == {b["name"] for b in data["builders"]}
+    assert {"ring", "switch", "torus", "cluster", "fat_tree", "rails", "ideal"} == {b["name"] for b in data["builders"]}
     assert main(["topologies"]) == 0 and "dgx-a100" in capsys.readouterr().out
 
 
