@@ -342,8 +342,11 @@ class Call:
         if own_schedule(self.system, self.per_node, picked):
             if picked != "nvls_tree":
                 return None
+            shape = tree_nodes(nodes, self.per_node, powers_only=False)
+            largest = max((n for window in shape for n in window), default=nodes)
             return self.tree_law(partial(nvls_tree_engine, self.system, self.per_node, size, self.ranks, self.dtype,
-                                         self.net_extra_s, self.intra_extra_s))
+                                         self.net_extra_s, self.intra_extra_s,
+                                         chunk_ranks=largest * self.per_node))
         if self.tree_across(picked):
             return self.reduced_tree(size, picked, proto)
         shape = ring_nodes(nodes, self.period, self.per_node)[:windows]
@@ -602,7 +605,8 @@ def run_nvls_tree(topology: Topology, system: System, per_node: int, size: int, 
 
 
 def nvls_tree_pieces(system: System, per_node: int, size: int, ranks: int) -> int:
-    """Pieces of run_nvls_tree's schedule per node: chunks x shards (one per GPU) x 2 trees, the chunks set for `ranks`."""
+    """Pieces of run_nvls_tree's schedule per node: chunks x shards (one per GPU) x 2 trees, the chunks set for `ranks`
+    (the engine's budget of pieces per size over that many ranks)."""
     channels = collective_channels(system, "nvls_tree", "Simple", size)[0]
     steps = size // (channels * per_node * nvls_tree_chunk_size(system, size, per_node))
     budget = max(1, NVLS_TREE_MAX_PIECES // (2 * ranks))
@@ -610,12 +614,15 @@ def nvls_tree_pieces(system: System, per_node: int, size: int, ranks: int) -> in
 
 
 def nvls_tree_engine(system: System, per_node: int, size: int, ranks: int, dtype: str, net_extra_s: float,
-                     intra_extra_s: float, topology: Topology, nodes: int) -> tuple[float, Callable[[float], Prediction]]:
-    """run_nvls_tree's engine time on `nodes` nodes of `topology` with the pieces of the machine of `ranks` ranks (its
-    chunks), and how an engine time becomes that machine's Prediction."""
+                     intra_extra_s: float, topology: Topology, nodes: int,
+                     chunk_ranks: int | None = None) -> tuple[float, Callable[[float], Prediction]]:
+    """run_nvls_tree's engine time on `nodes` nodes of `topology`, and how an engine time becomes the Prediction of the
+    machine of `ranks` ranks; its chunks are those the engine's budget allows over `chunk_ranks` ranks (default
+    `ranks`: the full run; a reduced instance takes its largest instance's, so that NCCL's pipelining is not cut
+    to the few chunks a full run of thousands of ranks could afford)."""
     coll = Collective("allreduce", ranks, size, dtype)
     channels = collective_channels(system, "nvls_tree", "Simple", size)[0]
-    chunks = nvls_tree_pieces(system, per_node, size, ranks) // (2 * per_node)
+    chunks = nvls_tree_pieces(system, per_node, size, chunk_ranks or ranks) // (2 * per_node)
     p = nodes * per_node
     schedule = nvls_tree_allreduce(Collective("allreduce", p, size, dtype), per_node, chunks=chunks)
     # no wire latency on the links: NCCL's latency below charges each hop in full (hwLat is the whole hop, wire included)
