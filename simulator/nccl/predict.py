@@ -300,22 +300,28 @@ class Call:
         """The nodes per leaf switch (simulator/nccl/symmetry.py fabric_period)."""
         return fabric_period(self.topology, self.per_node, self.system.nodes)
 
-    def plan(self, machine: Topology, size: int, ranks: int, picked: str, proto: str) -> Plan:
-        """plan_ring_tree's Plan of a pick on `machine` (the full one, or fewer of its nodes: NCCL's choices, and a
-        tree's chunks, stay the full machine's, from `system` and `self.ranks`)."""
+    def plan(self, machine: Topology, size: int, ranks: int, picked: str, proto: str,
+             pipeline_ranks: int | None = None) -> Plan:
+        """plan_ring_tree's Plan of a pick on `machine` (the full one, or fewer of its nodes: NCCL's choices stay the
+        full machine's, from `system`; a tree's chunks those the engine's budget allows over `pipeline_ranks` ranks,
+        default the full machine's)."""
         return plan_ring_tree(for_protocol(machine, proto), self.system, self.per_node, self.op, size, ranks, picked,
-                              proto, self.dtype, self.net_extra_s, self.intra_extra_s, self.channels, self.ranks)
+                              proto, self.dtype, self.net_extra_s, self.intra_extra_s, self.channels,
+                              pipeline_ranks or self.ranks)
 
     def tree_across(self, picked: str) -> bool:
         """Whether plan_ring_tree runs the pick as NCCL's tree across nodes (`nccl_tree`)."""
         return self.system.nodes > 1 and self.op == "allreduce" and picked in ("tree", "nvls", "nvls_tree")
 
     def reduced_tree(self, size: int, picked: str, proto: str) -> tuple[Prediction, bool] | None:
-        """NCCL's tree across nodes (nccl_tree) scaled by tree_law, its instances with the full machine's chunks."""
+        """NCCL's tree across nodes (nccl_tree) scaled by tree_law; every instance in the chunks its largest instance
+        can afford (not the few a full run of thousands of ranks could: NCCL pipelines in its steps at any size)."""
         count = Collective(self.op, self.ranks, size, self.dtype).count
+        shape = tree_nodes(self.system.nodes, self.per_node, powers_only=False)
+        largest = max((n for window in shape for n in window), default=self.system.nodes) * self.per_node
 
         def engine_at(machine: Topology, n: int) -> tuple[float, Callable[[float], Prediction]]:
-            plan = self.plan(machine, size, n * self.per_node, picked, proto)
+            plan = self.plan(machine, size, n * self.per_node, picked, proto, largest)
             return (simulate(plan.schedule, plan.machine, plan.options).time,
                     lambda engine_s: replace(plan.finish(engine_s), count=count))
         return self.tree_law(engine_at)
