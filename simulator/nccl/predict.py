@@ -89,6 +89,9 @@ PIPELINE_CHUNK = 4 << 20  # bytes per NVLS pipeline chunk (NCCL's default buffer
 MAX_PIPELINE = 32
 TREE_MAX_PIPELINE = 256  # nccl_tree's pipeline parameter's maximum
 TREE_MAX_TRANSFERS = 1 << 19  # nccl_tree: transfers per size at most (chunks are merged beyond it)
+# a reduced tree's chunks: those TREE_MAX_TRANSFERS allows over 8x its largest instance's ranks (keeps predict on
+# 16,384 GPUs near 20 s; the largest instance's own budget took 90 s, 256 MiB on 2048 nodes 3081 us against 3752)
+TREE_SPEED = 8
 NVLS_TREE_MAX_PIECES = 4096  # NVLS-tree: pieces (chunks x shards x 2 trees x nodes) per size, ~25 transfers each
 # NCCL_ALGO's names (src/graph/tuning.cc ncclAlgoStr) -> nccl_model's; CollNet is not timed
 ALGO_NAMES = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls_tree", "nvls_tree": "nvls_tree",
@@ -318,7 +321,7 @@ class Call:
         can afford (not the few a full run of thousands of ranks could: NCCL pipelines in its steps at any size)."""
         count = Collective(self.op, self.ranks, size, self.dtype).count
         shape = tree_nodes(self.system.nodes, self.per_node, powers_only=False)
-        largest = max((n for window in shape for n in window), default=self.system.nodes) * self.per_node
+        largest = max((n for window in shape for n in window), default=self.system.nodes) * self.per_node * TREE_SPEED
 
         def engine_at(machine: Topology, n: int) -> tuple[float, Callable[[float], Prediction]]:
             plan = self.plan(machine, size, n * self.per_node, picked, proto, largest)
