@@ -266,6 +266,8 @@ def topology_cases() -> list[Case]:
         ("empty", "", "spec", None),
         ("missing-file", "missing.yaml", "missing.yaml", None),
         ("unknown-option", "switch:8,colour=red", "colour", None),
+        ("routing-unknown", "dgx-h100:nodes=2,routing=maybe", "routing", "adaptive, ecmp, static"),
+        ("rails-routing-unknown", "rails:nodes=2,gpus=8,routing=maybe", "routing", "adaptive, ecmp, static"),
     ]
     cases = [bad(f"topology-show-{i}", [*SHOW, spec], field, accepted=acc) for i, spec, field, acc in specs]
     cases += [bad(f"simulate-topology-{i}", [*SIM[:-4], "--topology", spec], field, accepted=acc) for i, spec, field, acc in specs[:5]]
