@@ -14,9 +14,10 @@ from simulator.errors import CollsimError
 from simulator.fit import CV_MIN_BYTES, FitResult, _unique, fit_measurements, predict_pieces, to_profile
 from simulator.formats.nccl_tests import NcclTestsLog, read_log
 from simulator.nccl.fit_bounds import fit_limited
+from simulator.render import table
 from simulator.units import format_size, parse_size
 
-from ..output import emit_json, table
+from ..output import emit_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

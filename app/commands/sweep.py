@@ -14,12 +14,13 @@ from simulator.collective import REDUCING, ROOTED, Collective, normalize_op
 from simulator.engine import simulate
 from simulator.fileio import atomic_write
 from simulator.parallel import check_jobs, run_cases
+from simulator.render import table
 from simulator.units import parse_size_range
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
 from ..engine_args import add_engine_args, engine_options, resolve_machine
 from ..nccl_log import result_row, save_logs
-from ..output import emit_json, table
+from ..output import emit_json
 
 COLUMNS = ["size", "count", "type", "redop", "root", "time(us)", "algbw", "busbw"]
 

@@ -158,11 +158,12 @@ def predict_log(measured: Measured, text: str, nvls_step_s: float | None = None)
     The preset's own constants, as `collsim predict --preset TEXT` uses them; `nvls_step_s` replaces NVLS_STEP_FIT
     (held_out_nvls_step: for a log it was fitted on, the value fitted on the other logs).
     """
-    from simulator.nccl.predict import predict
+    from collsim.predict import PredictRequest
 
-    topology = preset_topology(text.strip(), measured)
-    sizes = sorted({n for n, _ in measured.measurements})
-    return predict(topology, measured.op, sizes, ranks=measured.ranks, nvls_step_s=nvls_step_s)
+    preset_topology(text.strip(), measured)  # the page's own bounds first
+    sizes = tuple(sorted({n for n, _ in measured.measurements}))
+    return PredictRequest(preset=text.strip(), op=measured.op, sizes=sizes, ranks=measured.ranks,
+                          nvls_step_s=nvls_step_s).run().rows
 
 
 def predict_accuracy(measured: Measured, predictions: list) -> tuple[float, float] | None:
