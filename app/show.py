@@ -18,5 +18,5 @@ def show(result: Result, as_json: bool) -> int:
         return 0
     print(result.text())
     for out in files:
-        print(f"wrote {out.what}: {out.path}")
+        print(f"wrote {out.what}: {out.path}" + (f" ({out.note})" if out.note else ""))
     return 0

@@ -5,8 +5,9 @@ and files.
 Layers, each importing only from those before it: simulator -> verify -> collsim -> app (tests/test_layers.py).
 """
 
+from .fit import CalibrateRequest, FitRequest, Measured
 from .predict import PredictRequest
 from .request import Request, Result
 from .step import StepRequest
 
-__all__ = ["PredictRequest", "Request", "Result", "StepRequest"]
+__all__ = ["CalibrateRequest", "FitRequest", "Measured", "PredictRequest", "Request", "Result", "StepRequest"]

@@ -13,11 +13,13 @@ from typing import Any, NamedTuple
 
 
 class OutputFile(NamedTuple):
-    """A file a request asked for: where, what it is (for the line that says it was written), its content."""
+    """A file a request asked for: where, what it is and how to use it (for the line that says it was written), its
+    content."""
 
     path: str
     what: str
     content: str
+    note: str = ""
 
 
 class Result:
