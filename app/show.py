@@ -12,7 +12,10 @@ def show(result: Result, as_json: bool) -> int:
     """Write the result's files (all at the end of the run, or none: app/cli.py), then print it; exit status 0."""
     files = result.files()
     for out in files:
-        atomic_write(out.path, out.content)
+        if callable(out.content):
+            out.content(out.path)
+        else:
+            atomic_write(out.path, out.content)
     if as_json:
         emit_json(result.data())
         return 0

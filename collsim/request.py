@@ -9,16 +9,17 @@ writes all at once, or none (simulator/fileio.py all_or_nothing).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 
 class OutputFile(NamedTuple):
-    """A file a request asked for: where, what it is and how to use it (for the line that says it was written), its
-    content."""
+    """A file a request asked for: where, what it is and how to use it (for the line that says it was written), and its
+    content: the text, or a function that writes it to the path it is given with simulator.fileio.atomic_write."""
 
     path: str
     what: str
-    content: str
+    content: str | Callable[[str], object]
     note: str = ""
 
 
