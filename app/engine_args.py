@@ -1,17 +1,11 @@
-"""Options of the engine's subcommands (simulate, sweep): topology, link numbers, ports, stragglers, congestion."""
+"""Options of the engine's subcommands (simulate, sweep): topology, link numbers, ports, stragglers, congestion
+(read into collsim/machine.py's MachineSetup)."""
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 
-from simulator import units
-from simulator.engine import EngineOptions
-from simulator.errors import CollsimError
-from simulator.profile import load_profile
-from simulator.profile_adapter import ProfileAdapter
-from simulator.topology import Topology, ideal, parse_topology
-from simulator.units import parse_time
+from collsim.machine import MachineSetup
 
 TOPOLOGY_HELP = ("a preset (dgx-h100, dgx-h100:nodes=4,net=roce200, ...), a builder (ideal:8, switch:16, ring:8[,uni], "
                  "torus:4x4, fat_tree:hosts=16,leaf=4,oversub=2, cluster:nodes=4,gpus=8) or a .yaml/.json file; "
@@ -45,112 +39,9 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
                    help="run rank i on device Di (distinct device numbers; devices not named follow in order)")
 
 
-def parse_gamma(text: str | None) -> float | None:
-    """Seconds per reduced byte from the command line, or None when not given."""
-    return None if text is None else units.parse_gamma(text)
-
-
-def _pairs(values: list[str], field: str, accepted: str) -> list[tuple[str, str]]:
-    out = []
-    for text in values:
-        key, sep, value = text.rpartition(":")
-        if not sep or not key or not value:
-            raise CollsimError(f"{field}: cannot read {text!r}; expected {accepted}")
-        out.append((key, value))
-    return out
-
-
-def _rank(text: str, field: str, ranks: int) -> int:
-    try:
-        rank = int(text)
-    except ValueError:
-        raise CollsimError(f"{field}: {text!r} is not a rank; expected 0..{ranks - 1}") from None
-    if not 0 <= rank < ranks:
-        raise CollsimError(f"{field}: rank {rank} is not one of 0..{ranks - 1}")
-    return rank
-
-
-def _link(text: str, topology: Topology) -> int:
-    if text.isdigit():
-        lid = int(text)
-        if lid >= topology.num_links:
-            raise CollsimError(f"congestion: link {lid} does not exist; {topology.name} has links 0..{topology.num_links - 1}")
-        return lid
-    for lid in range(min(topology.num_links, 200000)):
-        if topology.link_name(lid) == text:
-            return lid
-    raise CollsimError(f"congestion: no link named {text!r} in {topology.name}; see `collsim topology show {topology.name} --links`")
-
-
-def _placement(text: str, devices: int) -> list[int]:
-    try:
-        named = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise CollsimError(f"placement: cannot read {text!r}; expected device numbers such as 0,2,4,6,1,3,5,7") from None
-    if len(set(named)) != len(named) or any(not 0 <= d < devices for d in named):
-        raise CollsimError(f"placement: {text!r} must name distinct devices in 0..{devices - 1}")
-    return named + [d for d in range(devices) if d not in set(named)]
-
-
-@dataclass(frozen=True)
-class Machine:
-    """The topology a run uses, gamma, and the profile adapter when --profile was given."""
-
-    topology: Topology
-    gamma: float
-    adapter: ProfileAdapter | None = None
-
-    def options(self, base: EngineOptions, nbytes: int) -> EngineOptions:
-        """`base` with the profile's message regime for a collective of `nbytes` (unchanged without a profile)."""
-        return self.adapter.options(nbytes, base) if self.adapter else base
-
-
-def resolve_machine(args: argparse.Namespace, ranks: int | None) -> Machine:
-    """The topology with --profile (through the profile adapter), then --alpha/--bandwidth per link, applied; and gamma
-    (from --gamma, else the profile, else 0)."""
-    # without --topology: the textbook machine with `collsim cost`'s defaults, so the two commands agree
-    topology = parse_topology(args.topology) if args.topology else ideal(ranks or 8, 2e-6, 25e9)
-    adapter = None
-    gamma = 0.0
-    if args.profile:
-        adapter = ProfileAdapter(load_profile(args.profile))
-        topology = adapter.topology(topology)
-        gamma = adapter.profile.gamma_s_per_byte
-    latency = parse_time(args.alpha, "alpha") if args.alpha is not None else None
-    bandwidth = None
-    if args.bandwidth is not None:
-        from simulator.units import parse_bandwidth
-
-        bandwidth = parse_bandwidth(args.bandwidth)
-    if latency is not None or bandwidth is not None:
-        topology = topology.with_links(latency, bandwidth)
-    if args.ecmp:
-        topology = topology.with_ecmp(True)
-    if args.placement:
-        topology = topology.with_placement(_placement(args.placement, topology.num_devices))
-    given = parse_gamma(args.gamma)
-    return Machine(topology, given if given is not None else gamma, adapter)
-
-
-def engine_options(args: argparse.Namespace, topology: Topology, ranks: int, gamma: float) -> EngineOptions:
-    """EngineOptions from the command line."""
-    delays = {_rank(r, "straggler", ranks): parse_time(v, "straggler")
-              for r, v in _pairs(args.straggler, "straggler", "RANK:DELAY such as 3:20us")}
-    slow = {}
-    for r, v in _pairs(args.slow, "slow", "RANK:FACTOR such as 5:2.5"):
-        rank = _rank(r, "slow", ranks)
-        try:
-            slow[rank] = float(v)
-        except ValueError:
-            raise CollsimError(f"slow: {v!r} is not a factor; expected a number > 0 such as 2.5") from None
-    background = {}
-    for name, v in _pairs(args.congestion, "congestion", "LINK:SHARE such as 0:0.5 or gpu0->switch:0.5"):
-        lid = _link(name, topology)
-        try:
-            background[lid] = float(v)
-        except ValueError:
-            raise CollsimError(f"congestion: {v!r} is not a share; expected a number in [0, 1)") from None
-    if args.ports < 0:
-        raise CollsimError(f"ports: {args.ports}; expected an integer >= 1, or 0 for unlimited")
-    return EngineOptions(gamma=gamma, ports=args.ports, contention=not args.no_contention, header_bytes=args.header_bytes,
-                         start_delay=delays, slowdown=slow, background=background)
+def machine_setup(args: argparse.Namespace) -> MachineSetup:
+    """The machine options of the command line, as the request layer takes them."""
+    return MachineSetup(topology=args.topology, alpha=args.alpha, bandwidth=args.bandwidth, profile=args.profile,
+                        gamma=args.gamma, ports=args.ports, contention=not args.no_contention,
+                        header_bytes=args.header_bytes, ecmp=args.ecmp, placement=args.placement,
+                        stragglers=tuple(args.straggler), slow=tuple(args.slow), congestion=tuple(args.congestion))

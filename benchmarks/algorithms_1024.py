@@ -17,9 +17,9 @@ import json
 import os
 import sys
 
-from app.output import table
 from benchmarks.engine_scale import _fmt, run_case
 from simulator.algorithms import all_specs
+from simulator.render import table
 
 RANKS = 1024
 SIZE = "64MiB"

@@ -17,8 +17,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from app.output import table
 from benchmarks.build_schedules import write_json
+from simulator.render import table
 from simulator.units import parse_rank_range
 
 GOAL_S = {16: 0.3, 32: 1.0}

@@ -12,9 +12,9 @@ import sys
 import tempfile
 import time
 
-from app.output import table
 from simulator.algorithms import all_specs, build_schedule
 from simulator.collective import Collective
+from simulator.render import table
 from simulator.units import parse_rank_range
 
 

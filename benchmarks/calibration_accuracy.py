@@ -30,7 +30,6 @@ from pathlib import Path
 
 import numpy as np
 
-from app.output import table
 from simulator.fileio import atomic_write
 from simulator.fit import _unique, fit_measurements, predict_pieces
 from simulator.formats.nccl_tests import read_log
@@ -40,6 +39,7 @@ from simulator.nccl.fitting import fit_calibration
 from simulator.nccl.log_presets import CASES, LOG_NCCL
 from simulator.nccl.nvls_fit import fit_without, nvls_data
 from simulator.nccl.predict import predict
+from simulator.render import table
 from simulator.topology.presets import build_preset
 from simulator.topology.spec import parse_topology
 

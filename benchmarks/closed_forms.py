@@ -25,10 +25,10 @@ from collections import defaultdict
 import numpy as np
 
 import simulator.algorithms
-from app.output import table
 from simulator.algorithms import all_specs
 from simulator.cost import LinkModel, predict
 from simulator.fileio import atomic_write
+from simulator.render import table
 from simulator.units import parse_rank_range
 
 # powers of two to 1024 and non-powers of two (odd, even, primes, one below and above a power)

@@ -126,7 +126,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.child:
         return child(args.child, args.argv)
-    from app.output import table
+    from simulator.render import table
 
     load_before = os.getloadavg()
     rows = []

@@ -14,11 +14,11 @@ import json
 import sys
 from pathlib import Path
 
-from app.output import table
 from simulator.fit import fit_measurements
 from simulator.formats.nccl_tests import read_log
 from simulator.nccl.tuning import System, compare
 from simulator.profile import atomic_write
+from simulator.render import table
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,9 +22,9 @@ import time
 
 import numpy as np
 
-from app.output import table
 from simulator.fileio import atomic_write
 from simulator.profile import LinkProfile
+from simulator.render import table
 from simulator.units import parse_rank_range, parse_size_range
 from verify.calibrate import CalibrateRequest, combine, pingpong_job
 from verify.compare import error_table, predictions

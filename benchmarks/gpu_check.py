@@ -13,9 +13,9 @@ import json
 import sys
 import time
 
-from app.output import table
 from simulator.algorithms import all_specs
 from simulator.profile import atomic_write
+from simulator.render import table
 from simulator.units import parse_size_range
 from verify.calibrate import GAMMA_SIZES, _reduction_times
 from verify.fit import fit_rate

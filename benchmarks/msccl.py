@@ -11,11 +11,11 @@ import sys
 import time
 from pathlib import Path
 
-from app.output import table
 from simulator.algorithms import build_schedule
 from simulator.collective import Collective
 from simulator.formats.msccl import check_msccl, export_msccl, import_msccl, read_msccl, roundtrip
 from simulator.profile import atomic_write
+from simulator.render import table
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "msccl"
 

@@ -26,11 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from app.output import table
 from simulator.collective import busbw_factor
 from simulator.formats.nccl_tests import read_log
 from simulator.nccl.channels import NVLS_STEP_FIT
 from simulator.nccl.predict import machine_of, predict, run_pick
+from simulator.render import table
 from simulator.topology.spec import parse_topology
 
 from .preset_accuracy import MIN_BYTES, ROOT, errors

@@ -20,8 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from app.output import table
 from benchmarks.build_schedules import write_json
+from simulator.render import table
 
 ROOT = Path(__file__).resolve().parents[1]
 # (name, preset, op, sizes)

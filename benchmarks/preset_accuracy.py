@@ -37,7 +37,6 @@ from pathlib import Path
 
 import numpy as np
 
-from app.output import table
 from simulator.algorithms import build_schedule
 from simulator.collective import Collective, busbw_factor
 from simulator.engine import EngineOptions, simulate
@@ -45,6 +44,7 @@ from simulator.fileio import atomic_write
 from simulator.formats.nccl_tests import read_log
 from simulator.nccl.log_presets import CASES, LOG_NCCL, Case
 from simulator.nccl.nvls_fit import leave_one_out as nvls_leave_one_out
+from simulator.render import table
 from simulator.topology.presets import SHM_RATE_FIT, build_preset
 from simulator.topology.spec import parse_topology
 

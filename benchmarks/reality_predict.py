@@ -13,7 +13,6 @@ import os
 import sys
 import time
 
-from app.output import table
 from app.ui.reality_model import (
     bundled_logs,
     default_preset,
@@ -22,6 +21,7 @@ from app.ui.reality_model import (
     predict_log,
     read_bundled,
 )
+from simulator.render import table
 
 
 def main() -> int:

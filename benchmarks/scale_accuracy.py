@@ -30,10 +30,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from app.output import table
 from simulator.errors import CollsimError
 from simulator.nccl import predict as nccl
 from simulator.nccl.tuning import choose, parse_nccl_version
+from simulator.render import table
 from simulator.topology.spec import parse_topology
 from simulator.units import format_size
 

@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 
-from app.output import table
 from simulator.profile import atomic_write
+from simulator.render import table
 from simulator.units import parse_rank_range, parse_size_range
 from verify.calibrate import CalibrateRequest, combine, pingpong_job
 from verify.compare import error_table, predictions

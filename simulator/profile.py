@@ -70,12 +70,15 @@ class LinkProfile:
             del data["segments_by"]
         return data
 
+    def dumps(self, path: str | Path) -> str:
+        """The file's text: YAML, or JSON for a .json name."""
+        if Path(path).suffix == ".json":
+            return json.dumps(self.to_dict(), indent=2)
+        return yaml.safe_dump({"collsim_profile": 1, **self.to_dict()}, sort_keys=False)
+
     def save(self, path: str | Path) -> None:
         """Write YAML (or JSON for a .json name) atomically."""
-        path = Path(path)
-        text = json.dumps(self.to_dict(), indent=2) if path.suffix == ".json" else yaml.safe_dump(
-            {"collsim_profile": 1, **self.to_dict()}, sort_keys=False)
-        atomic_write(path, text)
+        atomic_write(path, self.dumps(path))
 
 
 def _check_number(name: str, value, allow_zero: bool) -> None:

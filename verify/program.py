@@ -267,25 +267,3 @@ def verify_program(program: Program, backend: str = "gloo", timeout: float = 30.
     elif wrong:
         summary["error"] = "wrong data: " + "; ".join(f"rank {r['rank']} in {', '.join(r['wrong'])}" for r in wrong)
     return summary
-
-
-def run_cli(args) -> int:
-    """`collsim verify --program FILE`: print the outcome; exit 1 on a hang or wrong data."""
-    from app.output import emit_json
-    from simulator.program import load_program
-
-    program = load_program(args.program)
-    if args.ranks is not None and args.ranks != program.world:
-        raise CollsimError(f"ranks: --ranks {args.ranks} but {program.source} has a world of {program.world}; leave --ranks out")
-    if args.timeout <= 0:
-        raise CollsimError(f"timeout: {args.timeout} s; expected seconds > 0")
-    summary = verify_program(program, args.backend, args.timeout)
-    if args.json:
-        emit_json({"file": args.program, **summary})
-    elif summary["passed"]:
-        checked = sum(r["checked"] for r in summary["ranks"])
-        print(f"OK: {args.program}: {program.world} ranks on {args.backend}, every operation completed, "
-              f"{checked} received buffers hold the expected data ({summary['seconds']:.1f} s)")
-    else:
-        print(f"{args.program}: {summary['error']}")
-    return 0 if summary["passed"] else 1

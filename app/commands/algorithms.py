@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from simulator.algorithms import all_specs
+from simulator.render import table
 
-from ..output import emit_json, table
+from ..output import emit_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

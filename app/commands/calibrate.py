@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 
 from simulator.errors import CollsimError
+from simulator.render import table
 from simulator.units import format_size, parse_size_range
 
-from ..output import emit_json, table
+from ..output import emit_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

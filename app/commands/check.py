@@ -9,11 +9,12 @@ from simulator.algorithms import all_specs, build_schedule, get
 from simulator.algorithms.registry import check_ranks
 from simulator.collective import Collective, normalize_op
 from simulator.errors import CollsimError
+from simulator.render import table
 from simulator.semantics import check
 from simulator.units import parse_rank_range, parse_size_range
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
-from ..output import emit_json, progress, table
+from ..output import emit_json, progress
 
 DEFAULT_SIZES = "0,4,28,388,4100"  # 0, 1, 7, 97 and 1025 float32 elements: primes, uneven blocks
 

@@ -13,10 +13,11 @@ from simulator.cost import LinkModel
 from simulator.errors import CollsimError
 from simulator.fileio import atomic_write
 from simulator.profile import LinkProfile, load_profile
+from simulator.render import table
 from simulator.units import parse_bandwidth, parse_gamma, parse_size, parse_size_range, parse_time
 
 from ..args import add_algo_params, add_op, algo_params
-from ..output import emit_json, table
+from ..output import emit_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -13,10 +13,11 @@ from simulator.algorithms.registry import check_ranks, resolve_params
 from simulator.collective import DTYPES, Collective, normalize_dtype, normalize_op
 from simulator.cost import CLOSED_FORM, ENGINE, LinkModel, estimate, has_closed_form, lower_bound
 from simulator.errors import CollsimError
+from simulator.render import table
 from simulator.units import parse_bandwidth, parse_gamma, parse_size_range, parse_time
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
-from ..output import emit_json, table
+from ..output import emit_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

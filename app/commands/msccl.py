@@ -18,11 +18,12 @@ from simulator.formats.msccl import (
     read_msccl,
     roundtrip,
 )
+from simulator.render import table
 from simulator.topology import parse_topology
 from simulator.units import SIZE_HELP, format_size, parse_size
 
 from ..args import SIZE_MEANING, add_algo_params, add_op, algo_params
-from ..output import emit_json, table
+from ..output import emit_json
 
 PLACEMENT_CHOICES = ("auto",) + PLACEMENTS
 

@@ -8,9 +8,10 @@ from simulator.collective import REDUCING, ROOTED, TOTAL_SIZE_OPS
 from simulator.errors import CollsimError
 from simulator.formats.nccl_tests import ResultRow, read_log, write_log
 from simulator.nccl.tuning import ARCHS, LINKS, System, choose, compare, parse_nccl_version, tune
+from simulator.render import table
 from simulator.units import format_size, parse_bandwidth, parse_size_range
 
-from ..output import emit_json, table
+from ..output import emit_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -12,10 +12,11 @@ from simulator.program import load_program
 from simulator.program.nccl_timing import AUTO, TIMINGS
 from simulator.program.run import MODES, ProgramDeadlock, ProgramResult, run_program
 from simulator.program.whatif import calls_timed
+from simulator.render import table
 from simulator.topology import Topology, ideal, parse_topology
 from simulator.units import format_time, parse_bandwidth, parse_time
 
-from ..output import emit_json, table
+from ..output import emit_json
 
 
 def add_machine_args(p: argparse.ArgumentParser, default: str | None = None) -> None:

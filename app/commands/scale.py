@@ -9,10 +9,11 @@ from simulator.fileio import atomic_write
 from simulator.parallel import check_jobs, run_cases
 from simulator.program.nccl_timing import AUTO
 from simulator.program.whatif import calls_timed, evaluate
+from simulator.render import table
 from simulator.topology.presets import NETWORKS, PRESETS
 from simulator.units import format_time
 
-from ..output import emit_json, table
+from ..output import emit_json
 from .run_program import add_timing_arg
 from .whatif import add_step_args, fallback_note, resolve_timing, step_case
 

@@ -8,9 +8,10 @@ from collections import Counter
 from simulator.errors import CollsimError
 from simulator.program.presets import GPUS, MODELS
 from simulator.program.scenarios import DDP_BUCKET, SCENARIOS, build_spec, generate
+from simulator.render import table
 from simulator.units import format_size, format_time, parse_size
 
-from ..output import emit_json, table
+from ..output import emit_json
 
 
 def add_step_layout(p: argparse.ArgumentParser) -> None:

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from simulator.algorithms import build_schedule
-from simulator.collective import Collective, normalize_op
-from simulator.engine import simulate
-from simulator.units import format_size, format_time, parse_size
+from collsim.simulate import SimulateRequest
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
-from ..engine_args import add_engine_args, engine_options, resolve_machine
-from ..output import emit_json
+from ..engine_args import add_engine_args, machine_setup
+from ..show import show
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -38,70 +35,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    op = normalize_op(args.op)
-    size = parse_size(args.size, "size")
-    machine = resolve_machine(args, args.ranks)
-    topology, gamma = machine.topology, machine.gamma
-    ranks = args.ranks or topology.num_devices
-    topology.check_ranks(ranks)
-    coll = Collective(op, ranks, size, args.dtype, args.root)
-    options = machine.options(engine_options(args, topology, ranks, gamma), coll.nbytes)
-    schedule = build_schedule(coll, args.algo, **algo_params(args))
-    trace = simulate(schedule, topology, options)
-    if args.trace:
-        trace.to_chrome(args.trace)
-    if args.export:
-        trace.export(args.export)
-    summary = trace.summary()
-    path = trace.critical_path()
-    summary["critical_path"] = {"transfers": len(path), "ids": path[:64]}
-    profiled = machine.adapter if args.alpha is None and args.bandwidth is None else None
-    closed = _closed_form(coll, args.algo, schedule.params, topology, gamma, options, profiled)
-    if closed:
-        closed["agrees_with_engine"] = abs(closed["time_s"] - trace.time) <= 1e-9 * max(trace.time, 1e-30)
-        summary["closed_form"] = closed
-    if args.json:
-        emit_json(summary)
-        return 0
-    params = " ".join(f"{k}={v}" for k, v in schedule.params.items() if v is not None)
-    print(f"# {coll.describe()}, {args.algo}{' ' + params if params else ''} on {topology.name} "
-          f"(ports {options.ports or 'unlimited'}, contention {'on' if options.contention else 'off'}, gamma {gamma:g} s/B)")
-    print(f"time            {format_time(trace.time)}")
-    print(f"algbw           {trace.algbw / 1e9:.3f} GB/s")
-    print(f"busbw           {trace.busbw / 1e9:.3f} GB/s")
-    link = summary["busiest_link"]
-    if link:
-        print(f"busiest link    {link['name']}: {format_size(link['bytes'])} at {link['bandwidth_Bps'] / 1e9:g} GB/s, "
-              f"utilisation {100 * link['utilisation']:.1f}%, busy {100 * link['busy_fraction']:.1f}%, "
-              f"peak {link['peak_flows']} concurrent flows")
-    print(f"critical path   {len(path)} transfers")
-    if closed:
-        agree = closed["agrees_with_engine"]
-        note = ("exact for this model, and the engine agrees" if closed["exact"] and agree else
-                "exact for even blocks; this size splits unevenly" if closed["exact"] else
-                "an estimate for this case; see docs/algorithms.md")
-        print(f"closed form     {format_time(closed['time_s'])} ({note})")
-    print(f"engine          {len(schedule)} transfers, {trace.events} events in {trace.wall_s:.3f} s")
-    for what, name in ((args.trace, "chrome trace"), (args.export, "data")):
-        if what:
-            print(f"wrote {name}: {what}")
-    return 0
-
-
-def _closed_form(coll, algo: str, params: dict, topology, gamma: float, options, adapter=None) -> dict | None:
-    """The closed form's time when the machine is the one closed forms assume (ideal, one port, no extras);
-    with a profile (and no --alpha/--bandwidth), the profile's regime for this size."""
-    from dataclasses import replace
-
-    from simulator.cost import CLOSED_FORMS, LinkModel, is_exact, predict
-
-    plain = (topology.ideal and options.ports == 1 and not options.start_delay and not options.slowdown
-             and not options.background and not options.header_bytes)
-    if not plain or (coll.op, algo) not in CLOSED_FORMS:
-        return None
-    if adapter is not None:
-        model = replace(adapter.link_model(coll.nbytes), gamma=gamma)
-    else:
-        model = LinkModel.from_bandwidth(topology.uniform_latency, topology.uniform_bandwidth, gamma)
-    time_s = float(predict(coll.op, algo, coll.ranks, [coll.nbytes], model, **params)[0])
-    return {"time_s": time_s, "exact": bool(is_exact(coll.op, algo, coll.ranks, model, **params))}
+    request = SimulateRequest(args.op, args.algo, args.size, machine_setup(args), ranks=args.ranks, dtype=args.dtype,
+                              root=args.root, params=tuple(algo_params(args).items()), trace=args.trace, export=args.export)
+    return show(request.run(), args.json)

@@ -5,21 +5,22 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
 from functools import lru_cache
 
+from collsim.machine import MachineSetup
 from simulator.algorithms import build_schedule, get, names_for
 from simulator.algorithms.registry import check_ranks
 from simulator.collective import REDUCING, ROOTED, Collective, normalize_op
 from simulator.engine import simulate
 from simulator.fileio import atomic_write
 from simulator.parallel import check_jobs, run_cases
+from simulator.render import table
 from simulator.units import parse_size_range
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
-from ..engine_args import add_engine_args, engine_options, resolve_machine
+from ..engine_args import add_engine_args, machine_setup
 from ..nccl_log import result_row, save_logs
-from ..output import emit_json, table
+from ..output import emit_json
 
 COLUMNS = ["size", "count", "type", "redop", "root", "time(us)", "algbw", "busbw"]
 
@@ -46,22 +47,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-MACHINE_ARGS = ("topology", "profile", "alpha", "bandwidth", "gamma", "ecmp", "placement", "straggler", "slow", "congestion",
-                "ports", "no_contention", "header_bytes")
-
-
 @lru_cache(maxsize=4)
-def _machine(machine_json: str, ranks: int):
-    """The machine and engine options of a sweep, rebuilt from its options (once per process)."""
-    ns = argparse.Namespace(**json.loads(machine_json))
-    machine = resolve_machine(ns, ranks)
-    return machine, engine_options(ns, machine.topology, ranks, machine.gamma)
+def _machine(setup: MachineSetup, ranks: int):
+    """The machine and engine options of a sweep, built once per process from its setup."""
+    machine = setup.machine(ranks)
+    return machine, setup.options(machine.topology, ranks, machine.gamma)
 
 
 def sweep_case(case: tuple) -> dict:
     """One (algorithm, size) of a sweep: its row. Runs anywhere (worker processes, Dask workers)."""
-    machine_json, ranks, op, name, size, dtype, root, params = case
-    machine, options = _machine(machine_json, ranks)
+    setup, ranks, op, name, size, dtype, root, params = case
+    machine, options = _machine(setup, ranks)
     coll = Collective(op, ranks, size, dtype, root)
     schedule = build_schedule(coll, name, **dict(params))
     trace = simulate(schedule, machine.topology, machine.options(options, coll.nbytes))
@@ -73,7 +69,8 @@ def sweep_case(case: tuple) -> dict:
 def run(args: argparse.Namespace) -> int:
     op = normalize_op(args.op)
     sizes = parse_size_range(args.size or args.sizes, "sizes")
-    machine = resolve_machine(args, args.ranks)
+    setup = machine_setup(args)
+    machine = setup.machine(args.ranks)
     topology, gamma = machine.topology, machine.gamma
     ranks = args.ranks or topology.num_devices
     topology.check_ranks(ranks)
@@ -89,10 +86,9 @@ def run(args: argparse.Namespace) -> int:
             continue
         check_ranks(spec, ranks)
         specs.append(spec)
-    options = engine_options(args, topology, ranks, gamma)
+    options = setup.options(topology, ranks, gamma)
     jobs = check_jobs(args.jobs)
-    machine_json = json.dumps({k: getattr(args, k) for k in MACHINE_ARGS})
-    cases = [(machine_json, ranks, op, spec.name, size, args.dtype, args.root,
+    cases = [(setup, ranks, op, spec.name, size, args.dtype, args.root,
               tuple(sorted(algo_params(args, tuple(p.name for p in spec.params)).items())))
              for spec in specs for size in sizes]
     rows = run_cases(sweep_case, cases, jobs, args.dask, "sweep")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 
 from simulator.errors import CollsimError
+from simulator.render import table
 from simulator.topology import BUILDERS, NETWORKS, PRESETS, ROUTINGS, build_preset, parse_topology
 from simulator.topology.spec import COMMON_OPTIONS
 
-from ..output import emit_json, table
+from ..output import emit_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

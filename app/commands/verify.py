@@ -13,10 +13,11 @@ from simulator.algorithms import all_specs, get, names_for
 from simulator.algorithms.registry import check_ranks, resolve_params
 from simulator.collective import DTYPES, normalize_dtype, normalize_op
 from simulator.errors import CollsimError
+from simulator.render import table
 from simulator.units import parse_size, parse_size_range
 
 from ..args import add_algo_params, add_op, algo_params
-from ..output import emit_json, table
+from ..output import emit_json
 
 if TYPE_CHECKING:
     from verify.runner import VerifyRequest
@@ -96,9 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from verify.launch import in_torchrun
 
     if args.program:
-        from verify.program import run_cli
-
-        return run_cli(args)
+        return run_program_check(args)
     dtypes, sizes = checked_values(args)
     torchrun = in_torchrun()
     ranks = world_ranks(args, torchrun)
@@ -264,3 +263,25 @@ def render(records: list[dict], meta: dict, show_native: bool) -> str:
 
 def _wrong(n: int, correct) -> str | int:
     return "N/A" if correct is None else int(n)
+
+
+def run_program_check(args: argparse.Namespace) -> int:
+    """`collsim verify --program FILE`: print the outcome; exit 1 on a hang or wrong data."""
+    from simulator.program import load_program
+    from verify.program import verify_program
+
+    program = load_program(args.program)
+    if args.ranks is not None and args.ranks != program.world:
+        raise CollsimError(f"ranks: --ranks {args.ranks} but {program.source} has a world of {program.world}; leave --ranks out")
+    if args.timeout <= 0:
+        raise CollsimError(f"timeout: {args.timeout} s; expected seconds > 0")
+    summary = verify_program(program, args.backend, args.timeout)
+    if args.json:
+        emit_json({"file": args.program, **summary})
+    elif summary["passed"]:
+        checked = sum(r["checked"] for r in summary["ranks"])
+        print(f"OK: {args.program}: {program.world} ranks on {args.backend}, every operation completed, "
+              f"{checked} received buffers hold the expected data ({summary['seconds']:.1f} s)")
+    else:
+        print(f"{args.program}: {summary['error']}")
+    return 0 if summary["passed"] else 1

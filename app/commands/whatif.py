@@ -7,6 +7,7 @@ import json
 import math
 import os
 
+from collsim.step import StepRequest
 from simulator.errors import CollsimError
 from simulator.fileio import atomic_write
 from simulator.parallel import check_jobs, run_cases
@@ -15,16 +16,15 @@ from simulator.program.presets import GPUS, MODELS
 from simulator.program.run import MODES
 from simulator.program.scenarios import SCENARIOS
 from simulator.program.whatif import (
-    StepCase,
     calls_timed,
-    check_case_timing,
     cost_per_million,
     evaluate,
     sensitivity_cases,
 )
+from simulator.render import table
 from simulator.units import format_time, parse_size
 
-from ..output import emit_json, table
+from ..output import emit_json
 from .run_program import add_timing_arg, parse_algos
 from .scenario import add_step_layout
 
@@ -52,21 +52,15 @@ def add_parallel_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dask", metavar="ADDRESS", help="run cases on the Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786)")
 
 
-def step_case(args: argparse.Namespace, machine: str, **over) -> StepCase:
-    """A StepCase from the shared options."""
-    if not 0 < args.mfu <= 1 or not math.isfinite(args.mfu):
-        raise CollsimError(f"mfu: {args.mfu}; expected a utilisation in (0, 1], e.g. 0.4")
-    if args.ports < 0:
-        raise CollsimError(f"ports: {args.ports}; expected an integer >= 1, or 0 for unlimited")
+def step_case(args: argparse.Namespace, machine: str, **over) -> StepRequest:
+    """The training-step request of the shared options on `machine` (checked as it is built)."""
     fields = dict(scenario=args.scenario, machine=machine, model=args.model, gpu=args.gpu, tp=args.tp, pp=args.pp, ep=args.ep,
                   fsdp=args.fsdp, sp=args.sp, mfu=args.mfu, micro_batch=args.micro_batch, microbatches=args.microbatches,
                   seq_len=args.seq_len, bucket=parse_size(args.bucket, "bucket"),
                   algorithms=tuple(sorted(parse_algos(args.algo).items())), mode=args.mode,
                   timing=getattr(args, "timing", "links"), ports=args.ports)
     fields.update(over)
-    case = StepCase(**fields)
-    check_case_timing(case)
-    return case
+    return StepRequest(**fields)
 
 
 def resolve_timing(args: argparse.Namespace, machines: list[str], given: list[str] | None = None) -> TimingChoice:

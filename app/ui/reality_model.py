@@ -7,30 +7,19 @@ import json
 import os
 import re
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from collsim.fit import FitRequest, Measured
 from simulator.errors import CollsimError
-from simulator.fit import FitResult, fit_measurements
+from simulator.fit import FitResult
 from simulator.formats.nccl_tests import parse_log
 from simulator.nccl.tuning import OPS as NCCL_OPS
 from simulator.nccl.tuning import System, choose
 
 LOGS = Path(__file__).resolve().parents[2] / "tests" / "data" / "nccl-tests"
 MAX_UPLOAD = 4 << 20  # bytes of an uploaded file
-
-
-@dataclass(frozen=True)
-class Measured:
-    """Times measured for one collective: where from, op, ranks, (bytes, seconds) pairs, the algorithm if known."""
-
-    source: str
-    op: str
-    ranks: int
-    measurements: tuple[tuple[int, float], ...]
-    algorithm: str | None = None
 
 
 def bundled_logs() -> list[str]:
@@ -88,8 +77,8 @@ def verify_choices(data: bytes, name: str) -> list[str]:
 
 
 def fit_log(measured: Measured, algo: str, segments: int = 1) -> FitResult:
-    """Fit (op, algo) to the measurements; every size also gets an out-of-sample prediction."""
-    return fit_measurements(measured.op, algo, measured.ranks, list(measured.measurements), segments)
+    """Fit (op, algo) to the measurements as `collsim fit` does; every size also gets an out-of-sample prediction."""
+    return FitRequest(measured, algo=algo, segments=segments).run().fit
 
 
 def rows(fit: FitResult, measured: Measured, arch: str, nodes: int, predictions: list | None = None) -> list[dict]:
@@ -158,11 +147,12 @@ def predict_log(measured: Measured, text: str, nvls_step_s: float | None = None)
     The preset's own constants, as `collsim predict --preset TEXT` uses them; `nvls_step_s` replaces NVLS_STEP_FIT
     (held_out_nvls_step: for a log it was fitted on, the value fitted on the other logs).
     """
-    from simulator.nccl.predict import predict
+    from collsim.predict import PredictRequest
 
-    topology = preset_topology(text.strip(), measured)
-    sizes = sorted({n for n, _ in measured.measurements})
-    return predict(topology, measured.op, sizes, ranks=measured.ranks, nvls_step_s=nvls_step_s)
+    preset_topology(text.strip(), measured)  # the page's own bounds first
+    sizes = tuple(sorted({n for n, _ in measured.measurements}))
+    return PredictRequest(preset=text.strip(), op=measured.op, sizes=sizes, ranks=measured.ranks,
+                          nvls_step_s=nvls_step_s).run().rows
 
 
 def predict_accuracy(measured: Measured, predictions: list) -> tuple[float, float] | None:

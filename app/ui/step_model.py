@@ -8,10 +8,10 @@ from app.figures import timeline_figure
 from app.stepper import Stepper, build_stepper, picture_collective, step_sentences
 from app.topofig import topology_figure
 from app.ui.inputs import size_input, topology_input
+from collsim.machine import MachineSetup
+from collsim.simulate import SimulateRequest
 from simulator.algorithms import build_schedule, get
 from simulator.algorithms.registry import check_ranks
-from simulator.collective import Collective
-from simulator.engine import EngineOptions, simulate
 from simulator.topology.model import Topology
 from simulator.trace import Trace
 
@@ -40,10 +40,9 @@ def build_step_model(op: str, algo: str, ranks: int, params: dict, root: int, to
     per_block = int(params.get("chunks") or 1) * int(params.get("channels") or 1) * -(-int(params.get("pipeline") or 1) // ranks)
     picture = build_schedule(picture_collective(op, ranks, per_block, root), algo, **params)
     topo = topology_input(topology, ranks)
-    nbytes = size_input(size, "size", 4)
-    schedule = build_schedule(Collective(op, ranks, nbytes, DTYPE, root), algo, **params)
-    trace = simulate(schedule, topo, EngineOptions(gamma=gamma))
-    return StepModel(build_stepper(picture), topo, trace)
+    request = SimulateRequest(op, algo, size_input(size, "size", 4), MachineSetup(topo, gamma=float(gamma)), ranks=ranks,
+                              dtype=DTYPE, root=root, params=tuple(params.items()))
+    return StepModel(build_stepper(picture), topo, request.run().trace)
 
 
 def step_figures(model: StepModel, i: int) -> dict:

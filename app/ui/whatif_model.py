@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from collsim.predict import PredictRequest
+from collsim.step import StepRequest
 from simulator.algorithms import build_schedule, get, names_for
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
@@ -104,7 +106,7 @@ def nccl_rows(spec: str, ops: list[str], sizes: list[int]) -> list[dict]:
         raise CollsimError(f"machine: {spec.strip()!r} has {ranks} GPUs; predict takes at most {nccl.MAX_GPUS}")
     rows = []
     for op in ops:
-        for r in nccl.predict(topo, op, sizes):
+        for r in PredictRequest(preset=spec.strip(), op=op, sizes=tuple(sizes)).run().rows:
             coll = Collective(op, ranks, r.bytes, "float32")
             rows.append({"machine": spec, "ranks": ranks, "op": op, "bytes": r.bytes, "best algorithm": r.algorithm,
                          "time (us)": r.time_s * 1e6, "busbw (GB/s)": coll.busbw(r.time_s) / 1e9,
@@ -153,40 +155,24 @@ def default_step_timing(machines: list[str]) -> str:
 
 
 def step_case_for(machine: str, scenario: str, model: str, gpu: str = "", tp: int = 0, mfu: float = 0.4,
-                  mode: str = "isolated", timing: str = "links"):
-    """The StepCase `collsim whatif SCENARIO --machines MACHINE --model ... --mode ... --timing ...` builds, from the
-    same parser and the same `step_case` (tp 0 or gpu '' = the scenario's or machine's default)."""
-    import argparse
-
-    from app.commands.run_program import add_timing_arg
-    from app.commands.whatif import add_step_args, step_case
-    from simulator.program.nccl_timing import check_timing
-
-    if scenario not in STEP_SCENARIOS:
-        raise CollsimError(f"scenario: {scenario!r}; expected one of {', '.join(STEP_SCENARIOS)}")
-    if mode not in STEP_MODES:
-        raise CollsimError(f"mode: {mode!r}; expected one of {', '.join(STEP_MODES)}")
-    check_timing(timing, mode)
-    parser = argparse.ArgumentParser(prog="collsim whatif", add_help=False)
-    add_step_args(parser)
-    add_timing_arg(parser)
-    argv = [scenario, "--model", model, "--mfu", repr(float(mfu)), "--mode", mode, "--timing", timing]
-    argv += ["--gpu", gpu] if gpu else []
-    argv += ["--tp", str(int(tp))] if tp else []
+                  mode: str = "isolated", timing: str = "links") -> StepRequest:
+    """The training-step request `collsim whatif SCENARIO --machines MACHINE --model ... --mode ... --timing ...` makes,
+    with the request's own defaults for everything the page does not set (tp 0 or gpu '' = the scenario's or
+    machine's default)."""
+    request = StepRequest(scenario=scenario, machine=machine.strip(), model=model, gpu=gpu or None, tp=int(tp) or None,
+                          mfu=float(mfu), mode=mode, timing=timing, label=machine.strip())
     gpus = machine_ranks(machine)
     if mode != "isolated" and gpus > MAX_EXACT_GPUS:
         raise CollsimError(f"mode: {mode!r} on the {gpus} GPUs of {machine.strip()!r} is over this page's limit of "
                            f"{MAX_EXACT_GPUS} GPUs for runs that expand every call; expected 'isolated', or "
                            "`collsim whatif` on the command line")
-    return step_case(parser.parse_args(argv), machine.strip(), label=machine.strip())
+    return request
 
 
 def step_row(machine: str, scenario: str, model: str, gpu: str = "", tp: int = 0, mfu: float = 0.4,
              mode: str = "isolated", timing: str = "links") -> dict:
     """One machine's training step, as `collsim whatif` evaluates it (simulator.program.whatif.evaluate)."""
-    from simulator.program.whatif import evaluate
-
-    return evaluate(step_case_for(machine, scenario, model, gpu, tp, mfu, mode, timing))
+    return step_case_for(machine, scenario, model, gpu, tp, mfu, mode, timing).run().row
 
 
 def step_table_row(row: dict) -> dict:

@@ -109,11 +109,14 @@ class Calibration:
                                "net_step_us": round(self.net_step_s * 1e6, 6)},
                 "identified": list(self.identified), "fitted_to": self.fitted_to, "fit": self.fit}
 
+    def dumps(self, path: str | Path) -> str:
+        """The file's text: YAML, or JSON for a .json name."""
+        data = self.to_dict()
+        return json.dumps(data, indent=2) if Path(path).suffix.lower() == ".json" else yaml.safe_dump(data, sort_keys=False)
+
     def save(self, path: str | Path) -> None:
         """Write YAML (or JSON for a .json name) atomically."""
-        data = self.to_dict()
-        text = json.dumps(data, indent=2) if Path(path).suffix.lower() == ".json" else yaml.safe_dump(data, sort_keys=False)
-        atomic_write(path, text)
+        atomic_write(path, self.dumps(path))
 
 
 def _number(value) -> bool:

@@ -53,10 +53,9 @@ def test_whatif_cases_in_two_processes_equal_the_serial_run():
 def test_dask_local_cluster_gives_the_serial_numbers():
     distributed = pytest.importorskip("distributed")
     from app.commands.sweep import sweep_case
+    from collsim.machine import MachineSetup
 
-    machine = json.dumps({"topology": "dgx-h100:nodes=2,net=ib400", "profile": None, "alpha": None, "bandwidth": None,
-                          "gamma": None, "ecmp": False, "placement": None, "straggler": [], "slow": [], "congestion": [],
-                          "ports": 1, "no_contention": False, "header_bytes": 0})
+    machine = MachineSetup(topology="dgx-h100:nodes=2,net=ib400")
     sweep = [(machine, 16, "allreduce", algo, size, "float32", 0, ()) for algo in ("ring", "hierarchical")
              for size in (4096, 1 << 20)]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:

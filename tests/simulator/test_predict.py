@@ -159,7 +159,7 @@ def test_two_node_logs_largest_size_within_15_percent(shared_data):
 
 
 def test_tuner_csv_merges_equal_picks_into_ranges():
-    from app.commands.predict import tuner_csv
+    from collsim.predict import tuner_csv
     from simulator.nccl.predict import Prediction
 
     def row(size, algorithm, proto):

@@ -1,0 +1,25 @@
+"""How the command line shows a request's result: its text or its JSON on stdout, its files written."""
+
+from __future__ import annotations
+
+from collsim.request import Result
+from simulator.fileio import atomic_write
+
+from .output import emit_json
+
+
+def show(result: Result, as_json: bool) -> int:
+    """Write the result's files (all at the end of the run, or none: app/cli.py), then print it; exit status 0."""
+    files = result.files()
+    for out in files:
+        if callable(out.content):
+            out.content(out.path)
+        else:
+            atomic_write(out.path, out.content)
+    if as_json:
+        emit_json(result.data())
+        return 0
+    print(result.text())
+    for out in files:
+        print(f"wrote {out.what}: {out.path}" + (f" ({out.note})" if out.note else ""))
+    return 0

@@ -1,0 +1,12 @@
+"""collsim's requests: every question a face asks (the `collsim` command line, the Streamlit app), as one frozen,
+typed request that checks and bounds itself when it is built and answers with a result that renders to text, JSON
+and files (request.py).
+
+- predict.PredictRequest: what nccl-tests would print on a preset machine (NCCL's picks, timed by the engine);
+- simulate.SimulateRequest (with machine.MachineSetup): one schedule on a machine, run by the engine;
+- step.StepRequest: one training step of a scenario on a machine (whatif, scale);
+- fit.FitRequest, fit.CalibrateRequest: an alpha-beta model, or a preset's free parameters, fitted to measured times.
+
+Layers, each importing only from those before it: simulator -> verify -> collsim -> app (tests/test_layers.py).
+Import the module you need (nothing is imported here, so a command that refuses its input stays quick).
+"""
