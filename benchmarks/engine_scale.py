@@ -68,14 +68,14 @@ def child(engine: str, argv: list[str]) -> int:
     error instead of pushing a shared machine into swap."""
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
     sys.path.insert(0, str(ROOT))
-    import app.commands.simulate as command
+    import collsim.simulate as request
     from app.cli import main
 
     if engine == "ref":
         sys.path.insert(0, str(ROOT / "tests"))
         import engine_ref
 
-        command.simulate = engine_ref.simulate
+        request.run_engine = engine_ref.simulate
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = main(["simulate", *argv, "--json"])  # collsim's own limits apply (ring on 8192 GPUs is refused)
