@@ -16,6 +16,7 @@ from simulator.topology import Topology, ideal, parse_topology
 from simulator.units import format_time, parse_bandwidth, parse_time
 
 from ..output import emit_json, table
+from .lint_program import PROGRAM_HINT
 
 
 def add_machine_args(p: argparse.ArgumentParser, default: str | None = None) -> None:
@@ -103,10 +104,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_timing_arg(p)
     p.add_argument("--calls", type=int, default=12, help="calls of rank 0 to list (default 12; 0 = none)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, memory_hint=PROGRAM_HINT)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.calls < 0:
+        raise CollsimError(f"calls: {args.calls}; expected an integer >= 0 (calls of rank 0 to list, 0 = none)")
     program = load_program(args.file)
     set_links = [(name, value) for name, value in (("alpha", args.alpha), ("bandwidth", args.bandwidth)) if value]
     if args.timing == "nccl" and set_links:

@@ -16,7 +16,7 @@ KINDS = (COMPUTE, SEND, RECV, RECORD, WAIT) + OPS
 DEFAULT_STREAM = "main"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Op:
     """One operation of one rank. `op` is compute, send, recv, record, wait or a collective name."""
 
