@@ -19,8 +19,8 @@ from ..errors import CollsimError
 from ..readfile import read_text
 from ..units import format_size, parse_size, parse_time
 from . import yamlstream
-from .graph import dependencies, find_cycle, labels
-from .model import COMPUTE, DEFAULT_STREAM, KINDS, RECORD, RECV, SEND, WAIT, Op, Program
+from .graph import find_cycle, labels
+from .model import COMPUTE, DEFAULT_STREAM, KINDS, RECORD, RECV, SEND, WAIT, Op, Program, paused_gc
 from .presets import get_gpu
 
 TOP_FIELDS = ("world", "groups", "ranks", "gpu", "mfu", "name", "description", "meta")
@@ -38,14 +38,15 @@ MAX_WORLD = 1 << 20
 MAX_PROGRAM_BYTES = 128 * 2**20  # twice a 512-GPU `collsim scenario hybrid` step (62 MB)
 MAX_WORK = 2_000_000  # ranks + group members + operations (one per rank that runs it): about 20 s of lint-program
 MAX_DEPTH = 32  # nesting levels of a program file
-_RANKS = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
+_RANKS = re.compile(r"\s*(\d{1,18})\s*(?:-\s*(\d{1,18})\s*)?")  # longer numbers are no rank: not read
 
 
 def load_program(path: str | Path) -> Program:
     """Read a program file (.yaml, .yml or .json)."""
     path = Path(path)
     text = read_text(path, "program", MAX_PROGRAM_BYTES)  # capped, UTF-8, no devices or pipes
-    return program_from_dict(_parse(text, path), source=path.name)
+    with paused_gc():
+        return program_from_dict(_parse(text, path), source=path.name)
 
 
 def _parse(text: str, path: Path) -> Any:
@@ -97,7 +98,7 @@ def program_from_dict(data: Any, source: str = "program") -> Program:
     for rank, ops in program.ranks.items():
         if id(ops) not in checked:  # ranks of one key share their list: one check serves them all
             checked.add(id(ops))
-            _check_rank(ops, f"{source}: rank {rank}")
+            _check_rank(program, rank)
     return program
 
 
@@ -157,16 +158,11 @@ def _ranges(text: str, where: str) -> list[range]:
     out = []
     for part in str(text).split(","):
         m = _RANKS.fullmatch(part)
-        lo, hi = (_rank_number(m.group(1)), _rank_number(m.group(2) or m.group(1))) if m else (0, -1)
+        lo, hi = (int(m.group(1)), int(m.group(2) or m.group(1))) if m else (0, -1)
         if not m or hi < lo:
             raise CollsimError(f"{where}: cannot read {text!r}; expected a rank, a range such as 0-3, or a list such as 0,2,4")
         out.append(range(lo, hi + 1))
     return out
-
-
-def _rank_number(digits: str) -> int:
-    """A rank from its digits; more than 12 digits read as 10**12 (outside any world), not as a huge int."""
-    return int(digits) if len(digits) <= 12 else 10**12
 
 
 def _rank_keys(raw: Any, world: int, source: str) -> list[tuple[Any, list, list]]:
@@ -194,7 +190,9 @@ class _Builder:
         self.source, self.world, self.groups, self.gpu, self.mfu = source, world, groups, gpu, mfu
         self.members = {name: frozenset(m) for name, m in groups.items()}
         self.ops: dict[tuple, Op] = {}
+        self.by_id: dict[int, tuple[Any, Op]] = {}
         self.lists: dict[int, list[Op]] = {}
+        self.uses: dict[int, tuple[set, set]] = {}
 
     def build(self, keys: list[tuple[Any, list, list]]) -> dict[int, list[Op]]:
         ranks: dict[int, list[Op]] = {}
@@ -210,7 +208,15 @@ class _Builder:
         return ranks
 
     def op(self, item: Any, rank: int, index: int) -> Op:
-        """The operation of one item, shared with every equal item."""
+        """The operation of one item, shared with every equal item (the YAML reader shares equal items already)."""
+        held = self.by_id.get(id(item))
+        if held is not None and held[0] is item:
+            return held[1]
+        op = self.op_of(item, rank, index)
+        self.by_id[id(item)] = (item, op)
+        return op
+
+    def op_of(self, item: Any, rank: int, index: int) -> Op:
         try:
             key = tuple((k, v.__class__, tuple(v) if isinstance(v, list) else v) for k, v in item.items())
             hash(key)
@@ -225,6 +231,15 @@ class _Builder:
 
     def check_use(self, ops: list[Op], rank: int) -> None:
         """What depends on the rank: it is a member of every group it calls, and no message goes to itself."""
+        uses = self.uses.get(id(ops))
+        if uses is None:
+            uses = self.uses[id(ops)] = ({op.group for op in ops} - {None}, {op.peer for op in ops} - {None})
+        groups, peers = uses
+        if rank in peers or any(rank not in self.members[g] for g in groups):
+            self.find_misuse(ops, rank)
+
+    def find_misuse(self, ops: list[Op], rank: int) -> None:
+        """Name the first operation that `rank` cannot run."""
         for i, op in enumerate(ops):
             if op.group is not None and rank not in self.members[op.group]:
                 raise CollsimError(f"{self.source}: rank {rank} op[{i}]: group: rank {rank} is not a member of group "
@@ -353,8 +368,9 @@ def _compute(item: dict, where: str, gpu: str | None, mfu: float | None) -> dict
             "gpu": item.get("gpu"), "mfu": None if item.get("mfu") is None else float(item["mfu"])}
 
 
-def _check_rank(ops: list[Op], where: str) -> None:
+def _check_rank(program: Program, rank: int) -> None:
     """Names and events resolve on this rank, each once, and the dependencies have no cycle."""
+    ops, where = program.ops(rank), f"{program.source}: rank {rank}"
     names: dict[str, int] = {}
     records: dict[str, int] = {}
     for i, op in enumerate(ops):
@@ -375,7 +391,7 @@ def _check_rank(ops: list[Op], where: str) -> None:
         if op.op == WAIT and op.event not in records:
             raise CollsimError(f"{where} op[{i}]: event: {op.event!r} is never recorded on this rank; expected one of "
                                f"{', '.join(list(records)[:12]) or '(no recorded events)'}")
-    cycle = find_cycle(dependencies(ops))
+    cycle = find_cycle(program.dependencies(rank))
     if cycle:
         names_of = labels(ops)
         steps = " -> ".join(f"op[{i}] {names_of[i]}" for i in cycle + cycle[:1])

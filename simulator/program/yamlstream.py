@@ -13,6 +13,7 @@ alias to an unfinished node) raises `Unsupported`, and the caller falls back to 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -20,6 +21,7 @@ import yaml
 _SCALAR, _MAP_START, _MAP_END = yaml.ScalarEvent, yaml.MappingStartEvent, yaml.MappingEndEvent
 _SEQ_START, _SEQ_END, _ALIAS = yaml.SequenceStartEvent, yaml.SequenceEndEvent, yaml.AliasEvent
 _DEFAULT_TAGS = (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+_MERGE = "tag:yaml.org,2002:merge"
 _NO_KEY = object()
 
 
@@ -51,15 +53,20 @@ class Builder:
         self.stack: list = []
         self.max_depth = max_depth
         self.root: Any = None
+        self.prefix: str | None = None  # tokens of _shorthand: seen only as whole plain scalars
 
     def scalar(self, event: yaml.ScalarEvent) -> Any:
         key = (event.value, event.implicit, event.tag)
         try:
             return self.scalars[key]
         except KeyError:
+            if self.prefix is not None and self.prefix in event.value:  # a token that is not a whole plain scalar
+                raise Unsupported("a shorthand token inside a longer scalar") from None
             tag = event.tag
             if tag is None or tag == "!":
                 tag = self.resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+                if tag == _MERGE:
+                    raise Unsupported("a merge key") from None
             value = self.constructor.construct_object(yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark))
             self.scalars[key] = value
             return value
@@ -75,8 +82,6 @@ class Builder:
         elif top.key is _NO_KEY:
             if container:
                 raise Unsupported("a collection as a mapping key")
-            if value == "<<":
-                raise Unsupported("a merge key")
             top.key = value
         else:
             top.items[top.key] = value
@@ -131,9 +136,58 @@ class Builder:
             self.add(value, isinstance(value, (list, dict)))
 
 
+_PLAIN = r"[^\"'#{}\[\]&*!|>%@`\\\n]"
+_OP_LINE = re.compile(r"^( *- )(\{" + _PLAIN + r"*(?:\[" + _PLAIN + r"*\]" + _PLAIN + r"*)*\})[ \t]*$", re.M)
+MIN_REPEAT = 2  # the shorthand pays when lines repeat at least this often on average
+
+
 def load(text: str, loader: type, max_depth: int = 64) -> Any:
-    """The first document of `text` as data, read event by event (raises Unsupported, or yaml.YAMLError)."""
+    """The first document of `text` as data, read event by event (raises Unsupported, or yaml.YAMLError).
+
+    Lines that hold one flow mapping of plain scalars (`    - {op: allreduce, group: tp0, size: 16MiB}`, one
+    operation) and repeat are read once each: every such line becomes a token that stands for its mapping, and
+    the document is read with the tokens. Where a token does not come back as a whole plain scalar (a line
+    inside a block scalar, say) or anything fails, the document is read as written."""
+    shorthand = _shorthand(text, loader, max_depth)
+    if shorthand is not None:
+        try:
+            return _load(*shorthand, loader, max_depth)
+        except (Unsupported, yaml.YAMLError):
+            pass
+    return _load(text, {}, None, loader, max_depth)
+
+
+def _shorthand(text: str, loader: type, max_depth: int) -> tuple[str, dict, str] | None:
+    """(text with repeated operation lines as tokens, token -> its mapping, the tokens' prefix), or None."""
+    nonce = next(n for n in range(len(text) + 1) if f"collsim{n}op" not in text)
+    prefix = f"collsim{nonce}op"
+    token: dict[str, str] = {}
+    count = 0
+
+    def replace(m: re.Match) -> str:
+        nonlocal count
+        count += 1
+        body = m.group(2)
+        if body not in token:
+            token[body] = f"{prefix}{len(token)}"
+        return m.group(1) + token[body]
+
+    short = _OP_LINE.sub(replace, text)
+    if count < MIN_REPEAT * max(1, len(token)):
+        return None
+    try:
+        values = _load("\n".join(f"- {body}" for body in token), {}, None, loader, max_depth)
+    except (Unsupported, yaml.YAMLError):
+        return None
+    if not isinstance(values, list) or len(values) != len(token) or not all(isinstance(v, dict) for v in values):
+        return None
+    return short, dict(zip(token.values(), values)), prefix
+
+
+def _load(text: str, seeds: dict, prefix: str | None, loader: type, max_depth: int) -> Any:
     builder = Builder(max_depth)
+    builder.scalars.update({(tok, (True, False), None): value for tok, value in seeds.items()})
+    builder.prefix = prefix
     feed = builder.feed
     documents = 0
     for event in yaml.parse(text, Loader=loader):
