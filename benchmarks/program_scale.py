@@ -11,6 +11,7 @@ and its peak resident memory (ru_maxrss of the child).
 
     python -m benchmarks.program_scale                 # 10k, 100k, 384k, 768k operations
     python -m benchmarks.program_scale --ops 10000,50000 --json
+    python -m benchmarks.program_scale --unique-names  # no line repeats: the YAML reader's worst case
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ DEFAULT_OPS = (10_000, 100_000, 384_000, 768_000)
 REPO = Path(__file__).resolve().parents[1]
 
 
-def program_text(ops: int, world: int = WORLD, node: int = NODE) -> str:
-    """A TP x DP program of about `ops` operations in all (whole layers, at least one), one operation per line."""
+def program_text(ops: int, world: int = WORLD, node: int = NODE, unique: bool = False) -> str:
+    """A TP x DP program of about `ops` operations in all (whole layers, at least one), one operation per line;
+    `unique` pads each rank's mappings with its own number of spaces (`{   op: ...`: the same data), so that no two
+    lines are equal (the YAML reader's worst case)."""
     layers = max(1, round(ops / (world * OPS_PER_LAYER)))
     nodes = world // node
     lines = [f"# {layers} layers x {OPS_PER_LAYER} operations x {world} ranks (benchmarks/program_scale.py)",
@@ -42,20 +45,21 @@ def program_text(ops: int, world: int = WORLD, node: int = NODE) -> str:
     for rank in range(world):
         tp, dp = f"tp{rank // node}", f"dp{rank % node}"
         lines.append(f"  {rank}:")
+        pad = " " * rank if unique else ""
         for layer in range(layers):
-            lines += [f"    - {{op: compute, time: 1.2ms, name: f{layer}}}",
-                      f"    - {{op: allreduce, group: {tp}, size: 16MiB, name: tf{layer}}}",
-                      f"    - {{op: compute, time: 2.4ms, name: b{layer}}}",
-                      f"    - {{op: allreduce, group: {tp}, size: 16MiB, name: tb{layer}}}",
-                      f"    - {{op: record, event: g{layer}}}",
-                      f"    - {{op: wait, event: g{layer}, stream: comm}}",
-                      f"    - {{op: allreduce, group: {dp}, size: 25MiB, stream: comm, name: d{layer}}}"]
+            lines += [f"    - {{{pad}op: compute, time: 1.2ms, name: f{layer}}}",
+                      f"    - {{{pad}op: allreduce, group: {tp}, size: 16MiB, name: tf{layer}}}",
+                      f"    - {{{pad}op: compute, time: 2.4ms, name: b{layer}}}",
+                      f"    - {{{pad}op: allreduce, group: {tp}, size: 16MiB, name: tb{layer}}}",
+                      f"    - {{{pad}op: record, event: g{layer}}}",
+                      f"    - {{{pad}op: wait, event: g{layer}, stream: comm}}",
+                      f"    - {{{pad}op: allreduce, group: {dp}, size: 25MiB, stream: comm, name: d{layer}}}"]
     return "\n".join(lines) + "\n"
 
 
-def write_program(path: str | Path, ops: int) -> int:
+def write_program(path: str | Path, ops: int, unique: bool = False) -> int:
     """Write the program of about `ops` operations to `path`; return its exact operation count."""
-    text = program_text(ops)
+    text = program_text(ops, unique=unique)
     Path(path).write_text(text)
     layers = max(1, round(ops / (WORLD * OPS_PER_LAYER)))
     return layers * OPS_PER_LAYER * WORLD
@@ -82,7 +86,8 @@ def lint(path: Path, timeout: float) -> dict:
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read(), err.read()
-    row = {"status": proc.returncode, "seconds": round(seconds, 2), "peak_mb": round(usage.ru_maxrss / 1024)}
+    row = {"status": proc.returncode, "seconds": round(seconds, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+           "peak_mb": round(usage.ru_maxrss / 1024)}
     if proc.returncode in (0, 1):
         row["operations"] = json.loads(stdout)["operations"]
     else:
@@ -94,22 +99,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ops", default=",".join(map(str, DEFAULT_OPS)), help="operation counts, comma-separated")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per lint before it is killed")
+    parser.add_argument("--unique-names", action="store_true", help="no two operation lines equal (the reader's worst case)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for ops in sorted(int(float(x)) for x in args.ops.split(",")):
             path = Path(tmp) / f"p{ops}.yaml"
-            exact = write_program(path, ops)
+            exact = write_program(path, ops, args.unique_names)
             rows.append({"ops": exact, "bytes": path.stat().st_size, **lint(path, args.timeout)})
             path.unlink()
     if args.json:
-        print(json.dumps({"world": WORLD, "load": os.getloadavg(), "rows": rows}, indent=1))
+        print(json.dumps({"world": WORLD, "unique_names": args.unique_names, "load": os.getloadavg(), "rows": rows}, indent=1))
         return 0
-    print(f"# lint-program on a {WORLD}-rank TP x DP program (load average {os.getloadavg()[0]:.2f})")
-    print(f"{'ops':>9} {'bytes':>12} {'lint s':>8} {'peak MB':>8}  status")
+    names = ", every line distinct" if args.unique_names else ""
+    print(f"# lint-program on a {WORLD}-rank TP x DP program{names} (load average {os.getloadavg()[0]:.2f})")
+    print(f"{'ops':>9} {'bytes':>12} {'lint s':>8} {'CPU s':>7} {'peak MB':>8}  status")
     for r in rows:
-        print(f"{r['ops']:>9,} {r['bytes']:>12,} {r['seconds']:>8.2f} {r['peak_mb']:>8}  {r['status']} {r.get('error', '')}")
+        print(f"{r['ops']:>9,} {r['bytes']:>12,} {r['seconds']:>8.2f} {r['cpu_s']:>7.2f} {r['peak_mb']:>8}  {r['status']} "
+              f"{r.get('error', '')}")
     return 0
 
 
