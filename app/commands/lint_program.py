@@ -22,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                "  collsim scenario ddp --gpus 8 --out ddp.yaml && collsim lint-program ddp.yaml")
     p.add_argument("file", metavar="FILE", help="program file (.yaml, .yml or .json)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run, memory_hint=PROGRAM_HINT)
+    p.set_defaults(func=run, _memory_hint=PROGRAM_HINT)
 
 
 def run(args: argparse.Namespace) -> int:

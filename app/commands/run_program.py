@@ -104,7 +104,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_timing_arg(p)
     p.add_argument("--calls", type=int, default=12, help="calls of rank 0 to list (default 12; 0 = none)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run, memory_hint=PROGRAM_HINT)
+    p.set_defaults(func=run, _memory_hint=PROGRAM_HINT)
 
 
 def run(args: argparse.Namespace) -> int:
