@@ -102,6 +102,11 @@ def program_from_dict(data: Any, source: str = "program") -> Program:
     return program
 
 
+def program_work(program: Program) -> int:
+    """What MAX_WORK bounds: world + group members + operations counted once per rank that runs them."""
+    return program.world + sum(map(len, program.groups.values())) + sum(map(len, program.ranks.values()))
+
+
 def _check_work(source: str, world: int, members: int, operations: int) -> None:
     work = world + members + operations
     if work > MAX_WORK:

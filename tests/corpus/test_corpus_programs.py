@@ -105,3 +105,16 @@ def test_the_generated_program_is_what_the_benchmark_says(tmp_path):
     """The generator's program is sound and as large as issue 21's: 768k operations in about 40 MB."""
     assert 38e6 < len(BIG) < 45e6
     assert BIG.count("\n    - {op: ") == 767_872  # round(768000 / 448) = 1714 layers x 7 operations x 64 ranks
+
+
+def test_scenario_does_not_suggest_linting_a_program_lint_program_refuses(tmp_path, monkeypatch, capsys):
+    """`scenario --out` says `check it with: collsim lint-program` only for a program under MAX_WORK."""
+    import app.commands.scenario as scenario
+
+    out = str(tmp_path / "ddp.yaml")
+    assert app.cli.main(["scenario", "ddp", "--gpus", "8", "--out", out]) == 0
+    assert f"check it with: collsim lint-program {out}" in capsys.readouterr().out
+    monkeypatch.setattr(scenario, "MAX_WORK", 10)
+    assert app.cli.main(["scenario", "ddp", "--gpus", "8", "--out", out]) == 0
+    printed = capsys.readouterr().out
+    assert "are over the 10 that lint-program and run-program read" in printed and "check it with" not in printed
