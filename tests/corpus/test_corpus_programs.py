@@ -65,10 +65,18 @@ CASES = [
 ]
 
 
+STATUS = {signal.SIGTERM: 143, signal.SIGINT: 130}  # app/cli.py; a refusal is 2
+
+
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_bad_program(case, tmp_path):
+    """The harness's checks, and: the exit status, under 300 MB for a refusal (1 GiB while reading 768k operations),
+    and a signal honoured within a second of being sent."""
     result = run_case(case, tmp_path)
-    if case.signal is not None:  # the signal is honoured within a second of being sent
+    assert result.status == (STATUS[case.signal[0]] if case.signal else 2), (result.status, result.last_line)
+    bound = 2**30 if case.signal else 300 * 2**20
+    assert result.peak_rss_above_start < bound, f"{result.peak_rss_above_start / 2**20:.0f} MB"
+    if case.signal is not None:
         assert result.seconds < case.signal[1] + 1.0, f"{result.seconds:.2f} s: {result.last_line}"
 
 
