@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except MemoryError:
-        return _fail("out of memory: the request is too large for this machine; use smaller --size or --ranks", 2)
+        hint = getattr(args, "_memory_hint", "use smaller --size or --ranks")  # what this command's user can change
+        return _fail(f"out of memory: the request is too large for this machine; {hint}", 2)
     except RecursionError:
         return _fail("input nested too deeply to read; expected a flatter file", 2)
     finally:

@@ -44,8 +44,15 @@ def _finite(value: float, text, field: str, accepted: str) -> float:
     return value
 
 
+def _no_bool(value, field: str, accepted: str) -> None:
+    """YAML reads true/yes/on as a bool, which Python would take as the number 1: refused."""
+    if isinstance(value, bool):
+        raise CollsimError(f"{field}: {value!r} is a boolean; expected {accepted}")
+
+
 def parse_size(text: str | int, field: str = "size") -> int:
     """Bytes from '64KiB', '1MB', '2GiB', '1e6' or a plain integer (at most MAX_SIZE)."""
+    _no_bool(text, field, SIZE_HELP)
     if isinstance(text, int):
         if text < 0:
             raise CollsimError(f"{field}: {text} is negative; expected {SIZE_HELP}")
@@ -109,6 +116,7 @@ def parse_size_range(text: str, field: str = "sizes", multiple: int = 1) -> list
 def parse_time(text: str | float, field: str = "alpha") -> float:
     """Seconds from '2us', '1.5ms', '3e-6' or a plain number of seconds."""
     accepted = "a time such as 2us, 0.5ms or 3e-6 (seconds)"
+    _no_bool(text, field, accepted)
     if isinstance(text, (int, float)):
         value, unit = _finite(float(text), text, field, accepted), ""
     else:
@@ -124,6 +132,7 @@ def parse_time(text: str | float, field: str = "alpha") -> float:
 def parse_bandwidth(text: str | float, field: str = "bandwidth") -> float:
     """Bytes per second from '25GB/s', '400Gbit/s', '1e10' or a plain number of B/s."""
     accepted = "a bandwidth such as 25GB/s, 400Gbit/s or 1e10 (bytes/s)"
+    _no_bool(text, field, accepted)
     if isinstance(text, (int, float)):
         value, unit = _finite(float(text), text, field, accepted), ""
     else:

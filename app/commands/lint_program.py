@@ -3,10 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import math
 
+from simulator.errors import CollsimError
 from simulator.program import check_program, load_program
+from simulator.program.loader import MAX_WORK
 
 from ..output import emit_json
+
+PROGRAM_HINT = "expected a smaller program (fewer ranks, groups or operations per rank)"
+
+
+def add_max_work(p: argparse.ArgumentParser) -> None:
+    """--max-work, for every command that reads a program."""
+    p.add_argument("--max-work", metavar="N", default=str(MAX_WORK),
+                   help=f"refuse up front a program with more ranks + group members + operations (counted once per rank "
+                        f"that runs them) than N (default {MAX_WORK:,}: about 20 s of lint-program on 2 cores)")
+
+
+def max_work(args: argparse.Namespace) -> int:
+    """--max-work as a count >= 1."""
+    text = str(args.max_work)
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value >= 1):
+        raise CollsimError(f"max-work: cannot read {text!r}; expected a count >= 1 such as 2e6")
+    return int(value)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -19,12 +43,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n  collsim lint-program step.yaml\n"
                "  collsim scenario ddp --gpus 8 --out ddp.yaml && collsim lint-program ddp.yaml")
     p.add_argument("file", metavar="FILE", help="program file (.yaml, .yml or .json)")
+    add_max_work(p)
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, _memory_hint=PROGRAM_HINT)
 
 
 def run(args: argparse.Namespace) -> int:
-    program = load_program(args.file)
+    program = load_program(args.file, max_work(args))
     problems = check_program(program)
     summary = {"file": args.file, "world": program.world, "groups": len(program.groups),
                "operations": sum(len(ops) for ops in program.ranks.values()), "ok": not problems}

@@ -17,6 +17,7 @@ from simulator.topology import Topology, ideal, parse_topology
 from simulator.units import format_time, parse_bandwidth, parse_time
 
 from ..output import emit_json
+from .lint_program import PROGRAM_HINT, add_max_work, max_work
 
 
 def add_machine_args(p: argparse.ArgumentParser, default: str | None = None) -> None:
@@ -94,6 +95,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                "  collsim run-program ddp.yaml --topology dgx-h100:nodes=2 --trace step.trace.json\n"
                "  collsim run-program ddp.yaml --topology dgx-h100:nodes=2 --timing nccl")
     p.add_argument("file", metavar="FILE", help="program file (.yaml, .yml or .json)")
+    add_max_work(p)
     add_machine_args(p)
     p.add_argument("--alpha", metavar="TIME", help="set every link's latency")
     p.add_argument("--bandwidth", metavar="BW", help="set every link's bandwidth per direction")
@@ -104,11 +106,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_timing_arg(p)
     p.add_argument("--calls", type=int, default=12, help="calls of rank 0 to list (default 12; 0 = none)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, _memory_hint=PROGRAM_HINT)
 
 
 def run(args: argparse.Namespace) -> int:
-    program = load_program(args.file)
+    if args.calls < 0:
+        raise CollsimError(f"calls: {args.calls}; expected an integer >= 0 (calls of rank 0 to list, 0 = none)")
+    program = load_program(args.file, max_work(args))
     set_links = [(name, value) for name, value in (("alpha", args.alpha), ("bandwidth", args.bandwidth)) if value]
     if args.timing == "nccl" and set_links:
         name, value = set_links[0]

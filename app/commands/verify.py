@@ -18,6 +18,7 @@ from simulator.units import parse_size, parse_size_range
 
 from ..args import add_algo_params, add_op, algo_params
 from ..output import emit_json
+from .lint_program import add_max_work, max_work
 
 if TYPE_CHECKING:
     from verify.runner import VerifyRequest
@@ -69,6 +70,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--program", metavar="FILE", help="run a program's collectives on real process groups instead (docs/programs.md): "
                                                     "a mis-ordered one ends in an error naming every rank's pending call; "
                                                     "swapped same-shaped calls are caught by their data")
+    add_max_work(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -270,7 +272,7 @@ def run_program_check(args: argparse.Namespace) -> int:
     from simulator.program import load_program
     from verify.program import verify_program
 
-    program = load_program(args.program)
+    program = load_program(args.program, max_work(args))
     if args.ranks is not None and args.ranks != program.world:
         raise CollsimError(f"ranks: --ranks {args.ranks} but {program.source} has a world of {program.world}; leave --ranks out")
     if args.timeout <= 0:

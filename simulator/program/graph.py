@@ -18,18 +18,19 @@ def dependencies(ops: list[Op]) -> list[list[int]]:
     last_on_group: dict[str, int] = {}
     deps: list[list[int]] = []
     for i, op in enumerate(ops):
-        mine = []
-        if op.stream in last_on_stream:
-            mine.append(last_on_stream[op.stream])
+        prev = last_on_stream.get(op.stream)
+        mine = [] if prev is None else [prev]
         last_on_stream[op.stream] = i
-        mine.extend(names[n] for n in op.after)
-        if op.op == WAIT:
+        if op.after:
+            mine.extend(names[n] for n in op.after)
+        if op.event is not None and op.op == WAIT:
             mine.append(records[op.event])
-        if op.is_collective:
-            if op.group in last_on_group:
-                mine.append(last_on_group[op.group])
+        if op.group is not None:  # a collective
+            prev = last_on_group.get(op.group)
+            if prev is not None:
+                mine.append(prev)
             last_on_group[op.group] = i
-        deps.append(list(dict.fromkeys(mine)))
+        deps.append(list(dict.fromkeys(mine)) if len(mine) > 1 else mine)
     return deps
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,9 @@ from ..collective import DTYPES, OPS, REDOPS, ROOTED, normalize_dtype, normalize
 from ..errors import CollsimError
 from ..readfile import read_text
 from ..units import format_size, parse_size, parse_time
-from .graph import dependencies, find_cycle, labels
-from .model import COMPUTE, DEFAULT_STREAM, KINDS, RECORD, RECV, SEND, WAIT, Op, Program
+from . import yamlstream
+from .graph import find_cycle, labels
+from .model import COMPUTE, DEFAULT_STREAM, KINDS, RECORD, RECV, SEND, WAIT, Op, Program, paused_gc
 from .presets import get_gpu
 
 TOP_FIELDS = ("world", "groups", "ranks", "gpu", "mfu", "name", "description", "meta")
@@ -34,26 +36,44 @@ _COLLECTIVE_FIELDS = {"group", "size", "dtype", "root", "redop", "algorithm"}
 _COMMON = {"op", "stream", "name", "after"}
 MAX_WORLD = 1 << 20
 MAX_PROGRAM_BYTES = 128 * 2**20  # twice a 512-GPU `collsim scenario hybrid` step (62 MB)
+MAX_WORK = 2_000_000  # ranks + group members + operations (one per rank that runs it): about 20 s of lint-program
+MAX_DEPTH = 32  # nesting levels of a program file
+_RANKS = re.compile(r"\s*(\d{1,18})\s*(?:-\s*(\d{1,18})\s*)?")  # longer numbers are no rank: not read
 
 
-def load_program(path: str | Path) -> Program:
-    """Read a program file (.yaml, .yml or .json)."""
+def load_program(path: str | Path, max_work: int = MAX_WORK) -> Program:
+    """Read a program file (.yaml, .yml or .json); one over `max_work` (program_work) is refused before it is built."""
     path = Path(path)
     text = read_text(path, "program", MAX_PROGRAM_BYTES)  # capped, UTF-8, no devices or pipes
+    with paused_gc():
+        return program_from_dict(_parse(text, path), source=path.name, max_work=max_work)
+
+
+def _parse(text: str, path: Path) -> Any:
+    """JSON, or YAML read event by event (yamlstream.py; yaml.load for what that leaves to it)."""
+    kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
     try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.load(text, Loader=_loader())
+        if kind == "JSON":
+            return json.loads(text)
+        try:
+            return yamlstream.load(text, _loader(), MAX_DEPTH)
+        except yamlstream.Unsupported:
+            return yaml.load(text, Loader=_loader())
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CollsimError(f"{path.name}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'} ({first})") from None
-    return program_from_dict(data, source=path.name)
+        raise CollsimError(f"{path.name}: not valid {kind} ({first})") from None
 
 
 def _loader():
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def program_from_dict(data: Any, source: str = "program") -> Program:
-    """Check and build a Program from parsed YAML/JSON."""
+def program_from_dict(data: Any, source: str = "program", max_work: int = MAX_WORK) -> Program:
+    """Check and build a Program from parsed YAML/JSON.
+
+    Sizes come first, by arithmetic on rank ranges ('0-3'): a group larger than the world, a rank outside it and a
+    program over MAX_WORK are refused before any range is expanded or any operation built. The operations of a rank
+    key ('0-7') are built once and shared by its ranks, and equal operations anywhere are one object."""
     if not isinstance(data, dict):
         raise CollsimError(f"{source}: the file holds {type(data).__name__}; expected a mapping with world, groups and ranks")
     unknown = [k for k in data if k not in TOP_FIELDS]
@@ -62,68 +82,177 @@ def program_from_dict(data: Any, source: str = "program") -> Program:
     world = data.get("world")
     if isinstance(world, bool) or not isinstance(world, int) or not 1 <= world <= MAX_WORLD:
         raise CollsimError(f"{source}: world: {world!r}; expected the number of ranks, an integer 1..{MAX_WORLD}")
-    groups = _groups(data.get("groups") or {}, world, source)
+    raw_groups = _group_ranges(data.get("groups") or {}, world, source)
     mfu = _mfu(data.get("mfu"), f"{source}: mfu") if data.get("mfu") is not None else None
     gpu = data.get("gpu")
     if gpu is not None:
         get_gpu(gpu)
-    raw_ranks = data.get("ranks")
-    if not isinstance(raw_ranks, dict):
-        raise CollsimError(f"{source}: ranks: {type(raw_ranks).__name__}; expected a mapping from rank (0, or a range 0-3) "
-                           "to a list of operations")
-    ranks: dict[int, list[Op]] = {}
-    for key, items in raw_ranks.items():
-        for rank in _rank_key(key, world, source):
-            if rank in ranks:
-                raise CollsimError(f"{source}: ranks: rank {rank} is listed twice (key {key!r}); expected each rank once")
-            if not isinstance(items, list):
-                raise CollsimError(f"{source}: rank {rank}: {type(items).__name__}; expected a list of operations")
-            ranks[rank] = [_op(item, f"{source}: rank {rank} op[{i}]", rank, world, groups, gpu, mfu) for i, item in enumerate(items)]
+    keys = _rank_keys(data.get("ranks"), world, source)
+    _check_work(source, world, sum(_count(r) for r in raw_groups.values()),
+                sum(_count(ranges) * len(items) for _, ranges, items in keys), max_work)
+    groups = {name: _members(ranges, f"{source}: groups.{name}") for name, ranges in raw_groups.items()}
+    ranks = _Builder(source, world, groups, gpu, mfu).build(keys)
     program = Program(world=world, groups=groups, ranks=dict(sorted(ranks.items())), source=source, gpu=gpu, mfu=mfu,
                       meta={k: data[k] for k in ("name", "description", "meta") if k in data})
+    checked: set[int] = set()
     for rank, ops in program.ranks.items():
-        _check_rank(ops, f"{source}: rank {rank}")
+        if id(ops) not in checked:  # ranks of one key share their list: one check serves them all
+            checked.add(id(ops))
+            _check_rank(program, rank)
     return program
 
 
-def _groups(raw: Any, world: int, source: str) -> dict[str, tuple[int, ...]]:
+def program_work(program: Program) -> int:
+    """What MAX_WORK bounds: world + group members + operations counted once per rank that runs them."""
+    return program.world + sum(map(len, program.groups.values())) + sum(map(len, program.ranks.values()))
+
+
+def _check_work(source: str, world: int, members: int, operations: int, limit: int) -> None:
+    work = world + members + operations
+    if work > limit:
+        raise CollsimError(f"{source}: {work:,} ranks, group members and operations to check ({world:,} ranks, {members:,} "
+                           f"group members, {operations:,} operations counted once per rank that runs them), over the "
+                           f"limit of {limit:,}; expected a smaller program (fewer ranks, groups or operations per rank), "
+                           "or --max-work raises the limit")
+
+
+def _count(ranges: list) -> int:
+    """Members of a list of ranges (or of a plain list of ranks)."""
+    return sum(len(r) for r in ranges) if ranges and isinstance(ranges[0], range) else len(ranges)
+
+
+def _group_ranges(raw: Any, world: int, source: str) -> dict[str, list]:
+    """Each group's members as ranges (from '0-3') or as its list, checked for size and bounds without expanding."""
     if not isinstance(raw, dict):
         raise CollsimError(f"{source}: groups: {type(raw).__name__}; expected a mapping from group name to a list of global ranks")
     out = {}
     for name, members in raw.items():
         where = f"{source}: groups.{name}"
         if isinstance(members, str):
-            members = _rank_list(members, where)
-        if not isinstance(members, list) or not members or not all(isinstance(m, int) and not isinstance(m, bool) for m in members):
+            members = _ranges(members, where)
+        elif not isinstance(members, list) or not members or \
+                not all(isinstance(m, int) and not isinstance(m, bool) for m in members):
             raise CollsimError(f"{where}: {members!r}; expected a non-empty list of global ranks such as [0, 1] or a range '0-3'")
-        if len(members) > world:
-            raise CollsimError(f"{where}: {len(members)} ranks in a world of {world}; a group cannot be larger than the world")
-        bad = [m for m in members if not 0 <= m < world]
-        if bad:
-            raise CollsimError(f"{where}: rank {bad[0]} is not in the world; expected ranks 0..{world - 1}")
-        if len(set(members)) != len(members):
-            dup = next(m for m in members if members.count(m) > 1)
-            raise CollsimError(f"{where}: rank {dup} is listed twice; expected each member once")
-        out[str(name)] = tuple(members)
+        size = _count(members)
+        if size > world:
+            raise CollsimError(f"{where}: {size:,} ranks in a world of {world}; a group cannot be larger than the world")
+        bad = _outside(members, world)
+        if bad is not None:
+            raise CollsimError(f"{where}: rank {bad} is not in the world; expected ranks 0..{world - 1}")
+        out[str(name)] = members
     return out
 
 
-def _rank_list(text: str, where: str) -> list[int]:
-    out: list[int] = []
+def _outside(members: list, world: int) -> int | None:
+    """The first member outside 0..world-1 (ranges: their ends), or None."""
+    ends = (e for r in members for e in (r.start, r.stop - 1)) if isinstance(members[0], range) else members
+    return next((m for m in ends if not 0 <= m < world), None)
+
+
+def _members(ranges: list, where: str) -> tuple[int, ...]:
+    """A group's ranks, each once."""
+    members = tuple(chain.from_iterable(ranges)) if isinstance(ranges[0], range) else tuple(ranges)
+    if len(set(members)) != len(members):
+        seen: set[int] = set()
+        dup = next(m for m in members if m in seen or seen.add(m))
+        raise CollsimError(f"{where}: rank {dup} is listed twice; expected each member once")
+    return members
+
+
+def _ranges(text: str, where: str) -> list[range]:
+    """'0-3,8,10-11' as ranges, without expanding them."""
+    out = []
     for part in str(text).split(","):
-        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
-        if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
+        m = _RANKS.fullmatch(part)
+        lo, hi = (int(m.group(1)), int(m.group(2) or m.group(1))) if m else (0, -1)
+        if not m or hi < lo:
             raise CollsimError(f"{where}: cannot read {text!r}; expected a rank, a range such as 0-3, or a list such as 0,2,4")
-        out.extend(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
+        out.append(range(lo, hi + 1))
     return out
 
 
-def _rank_key(key: Any, world: int, source: str) -> list[int]:
-    ranks = [key] if isinstance(key, int) and not isinstance(key, bool) else _rank_list(str(key), f"{source}: ranks")
-    bad = [r for r in ranks if not 0 <= r < world]
-    if bad:
-        raise CollsimError(f"{source}: ranks: rank {bad[0]} (key {key!r}) is not in a world of {world}; expected 0..{world - 1}")
-    return ranks
+def _rank_keys(raw: Any, world: int, source: str) -> list[tuple[Any, list, list]]:
+    """(key, its ranks as ranges or a list, its operations) per entry of `ranks`, checked without expanding."""
+    if not isinstance(raw, dict):
+        raise CollsimError(f"{source}: ranks: {type(raw).__name__}; expected a mapping from rank (0, or a range 0-3) "
+                           "to a list of operations")
+    out = []
+    for key, items in raw.items():
+        ranges = [key] if isinstance(key, int) and not isinstance(key, bool) else _ranges(str(key), f"{source}: ranks")
+        bad = _outside(ranges, world)
+        if bad is not None:
+            raise CollsimError(f"{source}: ranks: rank {bad} (key {key!r}) is not in a world of {world}; expected 0..{world - 1}")
+        if not isinstance(items, list):
+            first = ranges[0].start if isinstance(ranges[0], range) else ranges[0]
+            raise CollsimError(f"{source}: rank {first}: {type(items).__name__}; expected a list of operations")
+        out.append((key, ranges, items))
+    return out
+
+
+class _Builder:
+    """Each rank's operations: built once per distinct item (rank-independent checks), then checked per rank."""
+
+    def __init__(self, source: str, world: int, groups: dict[str, tuple[int, ...]], gpu: str | None, mfu: float | None):
+        self.source, self.world, self.groups, self.gpu, self.mfu = source, world, groups, gpu, mfu
+        self.members = {name: frozenset(m) for name, m in groups.items()}
+        self.ops: dict[tuple, Op] = {}
+        self.by_id: dict[int, tuple[Any, Op]] = {}
+        self.lists: dict[int, list[Op]] = {}
+        self.uses: dict[int, tuple[set, set]] = {}
+
+    def build(self, keys: list[tuple[Any, list, list]]) -> dict[int, list[Op]]:
+        ranks: dict[int, list[Op]] = {}
+        for key, ranges, items in keys:
+            for rank in chain.from_iterable(ranges) if isinstance(ranges[0], range) else ranges:
+                if rank in ranks:
+                    raise CollsimError(f"{self.source}: ranks: rank {rank} is listed twice (key {key!r}); expected each rank once")
+                ops = self.lists.get(id(items))
+                if ops is None:
+                    ops = self.lists[id(items)] = [self.op(item, rank, i) for i, item in enumerate(items)]
+                self.check_use(ops, rank)
+                ranks[rank] = ops
+        return ranks
+
+    def op(self, item: Any, rank: int, index: int) -> Op:
+        """The operation of one item, shared with every equal item (the YAML reader shares equal items already)."""
+        held = self.by_id.get(id(item))
+        if held is not None and held[0] is item:
+            return held[1]
+        op = self.op_of(item, rank, index)
+        self.by_id[id(item)] = (item, op)
+        return op
+
+    def op_of(self, item: Any, rank: int, index: int) -> Op:
+        try:
+            key = tuple((k, v.__class__, tuple(v) if isinstance(v, list) else v) for k, v in item.items())
+            hash(key)
+        except (AttributeError, TypeError):  # not a mapping, or a value that is a mapping: no sharing (it is refused)
+            key = None
+        op = self.ops.get(key) if key is not None else None
+        if op is None:
+            op = _op(item, f"{self.source}: rank {rank} op[{index}]", self.world, self.groups, self.gpu, self.mfu)
+            if key is not None:
+                self.ops[key] = op
+        return op
+
+    def check_use(self, ops: list[Op], rank: int) -> None:
+        """What depends on the rank: it is a member of every group it calls, and no message goes to itself."""
+        uses = self.uses.get(id(ops))
+        if uses is None:
+            uses = self.uses[id(ops)] = ({op.group for op in ops} - {None}, {op.peer for op in ops} - {None})
+        groups, peers = uses
+        if rank in peers or any(rank not in self.members[g] for g in groups):
+            self.find_misuse(ops, rank)
+
+    def find_misuse(self, ops: list[Op], rank: int) -> None:
+        """Name the first operation that `rank` cannot run."""
+        for i, op in enumerate(ops):
+            if op.group is not None and rank not in self.members[op.group]:
+                raise CollsimError(f"{self.source}: rank {rank} op[{i}]: group: rank {rank} is not a member of group "
+                                   f"{op.group!r} {list(self.groups[op.group])}; expected a group that contains this rank")
+            if op.peer == rank:
+                raise CollsimError(f"{self.source}: rank {rank} op[{i}]: peer: {op.peer!r}; expected another rank of the "
+                                   f"world, 0..{self.world - 1} except {rank}")
 
 
 def _mfu(value: Any, where: str) -> float:
@@ -132,7 +261,8 @@ def _mfu(value: Any, where: str) -> float:
     return float(value)
 
 
-def _op(item: Any, where: str, rank: int, world: int, groups: dict, gpu: str | None, mfu: float | None) -> Op:
+def _op(item: Any, where: str, world: int, groups: dict, gpu: str | None, mfu: float | None) -> Op:
+    """One operation, with every check that does not depend on the rank that runs it (_Builder.check_use)."""
     if not isinstance(item, dict):
         raise CollsimError(f"{where}: {item!r}; expected a mapping such as {{op: allreduce, group: dp, size: 64MiB}}")
     unknown = [k for k in item if k not in OP_FIELDS]
@@ -172,9 +302,6 @@ def _op(item: Any, where: str, rank: int, world: int, groups: dict, gpu: str | N
         group = str(item["group"])
         if group not in groups:
             raise CollsimError(f"{where}: group: {group!r} is not defined; expected one of {', '.join(groups) or '(no groups defined)'}")
-        if rank not in groups[group]:
-            raise CollsimError(f"{where}: group: rank {rank} is not a member of group {group!r} {list(groups[group])}; "
-                               "expected a group that contains this rank")
         fields["group"] = group
         if item.get("redop") is not None:
             if item["redop"] not in REDOPS:
@@ -192,8 +319,8 @@ def _op(item: Any, where: str, rank: int, world: int, groups: dict, gpu: str | N
             fields["algorithm"] = str(item["algorithm"])
     elif kind in (SEND, RECV):
         peer = item["peer"]
-        if isinstance(peer, bool) or not isinstance(peer, int) or not 0 <= peer < world or peer == rank:
-            raise CollsimError(f"{where}: peer: {peer!r}; expected another rank of the world, 0..{world - 1} except {rank}")
+        if isinstance(peer, bool) or not isinstance(peer, int) or not 0 <= peer < world:
+            raise CollsimError(f"{where}: peer: {peer!r}; expected another rank of the world, 0..{world - 1}")
         fields["peer"] = peer
     else:
         fields["event"] = str(item["event"])
@@ -247,8 +374,9 @@ def _compute(item: dict, where: str, gpu: str | None, mfu: float | None) -> dict
             "gpu": item.get("gpu"), "mfu": None if item.get("mfu") is None else float(item["mfu"])}
 
 
-def _check_rank(ops: list[Op], where: str) -> None:
+def _check_rank(program: Program, rank: int) -> None:
     """Names and events resolve on this rank, each once, and the dependencies have no cycle."""
+    ops, where = program.ops(rank), f"{program.source}: rank {rank}"
     names: dict[str, int] = {}
     records: dict[str, int] = {}
     for i, op in enumerate(ops):
@@ -269,7 +397,7 @@ def _check_rank(ops: list[Op], where: str) -> None:
         if op.op == WAIT and op.event not in records:
             raise CollsimError(f"{where} op[{i}]: event: {op.event!r} is never recorded on this rank; expected one of "
                                f"{', '.join(list(records)[:12]) or '(no recorded events)'}")
-    cycle = find_cycle(dependencies(ops))
+    cycle = find_cycle(program.dependencies(rank))
     if cycle:
         names_of = labels(ops)
         steps = " -> ".join(f"op[{i}] {names_of[i]}" for i in cycle + cycle[:1])

@@ -23,7 +23,7 @@ from ..collective import ROOTED, Collective
 from ..errors import CollsimError
 from ..schedule import Piece, Schedule, new_transfer
 from ..topology.model import Topology
-from .graph import dependencies, meetings
+from .graph import meetings
 from .model import COMPUTE, Op, Program
 
 COMPUTE_BW = 1e12  # bytes per second on a compute lane: one byte is one picosecond
@@ -186,7 +186,7 @@ def lower(program: Program, topology: Topology, algorithms: dict[str, str] | Non
         else:
             _meet(low, b, key, calls, dict(algorithms or {}), gpus_per_node, cache)
     for r in range(world):  # arrivals wait for the ends of what each operation depends on
-        for i, ds in enumerate(dependencies(program.ops(r))):
+        for i, ds in enumerate(program.dependencies(r)):
             b.deps[low.arrive[(r, i)]].extend(low.end[(r, j)] for j in ds)
     low.schedule.transfers = [new_transfer(t, b.src[t], b.dst[t], (Piece("scratch", 0, "scratch", 0, b.count[t]),)
                                            if b.count[t] else (), b.reduce[t], tuple(dict.fromkeys(b.deps[t])), 0)

@@ -11,12 +11,13 @@ advance and some rank is unfinished, it names each wait-for cycle, or the call a
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
 
 from ..units import format_size
-from .graph import dependencies, labels, meetings
-from .model import Op, Program
+from .graph import labels, meetings
+from .model import Op, Program, paused_gc
 
 
 @dataclass(frozen=True)
@@ -57,14 +58,45 @@ def _differs(a: dict, b: dict) -> list[str]:
     return fields
 
 
+class _Done:
+    """Which operations finished, over flat node numbers: `(rank, index) in done`, and len(done) = how many."""
+
+    def __init__(self, flags: list[bool], base: dict[int, int]):
+        self.flags, self.base, self.count = flags, base, sum(flags)
+
+    def __contains__(self, node: tuple[int, int]) -> bool:
+        b = self.base.get(node[0])
+        return b is not None and self.flags[b + node[1]]
+
+    def __len__(self) -> int:
+        return self.count
+
+
 class _Checker:
     def __init__(self, program: Program):
         self.p = program
-        self.ops = {r: program.ops(r) for r in range(program.world)}
-        self.labels = {r: labels(ops) for r, ops in self.ops.items()}
-        self.deps = {r: dependencies(ops) for r, ops in self.ops.items()}
+        self.ops = dict(program.ranks)
+        self._labels: dict[int, list[str]] = {}
+        self.deps = {r: program.dependencies(r) for r in self.ops}
         self.meetings = meetings(program)  # meeting key -> {rank: op index}
-        self.key_of = {(r, i): key for key, calls in self.meetings.items() for r, i in calls.items()}
+        self.base: dict[int, int] = {}  # operations are numbered rank by rank: node = base[rank] + index
+        total = 0
+        for r, ops in self.ops.items():
+            self.base[r] = total
+            total += len(ops)
+        self.total = total
+        self.keys: list[tuple | None] = [None] * total  # node -> its meeting key
+        for key, calls in self.meetings.items():
+            for r, i in calls.items():
+                self.keys[self.base[r] + i] = key
+
+    @property
+    def labels(self) -> _Labels:
+        """labels(ops) per rank, computed for the ranks a message names."""
+        return _Labels(self)
+
+    def key_of(self, node: tuple[int, int]) -> tuple | None:
+        return self.keys[self.base[node[0]] + node[1]]
 
     def parties(self, key: tuple) -> tuple[int, ...]:
         return self.p.groups[key[1]] if key[0] == "group" else (key[1], key[2])
@@ -78,9 +110,12 @@ class _Checker:
                 continue
             ref = present[0]
             ref_op = self.ops[ref][calls[ref]]
-            ref_shape = _shape(ref_op)
+            ref_shape = None
             for r in present[1:]:
                 op = self.ops[r][calls[r]]
+                if op is ref_op:  # equal operations are one object (loader.py)
+                    continue
+                ref_shape = ref_shape or _shape(ref_op)
                 if key[0] == "p2p":  # a send and a recv: compare what travels
                     a, b = dict(ref_shape, op="p2p"), dict(_shape(op), op="p2p")
                     a.pop("name", None)
@@ -95,35 +130,49 @@ class _Checker:
                                                    f"{_describe(_shape(op))} ({', '.join(fields)} {verb})"))
         return out
 
-    def run(self) -> tuple[dict[tuple[int, int], bool], set[tuple[int, int]]]:
-        """Advance program order; return which operations completed and which arrived at a meeting that never completed."""
-        pending = {(r, i): len(d) for r, deps in self.deps.items() for i, d in enumerate(deps)}
-        dependents: dict[tuple[int, int], list[int]] = {}
+    def _dependents(self) -> list[list[int]]:
+        """node -> the nodes that wait for it."""
+        out: list[list[int]] = [[] for _ in range(self.total)]
         for r, deps in self.deps.items():
+            b = self.base[r]
             for i, d in enumerate(deps):
                 for j in d:
-                    dependents.setdefault((r, j), []).append(i)
-        done: dict[tuple[int, int], bool] = {}
-        arrived: dict[tuple, set[int]] = {}
-        ready = deque(node for node, n in pending.items() if n == 0)
+                    out[b + j].append(b + i)
+        return out
+
+    def run(self) -> tuple[_Done, set[tuple[int, int]]]:
+        """Advance program order; return which operations completed and which arrived at a meeting that never completed."""
+        base, keys, total = self.base, self.keys, self.total
+        pending = [0] * total
+        for r, deps in self.deps.items():
+            b = base[r]
+            pending[b:b + len(deps)] = map(len, deps)
+        dependents = self._dependents()
+        done = [False] * total
+        arrived: dict[tuple, list[int]] = {}
+        ready = deque(node for node in range(total) if pending[node] == 0)
         while ready:
-            r, i = ready.popleft()
-            key = self.key_of.get((r, i))
-            finished = [(r, i)]
+            node = ready.popleft()
+            key = keys[node]
+            finished = (node,)
             if key is not None:
-                arrived.setdefault(key, set()).add(r)
+                here = arrived.setdefault(key, [])
+                here.append(node)
                 parties = self.parties(key)
-                if len(arrived[key]) < len(parties):  # arrivals are distinct members
+                if len(here) < len(parties):  # arrivals are distinct members
                     continue
-                finished = [(p, self.meetings[key][p]) for p in parties]
-            for rank, idx in finished:
-                done[(rank, idx)] = True
-                for nxt in dependents.get((rank, idx), ()):
-                    pending[(rank, nxt)] -= 1
-                    if pending[(rank, nxt)] == 0:
-                        ready.append((rank, nxt))
-        stuck = {(r, self.meetings[key][r]) for key, rs in arrived.items() for r in rs if (r, self.meetings[key][r]) not in done}
-        return done, stuck
+                calls = self.meetings[key]
+                finished = tuple(base[p] + calls[p] for p in parties)
+            for n in finished:
+                done[n] = True
+                for nxt in dependents[n]:
+                    pending[nxt] -= 1
+                    if pending[nxt] == 0:
+                        ready.append(nxt)
+        flags = _Done(done, base)
+        rank_of = sorted((b, r) for r, b in base.items())
+        stuck = {_node(rank_of, n) for nodes in arrived.values() for n in nodes if not done[n]}
+        return flags, stuck
 
     def blocker(self, rank: int, index: int, done: dict, stuck: set) -> tuple[int, int]:
         """The arrived-but-waiting communication that keeps `rank` from reaching operation `index`."""
@@ -135,7 +184,7 @@ class _Checker:
         edges: dict[tuple[int, int], list[tuple[int, int]]] = {}
         missing: dict[tuple, list[int]] = {}
         for node in sorted(stuck):
-            key = self.key_of[node]
+            key = self.key_of(node)
             calls = self.meetings[key]
             for p in self.parties(key):
                 if p == node[0] or (p in calls and (p, calls[p]) in stuck):
@@ -177,6 +226,25 @@ class _Checker:
         return ", ".join(parts)
 
 
+class _Labels:
+    """checker.labels[rank][index]: graph.labels of a rank, computed when a message first names it."""
+
+    def __init__(self, checker: _Checker):
+        self.checker = checker
+
+    def __getitem__(self, rank: int) -> list[str]:
+        held = self.checker._labels
+        if rank not in held:
+            held[rank] = labels(self.checker.ops[rank])
+        return held[rank]
+
+
+def _node(rank_of: list[tuple[int, int]], n: int) -> tuple[int, int]:
+    """(rank, index) of flat node n, from (base, rank) sorted by base."""
+    b, r = rank_of[bisect_right(rank_of, (n, float("inf"))) - 1]
+    return r, n - b
+
+
 def _cycles(edges: dict[tuple[int, int], list[tuple[int, int]]]) -> list[list[tuple[int, int]]]:
     """One shortest cycle through the smallest node of each strongly connected part of the wait-for graph."""
     import networkx as nx
@@ -201,10 +269,11 @@ def _cycles(edges: dict[tuple[int, int], list[tuple[int, int]]]) -> list[list[tu
 
 def check_program(program: Program) -> list[Problem]:
     """Every mismatch between ranks' calls, then every deadlock or call never made; empty when the program is sound."""
-    checker = _Checker(program)
-    problems = checker.mismatches()
-    done, stuck = checker.run()
-    total = sum(len(ops) for ops in checker.ops.values())
+    with paused_gc():
+        checker = _Checker(program)
+        problems = checker.mismatches()
+        done, stuck = checker.run()
+    total = checker.total
     if len(done) < total:
         found = checker.deadlocks(done, stuck)
         problems.extend(found or [Problem("deadlock", f"{total - len(done)} operations can never run")])

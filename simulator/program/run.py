@@ -287,7 +287,7 @@ def _chain(result: ProgramResult) -> list[int]:
         chain.append(t)
 
 
-def _segment(result: ProgramResult, t: int, names: dict) -> dict | None:
+def _segment(result: ProgramResult, t: int, names: dict, calls: dict) -> dict | None:
     """What transfer t of the critical path stands for: a compute, or a communication and its slowest link."""
     low = result.lowered
     owner = low.owner[t]
@@ -301,7 +301,7 @@ def _segment(result: ProgramResult, t: int, names: dict) -> dict | None:
     key = owner[1]
     if key[0] == "group":
         r = result.program.groups[key[1]][0]
-        i = _call_index(result.program, r, key)
+        i = _call_index(result.program, r, key, calls)
         seg = {"kind": "communication", "what": names[r][i] if i is not None else f"group {key[1]}"}
     else:
         seg = {"kind": "communication", "what": f"rank {key[1]} -> rank {key[2]} message #{key[3]}"}
@@ -315,9 +315,10 @@ def _segment(result: ProgramResult, t: int, names: dict) -> dict | None:
 def _critical_path(result: ProgramResult) -> list[dict]:
     trace = result.trace
     names = {r: labels(result.program.ops(r)) for r in range(result.program.world)}
+    calls: dict[int, dict[str, list[int]]] = {}  # _call_index's, per rank
     segments: list[dict] = []
     for t in _chain(result):
-        seg = _segment(result, t, names)
+        seg = _segment(result, t, names, calls)
         if seg is None:
             continue
         if segments and segments[-1]["what"] == seg["what"]:
@@ -332,11 +333,14 @@ def _critical_path(result: ProgramResult) -> list[dict]:
     return segments
 
 
-def _call_index(program: Program, rank: int, key: tuple) -> int | None:
-    k = 0
-    for i, op in enumerate(program.ops(rank)):
-        if op.is_collective and op.group == key[1]:
-            k += 1
-            if k == key[2]:
-                return i
-    return None
+def _call_index(program: Program, rank: int, key: tuple, memo: dict[int, dict[str, list[int]]]) -> int | None:
+    """The index of rank `rank`'s key[2]-th call on group key[1]; each rank's calls are indexed once (in `memo`), as
+    a critical path names thousands of calls of ranks with thousands of operations (it was quadratic)."""
+    calls = memo.get(rank)
+    if calls is None:
+        calls = memo[rank] = {}
+        for i, op in enumerate(program.ops(rank)):
+            if op.group is not None:
+                calls.setdefault(op.group, []).append(i)
+    mine = calls.get(key[1], [])
+    return mine[key[2] - 1] if 0 < key[2] <= len(mine) else None
