@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import signal
 import sys
 import threading
@@ -80,6 +82,12 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("terminated (SIGTERM); no output file written", 143)
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        if exc.errno not in _NO_ROOM:
+            raise
+        _drop_stdout()
+        return _fail(f"output: cannot write the results: {exc.strerror} ({errno.errorcode[exc.errno]}); "
+                     "expected a disk with room for them", 2)
     except MemoryError:
         return _fail("out of memory: the request is too large for this machine; use smaller --size or --ranks", 2)
     except RecursionError:
@@ -87,6 +95,20 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
+
+
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that the output still buffered is not retried (and reported again) at exit."""
+    try:
+        if sys.stdout.fileno() == 1:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _fail(message: str, status: int) -> int:

@@ -11,6 +11,7 @@ from simulator.algorithms import REGISTRY, names_for
 from simulator.algorithms.registry import resolve_params
 from simulator.cost import CLOSED_FORM
 from simulator.errors import CollsimError
+from simulator.fileio import say_written
 from simulator.fit import CV_MIN_BYTES, FitResult, _unique, fit_measurements, predict_pieces, to_profile
 from simulator.formats.nccl_tests import NcclTestsLog, read_log
 from simulator.nccl.fit_bounds import fit_limited
@@ -208,7 +209,7 @@ def _print_text(args, log: NcclTestsLog, best: FitResult, candidates: list[dict]
                       c["alpha_s"] * 1e6 if "alpha_s" in c else "", c["bandwidth_Bps"] / 1e9 if "bandwidth_Bps" in c else c["refused"]]
                      for c in candidates], "lrrrr"))
     if args.out:
-        print(f"profile written to {args.out} (load it with --profile {args.out})")
+        say_written(f"profile written to {args.out} (load it with --profile {args.out})")
 
 
 
@@ -288,7 +289,7 @@ def run_holdout(args, log: NcclTestsLog, algos: list[str], segments: int) -> int
     print(_errors_table(sizes, times, train, {"fit": predicted}))
     print(_summary_line(stats))
     if args.out:
-        print(f"profile written to {args.out} (load it with --profile {args.out})")
+        say_written(f"profile written to {args.out} (load it with --profile {args.out})")
     return 0
 
 
@@ -372,5 +373,5 @@ def run_calibration(args, log: NcclTestsLog) -> int:
     print(_errors_table(sizes, times, train, {"preset": report.before, "calibrated": report.predicted}))
     print(_summary_line(stats))
     if args.out:
-        print(f"calibrated preset written to {args.out} (collsim predict --preset {args.out}[:nodes=N])")
+        say_written(f"calibrated preset written to {args.out} (collsim predict --preset {args.out}[:nodes=N])")
     return 0

@@ -6,7 +6,7 @@ import argparse
 
 from simulator.collective import REDUCING, TOTAL_SIZE_OPS, normalize_op
 from simulator.errors import CollsimError
-from simulator.fileio import atomic_write
+from simulator.fileio import atomic_write, say_written
 from simulator.formats.nccl_tests import ResultRow, format_log, nccl_type_name, write_log
 from simulator.nccl.placement import default_ranks, parse_ranks_per_node
 from simulator.nccl.predict import (
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         print("# 0 B: NCCL discards a collective of count 0 (src/enqueue.cc, taskAppend) and runs nothing: 0 s")
     for what, path in (("nccl-tests log", args.nccl_log), ("NCCL tuner CSV", args.csv)):
         if path:
-            print(f"wrote {what}: {path}")
+            say_written(f"wrote {what}: {path}")
     return 0
 
 

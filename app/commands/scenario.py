@@ -6,6 +6,7 @@ import argparse
 from collections import Counter
 
 from simulator.errors import CollsimError
+from simulator.fileio import say_written
 from simulator.program.presets import GPUS, MODELS
 from simulator.program.scenarios import DDP_BUCKET, SCENARIOS, build_spec, generate
 from simulator.units import format_size, format_time, parse_size
@@ -77,5 +78,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"# rank 0: {format_time(compute)} of compute at MFU {spec.mfu:g}")
     print(table(["operation", "count on rank 0"], sorted(kinds.items())))
     if args.out:
-        print(f"# wrote {args.out}; check it with: collsim lint-program {args.out}")
+        say_written(f"# wrote {args.out}; check it with: collsim lint-program {args.out}")
     return 0

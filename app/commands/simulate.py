@@ -7,6 +7,7 @@ import argparse
 from simulator.algorithms import build_schedule
 from simulator.collective import Collective, normalize_op
 from simulator.engine import simulate
+from simulator.fileio import say_written
 from simulator.units import format_size, format_time, parse_size
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"engine          {len(schedule)} transfers, {trace.events} events in {trace.wall_s:.3f} s")
     for what, name in ((args.trace, "chrome trace"), (args.export, "data")):
         if what:
-            print(f"wrote {name}: {what}")
+            say_written(f"wrote {name}: {what}")
     return 0
 
 
