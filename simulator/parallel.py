@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from .errors import CollsimError
@@ -135,14 +135,8 @@ CONNECT_S = 3  # seconds to reach the scheduler
 def _dask(fn: Callable, cases: list, address: str, desc: str) -> list:
     """The cases on the scheduler at `address`; any loss of the scheduler or its workers is one CollsimError."""
     address = check_dask_address(address)
-    from distributed import Client
-
     with _quiet_dask():
-        try:
-            client = Client(address, timeout=f"{CONNECT_S}s", set_as_default=False)
-        except (OSError, TimeoutError) as exc:
-            raise CollsimError(f"dask: cannot reach a scheduler at {address!r} ({_reason(exc)}); expected the address of "
-                               "a running Dask scheduler such as tcp://127.0.0.1:8786") from None
+        client = _connect(address)
         try:
             return _gather(client, fn, cases, desc)
         except _lost_errors() as exc:
@@ -152,6 +146,29 @@ def _dask(fn: Callable, cases: list, address: str, desc: str) -> list:
             _close(client)
 
 
+
+
+def _connect(address: str):
+    """A Client of the scheduler at `address`, or one CollsimError; a Client that failed half-way is shut quietly."""
+    from distributed import Client
+
+    client = Client.__new__(Client)
+    try:
+        client.__init__(address, timeout=f"{CONNECT_S}s", set_as_default=False)
+    except Exception as exc:  # noqa: BLE001 - whatever the cluster's side raises, the run stops in one line
+        _abandon(client)
+        what = "reach" if isinstance(exc, (OSError, TimeoutError)) else "connect to"
+        raise CollsimError(f"dask: cannot {what} a scheduler at {address!r} ({_reason(exc)}); expected the address of "
+                           "a running Dask scheduler such as tcp://127.0.0.1:8786") from None
+    return client
+
+
+def _abandon(client) -> None:
+    """Mark a half-built Client closed and stop its event loop: its __del__ would otherwise try to close it at exit,
+    wait 6 s for a connection that never was, and print a traceback."""
+    with suppress(Exception):
+        client.status = "closed"
+        client._loop_runner.stop()
 
 
 def check_dask_address(address: object) -> str:

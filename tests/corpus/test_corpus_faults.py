@@ -122,6 +122,7 @@ BAD_ADDRESSES = [
     ("unknown-scheme", "http://127.0.0.1:8786", "is not a scheduler address"),
     ("in-process-address", "inproc://192.0.2.2/1/1", "is not a scheduler address"),
     ("nothing-listening", "tcp://127.0.0.1:9", "cannot reach a scheduler"),
+    ("tls-without-its-settings", "tls://127.0.0.1:9", "cannot connect to a scheduler"),  # Client() raises TypeError
 ]
 
 
@@ -309,3 +310,13 @@ def test_signal_mid_sweep_stops_within_a_second(tmp_path, cluster, signum, words
     result = run_case(case, tmp_path)
     assert words in result.last_line and result.status == status
     assert result.seconds - delay < 1.0 + 0.5, f"{result.seconds - delay:.2f} s after the signal"  # 0.5 s: load
+    if where == "dask":  # the cluster's workers are not ours to stop, but the scheduler must drop the run's tasks
+        with distributed.Client(cluster, set_as_default=False) as client:
+            deadline = time.monotonic() + 3.0
+            while client.run_on_scheduler(_task_count) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert client.run_on_scheduler(_task_count) == 0
+
+
+def _task_count(dask_scheduler) -> int:
+    return len(dask_scheduler.tasks)
