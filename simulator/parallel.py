@@ -4,6 +4,12 @@
 module-level function (it is pickled to the workers) and each case a picklable value. Results are the serial
 ones exactly, because each case is computed the same way in a fresh call. A progress bar goes to stderr when
 it is a terminal. A case's CollsimError comes back as itself, and the first one (in case order) is raised.
+
+Faults end in one CollsimError, never a traceback: a bad --jobs or --dask address (checked before any work), a
+scheduler that cannot be reached or is lost mid-run, a cluster left without a worker for NO_WORKERS_S. --jobs is
+capped at the cores and at the cases, with a note on stderr. On SIGINT/SIGTERM the pool is terminated (the Dask
+client disconnects, and the scheduler drops the run's tasks). Results from Dask are unpickled here: --dask must point
+at a cluster the user trusts.
 """
 
 from __future__ import annotations
@@ -146,8 +152,6 @@ def _dask(fn: Callable, cases: list, address: str, desc: str) -> list:
             _close(client)
 
 
-
-
 def _connect(address: str):
     """A Client of the scheduler at `address`, or one CollsimError; a Client that failed half-way is shut quietly."""
     from distributed import Client
@@ -207,7 +211,10 @@ class _NoWorkers(Exception):
 
 
 def _reason(exc: BaseException) -> str:
+    """The exception in a few words (distributed's cancellation messages repeat themselves for every future)."""
     text = " ".join(str(exc).split())
+    if "scheduler-connection-lost" in text:
+        return "the connection to the scheduler was lost"
     return f"{type(exc).__name__}: {text[:160]}" if text else type(exc).__name__
 
 

@@ -302,7 +302,7 @@ SIGNALS = [(signal.SIGTERM, "terminated (SIGTERM)", 143), (signal.SIGINT, "inter
 @pytest.mark.parametrize("where", ["jobs", "dask"])
 def test_signal_mid_sweep_stops_within_a_second(tmp_path, cluster, signum, words, status, where):
     """The harness checks no process is left in the command's group (the pool's workers) and no output file."""
-    delay = 4.0  # past the imports and the start of the sweep (~15 s of work)
+    delay = 5.0  # past the imports (~2 s on a loaded machine) and well into the sweep (~15 s of work)
     parallel = ["--jobs", "2"] if where == "jobs" else ["--dask", cluster]
     case = Case(f"{where}-{signum.name}", [*SLOW_SWEEP, *parallel, "--csv", "out.csv"], field=words.split()[0],
                 accepted="no output file written", outputs=["out.csv"], mode="subprocess", signal=(signum, delay),
