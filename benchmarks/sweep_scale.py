@@ -82,9 +82,9 @@ FAULTS = [  # the page's fixed section (docs/sweep_scale.md): what --dask trusts
     "machines, on a private network (or TLS), never one shared with people you would not give a shell.",
     "- `--jobs N` is capped at the cores this process may use and at the number of cases (more processes than cores "
     "only cost memory: each is a copy of collsim), with one `collsim: note: jobs: N capped at M (...)` line on stderr.",
-    "- A malformed or unreachable `--dask` address, a scheduler lost mid-run, or a cluster left without a worker for "
-    "30 s (`NO_WORKERS_S` in `simulator/parallel.py`) ends the run in one `collsim: error: dask: ...` line, exit "
-    "status 2, and no output file.",
+    "- A malformed or unreachable `--dask` address, a scheduler lost mid-run or silent for 20 s (`ANSWER_S`), or a "
+    "cluster left without a worker for 30 s (`NO_WORKERS_S` in `simulator/parallel.py`) ends the run in one "
+    "`collsim: error: dask: ...` line, exit status 2, and no output file.",
     "- SIGTERM and SIGINT stop a sweep within a second: the pool's workers are terminated (with `--dask` the client "
     "disconnects and the scheduler drops the run's tasks); exit status 143 or 130, no output file, no process left.",
     "- Output files are written at the end of a run, all or none; `wrote FILE` is printed only once they are in "

@@ -136,6 +136,7 @@ def _pool(fn: Callable, cases: list, jobs: int, bar) -> list:
 NO_WORKERS_S = 30.0  # a scheduler without a worker for this long fails the run instead of waiting forever
 POLL_S = 1.0
 CONNECT_S = 3  # seconds to reach the scheduler
+ANSWER_S = 20.0  # a scheduler that does not answer a question for this long is lost
 
 
 def _dask(fn: Callable, cases: list, address: str, desc: str) -> list:
@@ -203,11 +204,15 @@ def _lost_errors() -> tuple[type[BaseException], ...]:
 
     from distributed.scheduler import KilledWorker
 
-    return CancelledError, KilledWorker, OSError, TimeoutError, _NoWorkers
+    return CancelledError, KilledWorker, OSError, TimeoutError, _NoWorkers, _Silent
 
 
 class _NoWorkers(Exception):
     """The scheduler has had no worker for NO_WORKERS_S."""
+
+
+class _Silent(Exception):
+    """The scheduler has not answered for ANSWER_S (frozen, or the network to it is down)."""
 
 
 def _reason(exc: BaseException) -> str:
@@ -215,6 +220,8 @@ def _reason(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     if "scheduler-connection-lost" in text:
         return "the connection to the scheduler was lost"
+    if isinstance(exc, (_NoWorkers, _Silent)):
+        return text
     return f"{type(exc).__name__}: {text[:160]}" if text else type(exc).__name__
 
 
@@ -257,14 +264,19 @@ def _collect(client, pending: set, out: list, errors: dict[int, str], bar) -> No
 
 
 def _watch_workers(client, idle_since: float | None) -> float | None:
-    """When the scheduler first had no worker (None while it has one); _NoWorkers once that lasts NO_WORKERS_S."""
+    """Ask the scheduler for its workers (a scheduler silent for ANSWER_S is lost); return when it first had none
+    (None while it has one); _NoWorkers once that lasts NO_WORKERS_S."""
     import time
 
-    if client.scheduler_info(n_workers=-1).get("workers"):
+    try:
+        info = client.sync(client.scheduler.identity, n_workers=-1, callback_timeout=ANSWER_S)
+    except TimeoutError:
+        raise _Silent(f"the scheduler did not answer for {ANSWER_S:g} s") from None
+    if info.get("workers"):
         return None
     now = time.monotonic()
     if idle_since is not None and now - idle_since > NO_WORKERS_S:
-        raise _NoWorkers(f"no worker for {NO_WORKERS_S:.0f} s")
+        raise _NoWorkers(f"no worker for {NO_WORKERS_S:g} s")
     return now if idle_since is None else idle_since
 
 

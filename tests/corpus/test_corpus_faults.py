@@ -107,6 +107,24 @@ def test_worker_killed_mid_run_fails_once_no_worker_is_left(monkeypatch):
             worker.wait()
 
 
+def test_frozen_scheduler_mid_run_is_lost_after_answer_s(monkeypatch):
+    """SIGSTOP on the scheduler's process: its TCP connection stays open, so only a question that gets no answer
+    tells; the run fails once the scheduler has been silent for ANSWER_S."""
+    from app.commands.sweep import sweep_case
+    from simulator import parallel
+
+    monkeypatch.setattr(parallel, "ANSWER_S", 2.0)
+    frozen = Cluster()
+    try:
+        threading.Timer(1.5, os.killpg, (frozen.proc.pid, signal.SIGSTOP)).start()
+        start = time.monotonic()
+        with pytest.raises(CollsimError, match="mid-run [(]the scheduler did not answer for 2 s[)]"):
+            run_cases(sweep_case, _slow_cases(), dask=frozen.address)
+        assert time.monotonic() - start < 1.5 + 1.0 + 2.0 + 3.0  # freeze, poll, silence, closing
+    finally:
+        frozen.kill()
+
+
 def _slow_cases() -> list[tuple]:
     import json
 
