@@ -54,8 +54,9 @@ def _leaves(sub: argparse._SubParsersAction, prefix: str = ""):
                 yield from _leaves(action, f"{prefix}{name} ")
 
 
-class Terminated(Exception):
-    """SIGTERM, raised in the main thread so that cleanup runs and no output is written."""
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that cleanup runs and no output is written (a BaseException, as
+    KeyboardInterrupt is: an `except Exception` on the way, e.g. around a Dask client, must not swallow it)."""
 
 
 def _on_sigterm(signum, frame) -> None:

@@ -160,8 +160,10 @@ def _connect(address: str):
     client = Client.__new__(Client)
     try:
         client.__init__(address, timeout=f"{CONNECT_S}s", set_as_default=False)
-    except Exception as exc:  # noqa: BLE001 - whatever the cluster's side raises, the run stops in one line
+    except BaseException as exc:  # whatever the cluster's side raises, the run stops in one line
         _abandon(client)
+        if not isinstance(exc, Exception):  # SIGINT, SIGTERM: the caller's to report
+            raise
         what = "reach" if isinstance(exc, (OSError, TimeoutError)) else "connect to"
         raise CollsimError(f"dask: cannot {what} a scheduler at {address!r} ({_reason(exc)}); expected the address of "
                            "a running Dask scheduler such as tcp://127.0.0.1:8786") from None
