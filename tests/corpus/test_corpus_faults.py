@@ -159,10 +159,11 @@ def test_dask_help_says_the_cluster_must_be_trusted(tmp_path):
         assert "Only a cluster you trust" in " ".join(out.split()) and "unpickled" in out, command
 
 
-def test_jobs_above_the_cores_is_capped_with_one_note():
+def test_jobs_above_the_cores_is_capped_with_one_note(capsys):
     cores = len(os.sched_getaffinity(0))
     pids = run_cases(_pid, range(40), jobs=10000)
     assert 1 <= len(set(pids)) <= cores  # never more worker processes than cores
+    assert capsys.readouterr().err.count("collsim: note: jobs: 10000 capped at") == 1
     assert cap_jobs(10000, 142) == cores and cap_jobs(10000, 1) == 1 and cap_jobs(None, 142) == cores
 
 
