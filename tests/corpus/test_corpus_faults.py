@@ -213,6 +213,40 @@ def test_a_write_past_the_file_size_limit_is_one_line_and_leaves_the_old_file(tm
     assert "<svg" in (tmp_path / "ring.svg").read_text()[:200]
 
 
+ON_TINY_DISK = """
+mount -t tmpfs -o size=64k tmpfs disk || exit 99
+echo old > disk/ring.svg
+"$PY" -m app.cli draw --op allreduce --algo ring --ranks 16 -o disk/ring.svg > out.txt 2> err.txt
+echo $? > rc.txt
+ls -A disk > ls.txt
+cp disk/ring.svg kept.txt
+"$PY" -m app.cli simulate --op allreduce --algo ring --ranks 7 --size 1MiB --trace disk/t.json \
+    --export disk/x.json > out2.txt 2> err2.txt
+echo $? > rc2.txt
+ls -A disk > ls2.txt
+"""
+
+
+def test_a_real_full_filesystem_is_one_line_and_no_file(tmp_path):
+    """A 64 KiB tmpfs in a private mount namespace (unshare: nothing to unmount, nothing seen outside); skipped
+    where namespaces or mounts are not allowed."""
+    (tmp_path / "disk").mkdir()
+    done = subprocess.run(["unshare", "-Urm", "sh", "-c", ON_TINY_DISK], cwd=tmp_path, env=dict(_env(), PY=PY),
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode == 99 or not (tmp_path / "rc.txt").exists():
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()[:200]}")
+    read = lambda name: (tmp_path / name).read_text()  # noqa: E731
+    assert read("rc.txt").strip() == "2" and read("err.txt").splitlines() == [
+        "collsim: error: output: cannot write 'disk/ring.svg': No space left on device; expected a writable file path "
+        "with room for it"]
+    assert "wrote" not in read("out.txt") and read("ls.txt").split() == ["ring.svg"] and read("kept.txt") == "old\n"
+    # the trace (48 KB) fits in the 60 KB left, the export after it (22 KB) does not: neither is written
+    assert read("rc2.txt").strip() == "2" and read("err2.txt").splitlines() == [
+        "collsim: error: output: cannot write 'disk/x.json': No space left on device; expected a writable file path "
+        "with room for it"]
+    assert read("ls2.txt").split() == ["ring.svg"] and "wrote" not in read("out2.txt")
+
+
 def test_stdout_on_a_full_device_is_one_line_and_writes_no_file(tmp_path):
     """/dev/full: every write fails with ENOSPC. The table is printed before the CSV is written, so no CSV."""
     with open("/dev/full", "w") as full:
