@@ -69,7 +69,7 @@ def cluster():
 def test_scheduler_killed_mid_sweep_is_one_line_and_no_file(tmp_path):
     lost = Cluster()
     try:
-        timer = threading.Timer(4.0, lost.kill)  # the sweep needs ~15 s of work: it is mid-run at 4 s
+        timer = threading.Timer(5.0, lost.kill)  # imports take ~2 s on a loaded machine, the sweep ~15 s of work
         timer.start()
         case = Case("scheduler-lost", [*SLOW_SWEEP, "--dask", lost.address, "--csv", "out.csv"], field="dask",
                     value=repr(lost.address), accepted="expected a Dask cluster that stays up for the whole run",
@@ -79,7 +79,7 @@ def test_scheduler_killed_mid_sweep_is_one_line_and_no_file(tmp_path):
     finally:
         lost.kill()
     assert "lost the scheduler" in result.last_line and len(result.stderr.splitlines()) == 1
-    assert result.seconds < 4.0 + 3.0, f"{result.seconds:.1f} s: the loss took more than 3 s to report"
+    assert result.seconds < 5.0 + 3.0, f"{result.seconds:.1f} s: the loss took more than 3 s to report"
 
 
 def test_worker_killed_mid_run_fails_once_no_worker_is_left(monkeypatch):
@@ -184,9 +184,10 @@ def test_sweep_says_in_one_line_when_jobs_is_capped(tmp_path, jobs, cases):
     assert notes == [f"collsim: note: jobs: {jobs} capped at {use} ({why})"]
 
 
-def test_no_note_when_jobs_is_left_out_or_fits(tmp_path):
-    result = run_cli([*FAST_SWEEP, "--jobs", "1", "--json"], tmp_path, mode="subprocess")
-    assert result.status == 0 and "capped" not in result.stderr
+@pytest.mark.parametrize("jobs", [[], ["--jobs", "1"]], ids=["left-out", "one"])
+def test_no_note_when_jobs_is_left_out_or_fits(tmp_path, jobs):
+    result = run_cli([*FAST_SWEEP, *jobs, "--json"], tmp_path, mode="subprocess")
+    assert result.status == 0 and result.stderr == ""
 
 
 def _run_limited(argv: list[str], cwd: Path, fsize: int | None = None, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
