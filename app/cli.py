@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import signal
 import sys
 import threading
@@ -52,8 +54,9 @@ def _leaves(sub: argparse._SubParsersAction, prefix: str = ""):
                 yield from _leaves(action, f"{prefix}{name} ")
 
 
-class Terminated(Exception):
-    """SIGTERM, raised in the main thread so that cleanup runs and no output is written."""
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that cleanup runs and no output is written (a BaseException, as
+    KeyboardInterrupt is: an `except Exception` on the way, e.g. around a Dask client, must not swallow it)."""
 
 
 def _on_sigterm(signum, frame) -> None:
@@ -80,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("terminated (SIGTERM); no output file written", 143)
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        if exc.errno not in _NO_ROOM:
+            raise
+        _drop_stdout()
+        return _fail(f"output: cannot write the results: {exc.strerror} ({errno.errorcode[exc.errno]}); "
+                     "expected a disk with room for them", 2)
     except MemoryError:
         hint = getattr(args, "_memory_hint", "use smaller --size or --ranks")  # what this command's user can change
         return _fail(f"out of memory: the request is too large for this machine; {hint}", 2)
@@ -88,6 +97,20 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
+
+
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that the output still buffered is not retried (and reported again) at exit."""
+    try:
+        if sys.stdout.fileno() == 1:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def _fail(message: str, status: int) -> int:

@@ -15,6 +15,29 @@ from simulator.fileio import check_outputs
 from . import limits
 
 OUTPUT_FLAGS = ("--output", "--trace", "--export", "--csv", "--out", "--nccl-log", "--write-log", "--html")
+# (command, option dest) -> (the format written, the extensions accepted); a name with no extension is taken as it is
+_CSV, _CHROME, _NCCL_LOG = ("CSV", (".csv",)), ("a Chrome trace (JSON)", (".json",)), ("an nccl-tests log (text)", (".txt", ".log"))
+_PROFILE = ("YAML (JSON for a .json name)", (".yaml", ".yml", ".json"))
+OUTPUT_FORMATS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
+    ("draw", "output"): ("SVG", (".svg",)),
+    ("simulate", "trace"): _CHROME,
+    ("simulate", "export"): ("JSON (CSV rows for a .csv name)", (".csv", ".json")),
+    ("sweep", "csv"): _CSV,
+    ("sweep", "nccl_log"): _NCCL_LOG,
+    ("scenario", "out"): _PROFILE,
+    ("run-program", "trace"): _CHROME,
+    ("scale", "html"): ("HTML", (".html", ".htm")),
+    ("verify", "csv"): _CSV,
+    ("verify", "nccl_log"): _NCCL_LOG,
+    ("calibrate", "out"): _PROFILE,
+    ("compare", "csv"): _CSV,
+    ("compare", "trace"): _CHROME,
+    ("fit", "out"): _PROFILE,
+    ("nccl-model", "write_log"): _NCCL_LOG,
+    ("predict", "nccl_log"): _NCCL_LOG,
+    ("predict", "csv"): ("an NCCL tuner-plugin CSV", (".csv", ".conf")),
+    ("export-msccl", "output"): ("MSCCL XML", (".xml",)),
+}
 LIMITED = ("check", "draw", "cost", "simulate", "sweep", "verify", "calibrate", "compare", "export-msccl", "topology show")
 
 # option dest -> (smallest, largest or None, what it is); checked whenever the option is given as a number
@@ -74,8 +97,9 @@ def preflight(args: argparse.Namespace) -> None:
     check_not_empty(args)
     check_ranges(args)
     fields = getattr(args, "_outputs", {})
-    check_outputs({field: getattr(args, dest, None) for dest, field in fields.items()})
     command = getattr(args, "_command", "")
+    formats = {field: OUTPUT_FORMATS[command, dest] for dest, field in fields.items() if (command, dest) in OUTPUT_FORMATS}
+    check_outputs({field: getattr(args, dest, None) for dest, field in fields.items()}, formats)
     if command in LIMITED:
         limits.check_transfers(command, args)
         limits.check_memory(command, args)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collsim.request import Result
-from simulator.fileio import atomic_write
+from simulator.fileio import atomic_write, say_written
 
 from .output import emit_json
 
 
 def show(result: Result, as_json: bool) -> int:
-    """Write the result's files (all at the end of the run, or none: app/cli.py), then print it; exit status 0."""
+    """Write the result's files (all at the end of the run, or none: app/cli.py), print it, and say what was written
+    once it is (simulator/fileio.py say_written); exit status 0."""
     files = result.files()
     for out in files:
         if callable(out.content):
@@ -21,5 +22,5 @@ def show(result: Result, as_json: bool) -> int:
         return 0
     print(result.text())
     for out in files:
-        print(f"wrote {out.what}: {out.path}" + (f" ({out.note})" if out.note else ""))
+        say_written(f"wrote {out.what}: {out.path}" + (f" ({out.note})" if out.note else ""))
     return 0

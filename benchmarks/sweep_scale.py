@@ -75,6 +75,25 @@ def main() -> int:
     return 0 if all(r["identical"] for r in rows) else 1
 
 
+FAULTS = [  # the page's fixed section (docs/sweep_scale.md): what --dask trusts, how --jobs is capped, how runs fail
+    "## Trust, limits and faults", "",
+    "- `--dask` must point at a cluster you trust: results come back from the workers pickled and are unpickled in the "
+    "collsim process, so whoever controls the scheduler or a worker can run code as you. Use a scheduler on your own "
+    "machines, on a private network (or TLS), never one shared with people you would not give a shell.",
+    "- `--jobs N` is capped at the cores this process may use and at the number of cases (more processes than cores "
+    "only cost memory: each is a copy of collsim), with one `collsim: note: jobs: N capped at M (...)` line on stderr.",
+    "- A malformed or unreachable `--dask` address, a scheduler lost mid-run or silent for 20 s (`ANSWER_S`), or a "
+    "cluster left without a worker for 30 s (`NO_WORKERS_S` in `simulator/parallel.py`) ends the run in one "
+    "`collsim: error: dask: ...` line, exit status 2, and no output file.",
+    "- SIGTERM and SIGINT stop a sweep within a second: the pool's workers are terminated (with `--dask` the client "
+    "disconnects and the scheduler drops the run's tasks); exit status 143 or 130, no output file, no process left.",
+    "- Output files are written at the end of a run, all or none; `wrote FILE` is printed only once they are in "
+    "place. A run refuses to overwrite an output that another process changed while it worked (two sweeps on one "
+    "`--csv`: the later one to finish says so and leaves the other's file).",
+    "",
+]
+
+
 def page(rows: list[dict], cases: int, load: tuple) -> str:
     lines = ["# Parallel sweeps: `--jobs` and `--dask`", "",
              "`collsim sweep`, `whatif` and `scale` run their cases through `simulator/parallel.py`: serially "
@@ -89,7 +108,7 @@ def page(rows: list[dict], cases: int, load: tuple) -> str:
     lines += ["", f"Load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}. With a load above the core count the "
               "extra process has no idle core to use, and the speedup falls toward 1 (or below, by the workers' start and "
               "the pickling of results); on an idle machine the cases are independent and CPU-bound.", "",
-              "Produced by `python -m benchmarks.sweep_scale --out docs/sweep_scale.md`.", ""]
+              *FAULTS, "Produced by `python -m benchmarks.sweep_scale --out docs/sweep_scale.md`.", ""]
     return "\n".join(lines)
 
 

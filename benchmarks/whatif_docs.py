@@ -114,7 +114,8 @@ each machine, runs it on the engine (`simulator/program/run.py`) and prints step
 (communication that no compute on the same GPU overlaps), tokens/s, scaling efficiency, cost per million tokens with
 `--price`, and (links timing) the step time saved by doubling the NIC bandwidth or NVLink. `collsim scale SCENARIO
 --gpus 8:4096` does the same as the GPU count grows, with an HTML chart (`--html`). Both take `--jobs N`
-(processes; default every core) and `--dask ADDRESS` (a Dask scheduler), and give the serial numbers exactly.
+(processes; default every core, capped at the cores) and `--dask ADDRESS` (a Dask scheduler you trust: results
+are unpickled; docs/sweep_scale.md), and give the serial numbers exactly.
 
 **Which timing.** Without `--timing`, both time the step's all-reduces, all-gathers and reduce-scatters as NCCL runs
 them (`--timing nccl`, last section) when every machine is a preset NCCL's model knows (those of `collsim predict

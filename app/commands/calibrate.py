@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from simulator.errors import CollsimError
+from simulator.fileio import say_written
 from simulator.render import table
 from simulator.units import format_size, parse_size_range
 
@@ -88,5 +89,8 @@ def run(args: argparse.Namespace) -> int:
     if cal.gamma_s_per_byte:
         how = "the executor's reducing step less its plain step" if cal.reduce_step_points else "in-place float32 additions"
         print(f"gamma     {cal.gamma_s_per_byte:.3g} s/B  ({1e-9 / cal.gamma_s_per_byte:.2f} GB/s of {how})")
-    print(f"wrote {args.out}" if args.out else "(no --out given: profile not written)")
+    if args.out:
+        say_written(f"wrote {args.out}")
+    else:
+        print("(no --out given: profile not written)")
     return 0

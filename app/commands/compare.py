@@ -11,7 +11,7 @@ from simulator.algorithms.registry import check_ranks, resolve_params
 from simulator.collective import normalize_op
 from simulator.cost import LinkModel
 from simulator.errors import CollsimError
-from simulator.fileio import atomic_write
+from simulator.fileio import atomic_write, say_written
 from simulator.profile import LinkProfile, load_profile
 from simulator.render import table
 from simulator.units import parse_bandwidth, parse_gamma, parse_size, parse_size_range, parse_time
@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
                   us(t["reduction_s"]), us(t["contention_s"]), us(t["protocol_s"]), f"{t['error_pct']:+.1f}%",
                   _factor(t["latency_x_to_close"]), _factor(t["bandwidth_x_to_close"])] for t in terms], align="r" * 11))
     if args.trace:
-        print(f"# trace written: {args.trace} (open in https://ui.perfetto.dev or chrome://tracing)")
+        say_written(f"# trace written: {args.trace} (open in https://ui.perfetto.dev or chrome://tracing)")
     return 0
 
 

@@ -6,7 +6,7 @@ import argparse
 
 from simulator.algorithms import build_schedule
 from simulator.collective import Collective
-from simulator.fileio import atomic_write
+from simulator.fileio import atomic_write, say_written
 from simulator.units import parse_size
 
 from ..args import add_algo_params, add_op, algo_params
@@ -40,5 +40,5 @@ def run(args: argparse.Namespace) -> int:
         emit_json({"output": args.output, "op": coll.op, "algorithm": args.algo, "ranks": coll.ranks, "elements": coll.count,
                    "steps": schedule.num_steps, "messages": len(schedule.network_transfers())})
         return 0
-    print(f"wrote {args.output}: {schedule.num_steps} steps, {len(schedule.network_transfers())} messages")
+    say_written(f"wrote {args.output}: {schedule.num_steps} steps, {len(schedule.network_transfers())} messages")
     return 0

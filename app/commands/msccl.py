@@ -9,7 +9,7 @@ from simulator.algorithms import build_schedule
 from simulator.collective import DTYPES, Collective
 from simulator.engine import simulate
 from simulator.errors import CollsimError
-from simulator.fileio import atomic_write
+from simulator.fileio import atomic_write, say_written
 from simulator.formats.msccl import (
     PLACEMENTS,
     check_msccl,
@@ -164,10 +164,13 @@ def run_export(args: argparse.Namespace) -> int:
         return 0
     if not args.output:
         sys.stdout.write(exported.xml)
-    out = sys.stdout if args.output else sys.stderr
-    print(f"{'wrote ' + args.output if args.output else 'exported'}: {args.algo} {coll.describe()}, {exported.placement}, "
-          f"{exported.nchunksperloop} chunks per loop of {exported.chunk_elems * coll.elem_size} B at this size, "
-          f"{exported.threadblocks} threadblocks, {exported.steps} steps; importing it gives back the same transfers", file=out)
-    for w in exported.warnings:
-        print(f"warning: {w} (collsim reads the file regardless)", file=out)
+    lines = [f"{'wrote ' + args.output if args.output else 'exported'}: {args.algo} {coll.describe()}, {exported.placement}, "
+             f"{exported.nchunksperloop} chunks per loop of {exported.chunk_elems * coll.elem_size} B at this size, "
+             f"{exported.threadblocks} threadblocks, {exported.steps} steps; importing it gives back the same transfers"]
+    lines += [f"warning: {w} (collsim reads the file regardless)" for w in exported.warnings]
+    for line in lines:  # with --output, on stdout once the file is in place; without, on stderr beside the XML
+        if args.output:
+            say_written(line)
+        else:
+            print(line, file=sys.stderr)
     return 0

@@ -8,6 +8,7 @@ from simulator.algorithms import get
 from simulator.collective import OPS, normalize_op
 from simulator.engine import EngineOptions
 from simulator.errors import CollsimError
+from simulator.fileio import say_written
 from simulator.program import load_program
 from simulator.program.nccl_timing import AUTO, TIMINGS
 from simulator.program.run import MODES, ProgramDeadlock, ProgramResult, run_program
@@ -133,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     report(result, args.file, topology.name, args.calls)
     if args.trace:
-        print(f"# wrote {args.trace}")
+        say_written(f"# wrote {args.trace}")
     return 0
 
 

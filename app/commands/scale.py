@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from simulator.errors import CollsimError
-from simulator.fileio import atomic_write
-from simulator.parallel import check_jobs, run_cases
+from simulator.fileio import atomic_write, say_written
+from simulator.parallel import check_parallel, run_cases
 from simulator.program.nccl_timing import AUTO
 from simulator.program.whatif import calls_timed, evaluate
 from simulator.render import table
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         raise CollsimError(f"preset: unknown preset {args.preset!r}; expected one of {', '.join(PRESETS)}")
     if args.net not in NETWORKS:
         raise CollsimError(f"net: unknown network {args.net!r}; expected one of {', '.join(NETWORKS)}")
-    jobs = check_jobs(args.jobs)
+    check_parallel(args.jobs, args.dask)
     counts = gpu_counts(args.gpus, PRESETS[args.preset].gpus_per_node)
     machines = [machine_spec(args.preset, args.net, g) for g in counts]
     timing = resolve_timing(args, machines, [f"--algos {args.algos}"] if args.algos is not None else [])
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         for algo in algos:
             args.algo = [*base_algos, f"allreduce={algo}"] if algo != NCCL_LABEL else given
             cases.append(step_case(args, machine, gpus=g, label=algo))
-    rows = run_cases(evaluate, cases, jobs, args.dask, "scale")
+    rows = run_cases(evaluate, cases, args.jobs, args.dask, "scale")
     if args.html:
         atomic_write(args.html, _html(rows, args))
     if args.json:
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{r['efficiency']:.1%}", r["mode"], calls_timed(r)] for r in rows]))
     _summary(rows, algos)
     if args.html:
-        print(f"# wrote {args.html}")
+        say_written(f"# wrote {args.html}")
     return 0
 
 

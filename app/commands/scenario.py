@@ -6,6 +6,7 @@ import argparse
 from collections import Counter
 
 from simulator.errors import CollsimError
+from simulator.fileio import say_written
 from simulator.program.loader import MAX_WORK, program_work
 from simulator.program.presets import GPUS, MODELS
 from simulator.program.scenarios import DDP_BUCKET, SCENARIOS, build_spec, generate
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     print(table(["operation", "count on rank 0"], sorted(kinds.items())))
     if args.out:
         work = program_work(program)
-        print(f"# wrote {args.out}; check it with: collsim lint-program {args.out}" if work <= MAX_WORK else
+        say_written(f"# wrote {args.out}; check it with: collsim lint-program {args.out}" if work <= MAX_WORK else
               f"# wrote {args.out}; {work:,} ranks, group members and operations are over the {MAX_WORK:,} that "
               f"lint-program and run-program read by default; check it with: collsim lint-program {args.out} "
               f"--max-work {work}")

@@ -12,8 +12,8 @@ from simulator.algorithms import build_schedule, get, names_for
 from simulator.algorithms.registry import check_ranks
 from simulator.collective import REDUCING, ROOTED, Collective, normalize_op
 from simulator.engine import simulate
-from simulator.fileio import atomic_write
-from simulator.parallel import check_jobs, run_cases
+from simulator.fileio import atomic_write, say_written
+from simulator.parallel import check_parallel, run_cases
 from simulator.render import table
 from simulator.units import parse_size_range
 
@@ -87,11 +87,11 @@ def run(args: argparse.Namespace) -> int:
         check_ranks(spec, ranks)
         specs.append(spec)
     options = setup.options(topology, ranks, gamma)
-    jobs = check_jobs(args.jobs)
+    check_parallel(args.jobs, args.dask)
     cases = [(setup, ranks, op, spec.name, size, args.dtype, args.root,
               tuple(sorted(algo_params(args, tuple(p.name for p in spec.params)).items())))
              for spec in specs for size in sizes]
-    rows = run_cases(sweep_case, cases, jobs, args.dask, "sweep")
+    rows = run_cases(sweep_case, cases, args.jobs, args.dask, "sweep")
     if args.csv:
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else ["algorithm"])
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     for name, reason in skipped.items():
         print(f"# {name}: not for {ranks} ranks ({reason})")
     if args.csv:
-        print(f"# wrote {args.csv}")
+        say_written(f"# wrote {args.csv}")
     for path in logs:
-        print(f"# wrote {path}")
+        say_written(f"# wrote {path}")
     return 0

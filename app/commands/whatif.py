@@ -9,8 +9,8 @@ import os
 
 from collsim.step import StepRequest
 from simulator.errors import CollsimError
-from simulator.fileio import atomic_write
-from simulator.parallel import check_jobs, run_cases
+from simulator.fileio import atomic_write, say_written
+from simulator.parallel import check_parallel, run_cases
 from simulator.program.nccl_timing import AUTO, TimingChoice, choose_timing, nccl_conflicts
 from simulator.program.presets import GPUS, MODELS
 from simulator.program.run import MODES
@@ -48,8 +48,11 @@ def add_step_args(p: argparse.ArgumentParser) -> None:
 def add_parallel_args(p: argparse.ArgumentParser) -> None:
     """--jobs and --dask, shared by sweep, whatif and scale."""
     p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="run cases in N processes (default: every core; 1 = serially in this process)")
-    p.add_argument("--dask", metavar="ADDRESS", help="run cases on the Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786)")
+                   help="run cases in N processes (default: every core; 1 = serially in this process); capped, "
+                        "with a note, at the cores this process may use and at the number of cases")
+    p.add_argument("--dask", metavar="ADDRESS",
+                   help="run cases on the Dask scheduler at ADDRESS (e.g. tcp://10.0.0.5:8786). Only a cluster you "
+                        "trust: its results are unpickled here, so whoever controls it can run code as you")
 
 
 def step_case(args: argparse.Namespace, machine: str, **over) -> StepRequest:
@@ -155,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     machines = split_machines(args.machines)
     timing = resolve_timing(args, machines)
     prices = parse_prices(args.price, machines)
-    jobs = check_jobs(args.jobs)
+    check_parallel(args.jobs, args.dask)
     if args.trace_dir:
         _trace_dir(args.trace_dir)
     if args.trace_ranks < 1:
@@ -164,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
              for m in machines]
     sensitive = not args.no_sensitivity and args.timing == "links"  # NCCL's model knows only the preset's own links
     extra = [c for case in cases for c in sensitivity_cases(case)] if sensitive else []
-    results = run_cases(evaluate, cases + extra, jobs, args.dask, "whatif")
+    results = run_cases(evaluate, cases + extra, args.jobs, args.dask, "whatif")
     rows = _annotate(results[:len(cases)], results[len(cases):], prices)
     traces = _write_traces(rows, args.trace_dir) if args.trace_dir else []
     if args.json:
@@ -173,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print(rows, args, bool(prices), bool(extra), timing)
     for path in traces:
-        print(f"# wrote {path}")
+        say_written(f"# wrote {path}")
     return 0
 
 

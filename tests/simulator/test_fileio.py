@@ -107,3 +107,53 @@ def test_check_outputs_accepts_new_and_existing_files_and_ignores_options_not_gi
     (tmp_path / "old.csv").write_text("x")
     check_outputs({"csv": str(tmp_path / "old.csv"), "trace": str(tmp_path / "new.json"), "export": None})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.csv"]
+
+
+def test_say_written_prints_only_once_the_files_are_in_place(tmp_path, capsys):
+    from simulator.fileio import say_written
+
+    with all_or_nothing():
+        atomic_write(tmp_path / "a.csv", "1")
+        say_written("wrote a.csv")
+        assert capsys.readouterr().out == ""  # held with the file
+    assert capsys.readouterr().out == "wrote a.csv\n" and (tmp_path / "a.csv").read_text() == "1"
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    with pytest.raises(CollsimError, match="output: cannot write"), all_or_nothing():
+        atomic_write(gone / "b.csv", "2")
+        say_written("wrote b.csv")
+        gone.rmdir()
+    assert capsys.readouterr().out == ""  # the write failed: never claimed
+
+
+def test_an_output_changed_during_the_run_is_refused_and_kept(tmp_path):
+    """Another writer (here this process, bypassing the run) replaces the file between the check and the end."""
+    target = tmp_path / "out.csv"
+    target.write_text("before")
+    with pytest.raises(CollsimError, match=r"csv: .*out.csv' was changed by another process"), all_or_nothing():
+        check_outputs({"csv": str(target)})
+        atomic_write(target, "mine")
+        target.write_text("theirs, written meanwhile")
+    assert target.read_text() == "theirs, written meanwhile" and sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
+    with all_or_nothing():  # unchanged since the check: replaced as before
+        check_outputs({"csv": str(target)})
+        atomic_write(target, "mine")
+    assert target.read_text() == "mine"
+
+
+def test_a_symlink_is_written_through_to_its_target(tmp_path):
+    (tmp_path / "real.txt").write_text("old")
+    (tmp_path / "link.txt").symlink_to("real.txt")
+    atomic_write(tmp_path / "link.txt", "new")
+    assert (tmp_path / "link.txt").is_symlink() and (tmp_path / "real.txt").read_text() == "new"
+
+
+@pytest.mark.parametrize("path, ok", [("a.csv", True), ("A.CSV", True), ("a", True), ("a.txt", False), ("a.csv.bak", False)])
+def test_check_outputs_refuses_an_extension_of_another_format(tmp_path, path, ok):
+    formats = {"csv": ("CSV", (".csv",))}
+    if ok:
+        check_outputs({"csv": str(tmp_path / path)}, formats)
+    else:
+        with pytest.raises(CollsimError, match=r"csv: '.*' ends in \.\w+, but the file written is CSV; expected a name "
+                                               r"ending in \.csv$"):
+            check_outputs({"csv": str(tmp_path / path)}, formats)
