@@ -50,6 +50,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "link efficiency per class and protocol (<= 1) and its extra latency per step (>= 0, on top of NCCL's)")
     p.add_argument("--nccl-version", metavar="V", help="with --preset: the NCCL release the log ran (e.g. 2.20.3), whose "
                    "tuning.cc latency tables set NCCL's picks and step costs; kept in the calibration (default: latest)")
+    p.add_argument("--allow-gpu-mismatch", action="store_true", help="with --preset or --bounds: fit a preset whose GPU "
+                   "is not the one the log names (in its device list or header), which is otherwise refused")
     p.add_argument("--train-sizes", metavar="A:B", help="fit only the sizes in [A, B] (either end may be left open, e.g. :16MiB); "
                    "the error on the other sizes is reported as a prediction")
     p.add_argument("--bounds", metavar="SPEC", help="bound the alpha-beta fit by a machine preset: bandwidth at most what its "
@@ -295,6 +297,7 @@ def run_holdout(args, log: NcclTestsLog, algos: list[str], segments: int) -> int
 def _limits(args, log: NcclTestsLog):
     """--bounds: the preset's limits for this log's op and ranks."""
     from simulator.nccl.fit_bounds import preset_limits
+    from simulator.nccl.fitting import check_same_gpu
     from simulator.nccl.predict import OPS
     from simulator.topology.spec import parse_topology
 
@@ -308,6 +311,7 @@ def _limits(args, log: NcclTestsLog):
         raise CollsimError(f"bounds: {exc}") from None
     if topology.preset is None:
         raise CollsimError(f"bounds: {args.bounds!r} is not a machine preset; expected e.g. p5, dgx-h100:nodes=2")
+    check_same_gpu(log, topology, "bounds", "--allow-gpu-mismatch", allowed=args.allow_gpu_mismatch)
     if log.ranks > topology.num_devices:
         raise CollsimError(f"bounds: {args.bounds} has {topology.num_devices} GPUs and the log {log.ranks} ranks; "
                            "expected a preset with at least as many GPUs (e.g. :nodes=N)")
@@ -323,7 +327,7 @@ MAX_CALIBRATION_RANKS = 64
 def run_calibration(args, log: NcclTestsLog) -> int:
     """`fit LOG --preset SPEC`: the preset's free parameters fitted to the training sizes (simulator/nccl/calibration.py)."""
     from simulator.nccl.calibration import PARAMS
-    from simulator.nccl.fitting import fit_calibration
+    from simulator.nccl.fitting import check_same_gpu, fit_calibration
     from simulator.nccl.predict import OPS
     from simulator.topology.spec import parse_topology
 
@@ -343,6 +347,7 @@ def run_calibration(args, log: NcclTestsLog) -> int:
     if log.ranks > MAX_CALIBRATION_RANKS:
         raise CollsimError(f"ranks: {log.ranks} ranks; a calibration times every training size about 40 times with the "
                            f"engine (32 ranks take minutes); expected a log of at most {MAX_CALIBRATION_RANKS} ranks")
+    check_same_gpu(log, topology, "preset", "--allow-gpu-mismatch", allowed=args.allow_gpu_mismatch)
     if topology.preset is not None and log.ranks > topology.num_devices:
         raise CollsimError(f"preset: {args.preset} has {topology.num_devices} GPUs and the log {log.ranks} ranks; "
                            "expected a preset with at least as many GPUs (e.g. :nodes=N)")

@@ -165,11 +165,12 @@ class Topology:
         clone.ecmp = ecmp
         return clone
 
-    def check_ranks(self, ranks: int) -> None:
-        """Raise a clear error when more ranks are asked for than the topology has devices."""
+    def check_ranks(self, ranks: int, option: str = "ranks", larger: str = "a larger topology") -> None:
+        """Raise a clear error when more ranks are asked for than the topology has devices; `option` is the command's
+        option that set them (ranks, gpus), `larger` what else would do."""
         if ranks > self.num_devices:
-            raise CollsimError(f"ranks: {ranks} ranks asked but topology {self.name} has only {self.num_devices} devices; "
-                               f"use --ranks <= {self.num_devices} or a larger topology")
+            raise CollsimError(f"{option}: {ranks} {option} asked but topology {self.name} has only {self.num_devices} devices; "
+                               f"expected --{option} <= {self.num_devices} or {larger}")
 
     # ---- routing -----------------------------------------------------------------------------
     def route(self, src: int, dst: int) -> tuple[int, ...]:
