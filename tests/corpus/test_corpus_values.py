@@ -313,3 +313,14 @@ def test_whatif_gpus_error_does_not_suggest_ranks(tmp_path: Path) -> None:
     work.mkdir()
     result = run_cli([*WHATIF, "--gpus", "64"], work)
     assert result.status == 2 and "--ranks" not in result.stderr
+
+
+def test_each_bundled_log_passes_the_gpu_check_on_its_own_preset() -> None:
+    """log_presets.CASES pairs each log with the machine its source names; none is refused as a GPU mismatch."""
+    from simulator.formats.nccl_tests import read_log
+    from simulator.nccl.fitting import check_same_gpu
+    from simulator.nccl.log_presets import case_of
+    from simulator.topology.spec import parse_topology
+
+    for path in sorted(LOGS.glob("*.txt")):
+        check_same_gpu(read_log(path), parse_topology(case_of(path.name).new_spec), "preset", "--allow-gpu-mismatch")
