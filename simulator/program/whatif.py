@@ -20,6 +20,7 @@ from ..engine import EngineOptions
 from ..errors import CollsimError
 from ..topology import Topology, parse_topology
 from ..topology.presets import PRESET_GPUS, PRESETS
+from ..topology.spec import larger_preset
 from .nccl_timing import check_timing
 from .presets import GPUS
 from .run import ProgramResult, run_program
@@ -84,15 +85,6 @@ def gpus_per_node(spec: str, topology: Topology) -> int:
     return min(8, topology.num_devices)
 
 
-def larger_machine(spec: str, gpus: int) -> str:
-    """What machine would hold `gpus` GPUs: the preset with enough nodes, else a larger machine."""
-    preset = PRESETS.get(preset_name(spec))
-    if preset is None or not preset.multinode:
-        return "a larger machine in --machines"
-    nodes = -(-gpus // preset.gpus_per_node)
-    return f"a machine with more nodes, such as --machines {preset.name}:nodes={nodes}"
-
-
 def link_kind(topology: Topology, lid: int) -> str:
     """'nvlink' (a GPU to its switch or peer), 'pcie' (a GPU to its NIC) or 'nic' (the network beyond the NIC)."""
     kinds = (topology.node_kinds[topology.link_src[lid]], topology.node_kinds[topology.link_dst[lid]])
@@ -133,7 +125,9 @@ def run_step(case: StepCase) -> tuple[StepSpec, Topology, ProgramResult]:
     check_case_timing(case)
     topo = machine_of(case)
     gpus = case.gpus or topo.num_devices
-    topo.check_ranks(gpus, "gpus", larger_machine(case.machine, gpus))
+    larger = larger_preset(case.machine, gpus)
+    topo.check_ranks(gpus, "gpus", f"--gpus <= {topo.num_devices} or " + (
+        f"a machine with more nodes, such as --machines {larger}" if larger else "a larger machine in --machines"))
     spec = build_spec(case.scenario, case.model, gpu_for(case.machine, case.gpu), gpus, gpus_per_node(case.machine, topo),
                       case.tp, case.pp, case.ep, case.fsdp, case.sp, case.mfu, case.micro_batch, case.microbatches,
                       case.seq_len, case.bucket)

@@ -159,6 +159,15 @@ def preset_gpus(spec: str) -> int | None:
     return preset.gpus_per_node * nodes if nodes >= 1 else None
 
 
+def larger_preset(spec: str, ranks: int) -> str | None:
+    """The multi-node preset SPEC's machine with enough nodes for `ranks` ('dgx-h100:nodes=8' for 64 ranks on
+    dgx-h100); None when SPEC is not a multi-node preset."""
+    preset = PRESETS.get(str(spec).strip().partition(":")[0].strip())
+    if preset is None or not preset.multinode:
+        return None
+    return f"{preset.name}:nodes={-(-ranks // preset.gpus_per_node)}"
+
+
 def _from_file(path: str, args: str, spec: str) -> Topology:
     """A topology file, or a calibration file (`collsim fit --preset ... --out`) with optional :nodes=N,net=NET."""
     from ..nccl.calibration import calibration_from_dict, is_calibration

@@ -160,6 +160,10 @@ def _message_cases() -> list[Case]:
         bad("whatif-gpus-over-machine", [*WHATIF, "--gpus", "64"], "gpus", "64", "--machines dgx-h100:nodes=8"),
         bad("whatif-gpus-over-builder", ["whatif", "ddp", "--machines", "switch:8", "--gpu", "h100", "--jobs", "1",
                                          "--gpus", "16"], "gpus", "16", "--gpus <= 8"),
+        # run-program has no --ranks: the program's 16 ranks need dgx-h100 with 16 / 8 = 2 nodes
+        bad("run-program-topology-too-small", ["run-program", "w.yaml", "--topology", "dgx-h100"], "topology", "16",
+            "such as dgx-h100:nodes=2", files={"w.yaml": "world: 16\nranks:\n  0-15:\n    - {op: compute, time: 1ms}\n"}),
+        bad("run-program-builder-too-small", [*RUNP, "--topology", "switch:1"], "topology", "2", "at least 2 devices"),
         bad("msccl-gpu-id-twice", ["import-msccl", "a.xml"], "gpu id=3", accepted="appears twice", files={"a.xml": dup}),
     ]
 
@@ -308,11 +312,13 @@ def test_a_gpu_mismatch_can_be_allowed(tmp_path: Path) -> None:
     assert "bounded by dgx-h100" in out
 
 
-def test_whatif_gpus_error_does_not_suggest_ranks(tmp_path: Path) -> None:
+def test_commands_without_ranks_do_not_suggest_ranks(tmp_path: Path) -> None:
+    """whatif (--gpus) and run-program (the program's world) have no --ranks option to suggest."""
     work = tmp_path / "w"
     work.mkdir()
-    result = run_cli([*WHATIF, "--gpus", "64"], work)
-    assert result.status == 2 and "--ranks" not in result.stderr
+    for argv in ([*WHATIF, "--gpus", "64"], [*RUNP, "--topology", "switch:1"]):
+        result = run_cli(argv, work)
+        assert result.status == 2 and "ranks asked" in result.stderr and "--ranks" not in result.stderr, result.stderr
 
 
 def test_each_bundled_log_passes_the_gpu_check_on_its_own_preset() -> None:
