@@ -92,15 +92,19 @@ def _bool(opts: dict, key: str, spec: str) -> bool:
 
 
 def _int(opts: dict, key: str, spec: str, default: int | None = None) -> int:
+    """A count KEY=N >= 1 (every integer a SPEC takes is one), or `default` when absent (required when None)."""
     if key not in opts:
         if default is None:
             raise CollsimError(f"topology: {spec!r} needs {key}=N")
         return default
     text = opts.pop(key)
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
-        raise CollsimError(f"topology: {key}={text} in {spec!r} is not an integer; expected {key}=N such as {key}=2") from None
+        value = 0
+    if value < 1:
+        raise CollsimError(f"topology: {key}={text} in {spec!r} is not a count; expected {key}=N with N an integer >= 1")
+    return value
 
 
 def _float(opts: dict, key: str, spec: str, default: float) -> float:
@@ -155,8 +159,7 @@ def preset_gpus(spec: str) -> int | None:
     preset = PRESETS.get(name.strip())
     if preset is None:
         return None
-    nodes = _int(_options(args, spec, "preset"), "nodes", spec, 1)
-    return preset.gpus_per_node * nodes if nodes >= 1 else None
+    return preset.gpus_per_node * _int(_options(args, spec, "preset"), "nodes", spec, 1)
 
 
 def larger_preset(spec: str, ranks: int) -> str | None:
@@ -231,7 +234,7 @@ def _rails(opts: dict, spec: str, link: dict) -> Topology:
 def _cluster(opts: dict, spec: str, link: dict) -> Topology:
     """cluster:...: its own options (intra_bw=, net_bw=, nics=, leaf=, oversub=) on top of lat= and bw=."""
     kw = _link_options(opts, spec, link)
-    leaf = _int(opts, "leaf", spec, 0) or None
+    leaf = _int(opts, "leaf", spec) if "leaf" in opts else None  # default: every node on one leaf
     return builders.cluster(_int(opts, "nodes", spec), _int(opts, "gpus", spec, 8), opts.pop("intra", "switch"),
                             opts.pop("nic", "gpu"), nodes_per_leaf=leaf, oversub=_float(opts, "oversub", spec, 1.0), **kw)
 

@@ -108,6 +108,18 @@ ranks:
 """
 
 
+def _spec_count_cases() -> list[Case]:
+    """A count in a spec: cluster's leaf=0 was read as 'not given' (one leaf); the others named the builder's own
+    argument (rails_per_leaf, nodes_per_leaf), not the spec's key."""
+    show = ["topology", "show"]
+    return [
+        bad("spec-cluster-leaf-0", [*show, "cluster:nodes=2,leaf=0"], "leaf=0", accepted="integer >= 1"),
+        bad("spec-rails-leaf-rails-0", [*show, "rails:nodes=2,leaf_rails=0"], "leaf_rails=0", accepted="integer >= 1"),
+        bad("spec-cluster-leaf-negative", [*show, "cluster:nodes=2,leaf=-1"], "leaf=-1", accepted="integer >= 1"),
+        bad("spec-preset-nodes-0", ["predict", "--preset", "p5:nodes=0", "--size", "1MiB"], "nodes=0", accepted="integer >= 1"),
+    ]
+
+
 def _bare_time_cases() -> list[Case]:
     """Every time a command reads: a bare number is seconds to one reader and microseconds to another."""
     return [
@@ -196,7 +208,7 @@ def _did_you_mean_cases() -> list[Case]:
     ]
 
 
-CASES = (_degree_cases() + _model_bound_cases() + _boolean_cases() + _bare_time_cases() + _gpu_mismatch_cases()
+CASES = (_degree_cases() + _model_bound_cases() + _boolean_cases() + _spec_count_cases() + _bare_time_cases() + _gpu_mismatch_cases()
          + _negative_cases() + _message_cases() + _spaced_unit_cases() + _did_you_mean_cases())
 
 
