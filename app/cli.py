@@ -12,6 +12,7 @@ import threading
 from simulator.errors import CollsimError
 from simulator.fileio import all_or_nothing
 
+from .argv import join_signed_values, unrecognized
 from .commands import COMMANDS
 from .limits import add_limit_args
 from .preflight import LIMITED, output_fields, preflight
@@ -65,7 +66,10 @@ def _on_sigterm(signum, frame) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = join_signed_values(parser, sys.argv[1:] if argv is None else list(argv))
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        return _fail(unrecognized(argv, extras, getattr(args, "_command", None)), 2)
     if not hasattr(args, "func"):
         parser.print_help()
         return _fail("give a command; the commands are listed above", 2)

@@ -65,6 +65,7 @@ class FitRequest(Request):
     holdout: str | None = None  # A:B
     bounds: str | None = None  # a machine preset bounding the fit
     out: str | None = None  # write the fit as a link profile (YAML, or JSON for a .json name)
+    allow_gpu_mismatch: bool = False  # bound by a preset whose GPU is not the log's
     algorithms: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def check(self) -> None:
@@ -111,7 +112,7 @@ class FitRequest(Request):
         m = self.measured
         sizes, times, train = split(m, self.train_sizes, self.holdout)
         train_log = [(int(s), float(t)) for s, t, k in zip(sizes, times, train) if k]
-        limits = _limits(self.bounds, m) if self.bounds is not None else None
+        limits = _limits(self.bounds, m, self.allow_gpu_mismatch) if self.bounds is not None else None
         results = []
         for name in self.algorithms:
             params = resolve_params(REGISTRY[(m.op, name)], {}) if (m.op, name) in REGISTRY else {}
@@ -282,7 +283,7 @@ class HoldoutResult(Result):
         return "\n".join(lines)
 
 
-def _limits(bounds: str, m: Measured):
+def _limits(bounds: str, m: Measured, allow_gpu_mismatch: bool = False):
     """The bounds preset's limits for the measurements' op and ranks."""
     from simulator.nccl.fit_bounds import preset_limits
     from simulator.nccl.predict import OPS
@@ -296,6 +297,7 @@ def _limits(bounds: str, m: Measured):
         raise CollsimError(f"bounds: {exc}") from None
     if topology.preset is None:
         raise CollsimError(f"bounds: {bounds!r} is not a machine preset; expected e.g. p5, dgx-h100:nodes=2")
+    _same_gpu(m, topology, "bounds", allow_gpu_mismatch)
     if m.ranks > topology.num_devices:
         raise CollsimError(f"bounds: {bounds} has {topology.num_devices} GPUs and the log {m.ranks} ranks; "
                            "expected a preset with at least as many GPUs (e.g. :nodes=N)")
@@ -303,6 +305,14 @@ def _limits(bounds: str, m: Measured):
         return preset_limits(topology, m.op, m.ranks)
     except CollsimError as exc:
         raise CollsimError(f"bounds: {exc}") from None
+
+
+def _same_gpu(m: Measured, topology, field: str, allowed: bool) -> None:
+    """A preset of one GPU is not fitted to a log of another (simulator/nccl/fitting.py check_same_gpu)."""
+    from simulator.nccl.fitting import check_same_gpu
+
+    if m.log is not None:
+        check_same_gpu(m.log, topology, field, "--allow-gpu-mismatch", allowed=allowed)
 
 
 # ---- calibrating a machine preset --------------------------------------------------------------------------------
@@ -318,6 +328,7 @@ class CalibrateRequest(Request):
     train_sizes: str | None = None
     holdout: str | None = None
     out: str | None = None  # write the calibrated preset
+    allow_gpu_mismatch: bool = False  # calibrate a preset whose GPU is not the log's
     topology: Any = field(init=False, repr=False, compare=False)
 
     def check(self) -> None:
@@ -341,6 +352,7 @@ class CalibrateRequest(Request):
             raise CollsimError(f"preset: {self.preset!r} is not a machine preset; expected e.g. p5, dgx-h100:nodes=2")
         if getattr(topology, "calibration", None) is not None:
             raise CollsimError(f"preset: {self.preset} is already calibrated; expected a preset such as p5:nodes=2")
+        _same_gpu(m, topology, "preset", self.allow_gpu_mismatch)
         if m.ranks > topology.num_devices:
             raise CollsimError(f"preset: {self.preset} has {topology.num_devices} GPUs and the log {m.ranks} ranks; "
                                "expected a preset with at least as many GPUs (e.g. :nodes=N)")

@@ -19,7 +19,7 @@ _BW_UNITS = {
     "kib/s": 2.0**10, "mib/s": 2.0**20, "gib/s": 2.0**30,
     "gbit/s": 1e9 / 8, "gbps": 1e9 / 8, "gbit": 1e9 / 8, "mbit/s": 1e6 / 8,
 }
-_NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Zµ/]*)\s*$")
+_NUMBER = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Zµ/]*)\s*$")
 
 SIZE_HELP = "a byte count such as 4096, 1e6, 64KiB, 1MB or 2GiB (KiB/MiB/GiB = powers of 2, KB/MB/GB = powers of 10)"
 
@@ -29,6 +29,7 @@ MAX_POINTS = 10000  # sizes in one range, rank counts in one list
 
 
 def _split(text: str, field: str, accepted: str) -> tuple[float, str]:
+    """(number, lower-case unit) of `text`; a sign is read, for the caller's range check to refuse a negative value."""
     match = _NUMBER.match(str(text))
     if not match:
         raise CollsimError(f"{field}: cannot read {text!r}; expected {accepted}")
@@ -62,6 +63,8 @@ def parse_size(text: str | int, field: str = "size") -> int:
         if unit not in _SIZE_UNITS:
             raise CollsimError(f"{field}: unknown unit {unit!r} in {text!r}; expected {SIZE_HELP}")
         nbytes = value * _SIZE_UNITS[unit]
+    if nbytes < 0:
+        raise CollsimError(f"{field}: {text!r} is negative; expected {SIZE_HELP}")
     if nbytes > MAX_SIZE:
         raise CollsimError(f"{field}: {text!r} is over the largest size collsim takes, 1024TiB ({MAX_SIZE} bytes); expected {SIZE_HELP}")
     if nbytes != int(nbytes):
@@ -113,19 +116,26 @@ def parse_size_range(text: str, field: str = "sizes", multiple: int = 1) -> list
     return list(dict.fromkeys(sizes))
 
 
+TIME_HELP = "a time such as 2us, 0.5ms or 3e-6s (units s, ms, us, ns)"
+
+
 def parse_time(text: str | float, field: str = "alpha") -> float:
-    """Seconds from '2us', '1.5ms', '3e-6' or a plain number of seconds."""
-    accepted = "a time such as 2us, 0.5ms or 3e-6 (seconds)"
-    _no_bool(text, field, accepted)
+    """Seconds from '2us', '1.5ms', '3e-6s' or '0'; a Python number (from a file's numeric field) is seconds.
+
+    Text must carry a unit: a bare '2' could mean seconds or microseconds, so it is refused (only '0' needs none).
+    """
+    _no_bool(text, field, TIME_HELP)
     if isinstance(text, (int, float)):
-        value, unit = _finite(float(text), text, field, accepted), ""
+        value, unit = _finite(float(text), text, field, TIME_HELP), "s"
     else:
-        value, unit = _split(text, field, accepted)
+        value, unit = _split(text, field, TIME_HELP)
     if unit not in _TIME_UNITS:
-        raise CollsimError(f"{field}: unknown time unit {unit!r} in {text!r}; use s, ms, us or ns")
+        raise CollsimError(f"{field}: unknown time unit {unit!r} in {text!r}; expected {TIME_HELP}")
+    if not unit and value != 0:
+        raise CollsimError(f"{field}: {text!r} has no unit; expected a time with a unit such as 2us, 0.5ms or 3e-6s")
     seconds = value * _TIME_UNITS[unit]
     if seconds < 0:
-        raise CollsimError(f"{field}: {text!r} is negative; expected a time >= 0")
+        raise CollsimError(f"{field}: {text!r} is negative; expected a time >= 0 with a unit such as 2us")
     return seconds
 
 
@@ -147,13 +157,15 @@ def parse_bandwidth(text: str | float, field: str = "bandwidth") -> float:
 
 def parse_gamma(text: str | float, field: str = "gamma") -> float:
     """Seconds per reduced byte from '1e-11' or a number: finite and >= 0."""
-    accepted = "seconds per byte >= 0 such as 1e-11"
+    accepted = "seconds per byte, a finite number >= 0 such as 1e-11"
     try:
         value = float(text)
     except ValueError:
         raise CollsimError(f"{field}: cannot read {text!r}; expected {accepted}") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise CollsimError(f"{field}: {text!r} is not {accepted}")
+    if not math.isfinite(value):
+        raise CollsimError(f"{field}: {text!r} is not finite; expected {accepted}")
+    if value < 0:
+        raise CollsimError(f"{field}: {text!r} is negative; expected {accepted}")
     return value
 
 
@@ -201,3 +213,12 @@ def format_time(seconds: float) -> str:
     if seconds < 1:
         return f"{seconds * 1e3:.3f} ms"
     return f"{seconds:.3f} s"
+
+
+def unit_kind(word: str) -> str | None:
+    """'size', 'time' or 'bandwidth' when `word` alone is a unit of that kind (as in '1 MiB' typed with a space)."""
+    word = word.strip().lower()
+    for kind, units in (("size", _SIZE_UNITS), ("time", _TIME_UNITS), ("bandwidth", _BW_UNITS)):
+        if word and word in units:
+            return kind
+    return None

@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--algo", help="algorithm name (default: compare all for the op)")
     p.add_argument("--ranks", type=int, required=True, help="number of ranks p")
     add_collective(p, size_default="1MiB")
-    p.add_argument("--alpha", help="latency per message: 2us, 0.5ms or seconds (default 2us)")
+    p.add_argument("--alpha", help="latency per message, with a unit: 2us, 0.5ms, 3e-6s (default 2us)")
     p.add_argument("--bandwidth", help="per-direction link bandwidth: 25GB/s, 400Gbit/s or B/s (default 25GB/s)")
     p.add_argument("--gamma", help="reduction cost in seconds per byte, e.g. 1e-11 (default 0)")
     p.add_argument("--profile", metavar="FILE", help="a link profile (collsim calibrate / fit) instead of --alpha/--bandwidth/"

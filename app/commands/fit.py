@@ -41,6 +41,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "link efficiency per class and protocol (<= 1) and its extra latency per step (>= 0, on top of NCCL's)")
     p.add_argument("--nccl-version", metavar="V", help="with --preset: the NCCL release the log ran (e.g. 2.20.3), whose "
                    "tuning.cc latency tables set NCCL's picks and step costs; kept in the calibration (default: latest)")
+    p.add_argument("--allow-gpu-mismatch", action="store_true", help="with --preset or --bounds: fit a preset whose GPU "
+                   "is not the one the log names (in its device list or header), which is otherwise refused")
     p.add_argument("--train-sizes", metavar="A:B", help="fit only the sizes in [A, B] (either end may be left open, e.g. :16MiB); "
                    "the error on the other sizes is reported as a prediction")
     p.add_argument("--bounds", metavar="SPEC", help="bound the alpha-beta fit by a machine preset: bandwidth at most what its "
@@ -60,11 +62,11 @@ def run(args: argparse.Namespace) -> int:
             raise CollsimError("preset: --algo, --segments and --piecewise shape the alpha-beta fit; with --preset the "
                                "algorithm and protocol per size are NCCL's picks for the machine; expected neither")
         request = CalibrateRequest(measured, args.preset, nccl_version=args.nccl_version, train_sizes=args.train_sizes,
-                                   holdout=args.holdout, out=args.out)
+                                   holdout=args.holdout, out=args.out, allow_gpu_mismatch=args.allow_gpu_mismatch)
         return show(request.run(), args.json)
     if args.bounds is not None and (args.segments != 1 or args.piecewise):
         raise CollsimError("bounds: the regimes are NCCL's protocols on the machine; expected no --segments/--piecewise")
     segments = 3 if args.piecewise and args.segments == 1 else args.segments
     request = FitRequest(measured, algo=args.algo, segments=segments, train_sizes=args.train_sizes, holdout=args.holdout,
-                         bounds=args.bounds, out=args.out)
+                         bounds=args.bounds, out=args.out, allow_gpu_mismatch=args.allow_gpu_mismatch)
     return show(request.run(), args.json)

@@ -15,6 +15,7 @@ from simulator.program.run import MODES, ProgramDeadlock, ProgramResult, run_pro
 from simulator.program.whatif import calls_timed
 from simulator.render import table
 from simulator.topology import Topology, ideal, parse_topology
+from simulator.topology.spec import larger_preset
 from simulator.units import format_time, parse_bandwidth, parse_time
 
 from ..output import emit_json
@@ -80,7 +81,9 @@ def machine(spec: str | None, world: int, alpha: str | None = None, bandwidth: s
     bw = parse_bandwidth(bandwidth) if bandwidth else None
     if lat is not None or bw is not None:
         topo = topo.with_links(lat, bw)
-    topo.check_ranks(world)
+    larger = larger_preset(spec, world) if spec else None
+    topo.check_ranks(world, "topology", f"a topology of at least {world} devices for the program's {world} ranks"
+                     + (f", such as {larger}" if larger else ""))
     return topo
 
 

@@ -24,9 +24,10 @@ def add_step_layout(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fsdp", action="store_true", help="shard data parallelism (FSDP / ZeRO-3) instead of DDP")
     p.add_argument("--sp", action="store_true", help="sequence parallelism with TP (all-gather / reduce-scatter)")
     p.add_argument("--mfu", type=float, default=0.4, help="achieved fraction of the GPU's peak (default 0.4)")
-    p.add_argument("--micro-batch", type=int, default=1, help="sequences per micro-batch per data-parallel rank (default 1)")
-    p.add_argument("--microbatches", type=int, help="micro-batches per step (default 2 x pp with pipelines, else 1)")
-    p.add_argument("--seq-len", type=int, help="tokens per sequence (default the model's)")
+    p.add_argument("--micro-batch", type=int, default=1, help="sequences per micro-batch per data-parallel rank, 1..65536, at most 2^24 "
+                   "tokens with --seq-len (default 1)")
+    p.add_argument("--microbatches", type=int, help="micro-batches per step, 1..65536 (default 2 x pp with pipelines, else 1)")
+    p.add_argument("--seq-len", type=int, help="tokens per sequence, 1..16777216 (default the model's)")
     p.add_argument("--bucket", default=format_size(DDP_BUCKET), help="DDP gradient bucket size (default 25MiB, torch's bucket_cap_mb=25)")
 
 

@@ -255,9 +255,7 @@ def parse_msccl(text: str | bytes, source: str = "<xml>") -> MscclAlgo:
     for child in root.children:
         if child.tag != "gpu":
             raise CollsimError(f"msccl: {source}:{child.line}: unexpected <{child.tag}> inside <algo>; expected <gpu>")
-        gpu = _parse_gpu(child, algo)
-        if gpu.id in gpus:
-            raise CollsimError(f"msccl: {source}:{child.line}: gpu id={gpu.id} appears twice (first on line {gpus[gpu.id].line})")
+        gpu = _parse_gpu(child, algo, gpus)
         gpus[gpu.id] = gpu
     if len(gpus) < ngpus:  # every id is below ngpus and none repeats, so one of 0..len(gpus) is missing
         missing = next(g for g in range(len(gpus) + 1) if g not in gpus)
@@ -268,11 +266,16 @@ def parse_msccl(text: str | bytes, source: str = "<xml>") -> MscclAlgo:
     return algo
 
 
-def _parse_gpu(element: _Element, algo: MscclAlgo) -> Gpu:
+def _parse_gpu(element: _Element, algo: MscclAlgo, seen: dict[int, Gpu]) -> Gpu:
+    """One <gpu>; its id is checked against ngpus and the ids `seen` before its threadblocks are read (a repeated id
+    would otherwise show first as a threadblock whose peer is its own gpu)."""
     a = _Attrs(element, algo.source)
     gid = a.int("id", minimum=0)
     if gid >= algo.ngpus:
         raise CollsimError(f"msccl: {a.where}: gpu id={gid} is not below ngpus={algo.ngpus}; expected 0..{algo.ngpus - 1}")
+    if gid in seen:
+        raise CollsimError(f"msccl: {a.where}: gpu id={gid} appears twice (first on line {seen[gid].line}); expected each "
+                           f"id 0..{algo.ngpus - 1} once")
     gpu = Gpu(gid, a.int("i_chunks", 0, minimum=0), a.int("o_chunks", 0, minimum=0), a.int("s_chunks", 0, minimum=0),
               element.line)
     if gpu.s_chunks > MAX_CHUNKS:

@@ -42,6 +42,13 @@ _AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*(\S+)", re.IGNORECASE)
 _NRANKS = re.compile(r"\bnranks\s*[:=]?\s*(\d+)\b", re.IGNORECASE)
 _DEVICE = re.compile(r"^#\s*Rank\s+(\d+)\b")
 _OP_WORD = re.compile(r"[A-Za-z_]+")
+# GPU families a log's comment lines name (device lines '# Rank 0 ... NVIDIA H100 80GB HBM3', a '# hardware:' note):
+# family -> pattern, checked on each comment line. GB200/GB300 are B200/B300 dies (with a Grace CPU).
+GPU_FAMILIES = {
+    "b300": r"B300", "b200": r"B200", "h200": r"H200", "h100": r"H100|H800", "a100": r"A100|A800",
+    "v100": r"V100", "rtx4090": r"RTX\s*4090", "mi300x": r"MI300X?", "mi250": r"MI250X?",
+}
+_GPU_FAMILY = re.compile("|".join(f"(?P<{k}>{v})" for k, v in GPU_FAMILIES.items()), re.IGNORECASE)
 _OP_SPELLINGS = {**{name: name for name in SPECS}, **ALIASES}  # the specs' names and accepted spellings
 # Layouts: (has root column, uses old 'error' column) -> columns per result row for 1 or 2 placements.
 _NEW, _OLD = "new", "old"
@@ -100,6 +107,7 @@ class NcclTestsLog:
     avg_busbw_line: int | None = None
     header: dict = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    gpu: GpuNamed | None = None  # the GPU family its comment lines name, where they name exactly one
 
     @property
     def dtype(self) -> str:
@@ -119,6 +127,31 @@ class NcclTestsLog:
             raise CollsimError(f"placement: {placement!r} is not one of out, in, min")
         return [(r.bytes, r.timing(placement).time_s) for r in self.rows
                 if r.bytes > 0 and r.timing(placement).time_s > 0]
+
+
+class GpuNamed(NamedTuple):
+    """The GPU family a log names, the line that names it and how (e.g. 'b200', 1, 'B200')."""
+
+    family: str
+    line: int
+    text: str
+
+
+def gpu_named(lines: Iterable[str]) -> GpuNamed | None:
+    """The GPU family (GPU_FAMILIES) a log ran on: from its device list ('# Rank 0 ... NVIDIA H100 80GB HBM3') when
+    it has one, else from the first comment line that names one family (a line naming several says nothing sure)."""
+    first = None
+    for number, raw in enumerate(lines, start=1):
+        line = _strip_prefix(raw).strip()
+        families = {m.lastgroup: m.group() for m in _GPU_FAMILY.finditer(line)} if line.startswith("#") else {}
+        if len(families) != 1:
+            continue
+        family, text = families.popitem()
+        named = GpuNamed(family, number, text)
+        if _DEVICE.match(line):
+            return named
+        first = first or named
+    return first
 
 
 # ---- reading ---------------------------------------------------------------------------------
@@ -151,7 +184,7 @@ def parse_log(text: str, source: str = "<log>", op: str | None = None, ranks: in
     inferred_op, inferred_ranks, op_source, ranks_source, notes = _infer(state, op, ranks)
     return NcclTestsLog(source, tuple(state.rows), inferred_op, inferred_ranks, op_source, ranks_source,
                         state.layout or state.row_layout or _NEW, state.avg, state.avg_line, state.header,
-                        tuple(state.notes + notes))
+                        tuple(state.notes + notes), gpu_named(text.splitlines()))
 
 
 def _strip_prefix(line: str) -> str:
@@ -375,7 +408,8 @@ def parse_busbw_table(text: str, source: str = "<log>", op: str | None = None, r
         rows.append(LogRow(number, size, size // 4, "float32", "sum", None, Timing(size / (algbw * 1e9), algbw, busbw)))
     if not rows:
         raise CollsimError(f"log: {source} is a busbw table with no rows; expected 'SIZE BUSBW_GBPS ALGBW_GBPS' lines")
-    return NcclTestsLog(source, tuple(rows), normalize_op(op), ranks, "first line", "first line", "busbw table")
+    return NcclTestsLog(source, tuple(rows), normalize_op(op), ranks, "first line", "first line", "busbw table",
+                        gpu=gpu_named(lines))
 
 
 # ---- inference -------------------------------------------------------------------------------

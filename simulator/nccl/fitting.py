@@ -16,7 +16,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import CollsimError
+from ..formats.nccl_tests import NcclTestsLog
 from ..topology.model import Topology
+from ..topology.presets import PRESET_GPUS
 from .calibration import MAX_STEP_S, MIN_EFFICIENCY, PARAMS, Calibration, apply
 from .channels import NVLS_STEP_FIT
 from .predict import candidates, machine_of, run_pick
@@ -26,6 +28,19 @@ ROUNDS = 2
 BANDWIDTH_BOUND = 0.5  # an efficiency is fitted only where its bandwidth term is at least this share of a time
 # finite-difference steps: 1/efficiency + 0.25, step latency + 10 us
 DELTAS = (0.25,) * 6 + (10e-6, 10e-6)
+
+
+def check_same_gpu(log: NcclTestsLog, topology: Topology, field: str, override: str, allowed: bool = False) -> None:
+    """Refuse fitting a preset of one GPU to a log of another (the log's GPU read from its device list or header,
+    NcclTestsLog.gpu): its constants would be those of the wrong machine. Presets or logs of no known GPU pass, and
+    every pair when `allowed` (the user's `override` flag)."""
+    preset = topology.preset[0].name if topology.preset else None
+    want, named = PRESET_GPUS.get(preset), log.gpu
+    if allowed or want is None or named is None or named.family == want:
+        return
+    same = ", ".join(n for n, g in PRESET_GPUS.items() if g == named.family) or "none yet"
+    raise CollsimError(f"{field}: {preset} is a machine of {want.upper()} GPUs but the log ran on {named.text} (its line "
+                       f"{named.line}); expected a preset of the log's GPU ({same}), or {override} to fit it anyway")
 
 
 @dataclass

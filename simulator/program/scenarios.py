@@ -35,6 +35,17 @@ SCENARIOS = {
 }
 MAX_OPS = 5_000_000  # a program larger than this is refused up front (memory and YAML size)
 DDP_BUCKET = 25 * 2**20  # torch DDP bucket_cap_mb=25, in MiB (torch/nn/parallel/distributed.py)
+# The plausible range of each input of a step (field: (smallest, largest, what it is)); beyond it a value is a typo, not
+# a training run. Sequences: 16Mi tokens, above the longest context any model is trained or served at (10M); a micro-batch
+# of one rank: 64Ki sequences and 16Mi tokens; 64Ki micro-batches per step; 1024 GPUs per node, above the largest
+# NVLink domain sold (576, NVL576).
+MAX_MICRO_TOKENS = 2**24  # micro-batch x seq-len
+BOUNDS = {
+    "seq-len": (1, 2**24, "tokens per sequence"),
+    "micro-batch": (1, 2**16, "sequences per micro-batch"),
+    "microbatches": (1, 2**16, "micro-batches per step"),
+    "gpus-per-node": (1, 1024, "GPUs per node"),
+}
 
 
 @dataclass(frozen=True)
@@ -76,21 +87,33 @@ def build_spec(scenario: str, model: str, gpu: str, gpus: int, gpus_per_node: in
         degrees["tp"] = min(gpus_per_node, gpus)
     if whole and degrees[whole] is None:
         degrees[whole] = gpus
-    layout = Layout(gpus, gpus_per_node, degrees["tp"] or 1, degrees["pp"] or 1, degrees["ep"] or 1)
+    check_inputs(mfu, bucket, **{"seq-len": seq_len, "micro-batch": micro_batch, "microbatches": microbatches,
+                                 "gpus-per-node": gpus_per_node})
+    tokens = micro_batch * (seq_len or the_model.seq_len)
+    if tokens > MAX_MICRO_TOKENS:
+        raise CollsimError(f"micro-batch: {micro_batch} sequences of {seq_len or the_model.seq_len} tokens = {tokens} tokens "
+                           f"per micro-batch on one rank; expected at most {MAX_MICRO_TOKENS} (a smaller --micro-batch or --seq-len)")
+    layout = Layout(gpus, gpus_per_node, *(1 if degrees[k] is None else degrees[k] for k in ("tp", "pp", "ep")))
     if scenario == "ep" and not the_model.moe:
         raise CollsimError(f"model: {model} has no experts; expected a MoE model for scenario ep (e.g. mixtral-8x7b)")
-    if not 0 < mfu <= 1:
-        raise CollsimError(f"mfu: {mfu}; expected a utilisation in (0, 1], e.g. 0.4")
-    for name, value in (("micro-batch", micro_batch), ("microbatches", microbatches), ("seq-len", seq_len)):
-        if value is not None and value < 1:
-            raise CollsimError(f"{name}: {value}; expected an integer >= 1")
-    if bucket < 2:
-        raise CollsimError(f"bucket: {bucket} bytes; expected a bucket size of at least one element (e.g. 25MiB)")
     spec = StepSpec(the_model, get_gpu(gpu), layout, mfu=mfu, fsdp=fsdp or scenario == "fsdp", sp=sp or scenario == "tp-sp",
                     micro_batch=micro_batch, microbatches=microbatches or (2 * layout.pp if layout.pp > 1 else 1),
                     seq_len=seq_len or the_model.seq_len, bucket=bucket)
     _check(spec)
     return spec
+
+
+def check_inputs(mfu: float, bucket: int, **counts: int | None) -> None:
+    """Refuse an input of a step outside its plausible range (BOUNDS), an MFU outside (0, 1] or a bucket under 2 bytes;
+    `counts`: field -> value (None: not given)."""
+    if not (math.isfinite(mfu) and 0 < mfu <= 1):
+        raise CollsimError(f"mfu: {mfu}; expected a utilisation in (0, 1], e.g. 0.4")
+    for name, value in counts.items():
+        low, high, what = BOUNDS[name]
+        if value is not None and not low <= value <= high:
+            raise CollsimError(f"{name}: {value} is out of range for {what}; expected an integer in {low}..{high}")
+    if bucket < 2:
+        raise CollsimError(f"bucket: {bucket} bytes; expected a bucket size of at least one element (e.g. 25MiB)")
 
 
 def _check(spec: StepSpec) -> None:

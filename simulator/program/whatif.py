@@ -19,15 +19,14 @@ from dataclasses import asdict, dataclass, field, replace
 from ..engine import EngineOptions
 from ..errors import CollsimError
 from ..topology import Topology, parse_topology
-from ..topology.presets import PRESETS
+from ..topology.presets import PRESET_GPUS, PRESETS
+from ..topology.spec import larger_preset
 from .nccl_timing import check_timing
 from .presets import GPUS
 from .run import ProgramResult, run_program
 from .scenarios import DDP_BUCKET, StepSpec, build_spec, generate
 
-GPU_OF_PRESET = {"dgx-a100": "a100", "dgx-h100": "h100", "dgx-h200": "h200", "hgx-b200": "b200", "hgx-b300": "b300",
-                 "gb200-nvl72": "b200", "gb300-nvl72": "b300", "gb200-nvl4": "b200", "p4de": "a100", "p5": "h100",
-                 "p6-b200": "b200", "a3-mega": "h100"}  # the GPU each preset's summary names
+GPU_OF_PRESET = {name: gpu for name, gpu in PRESET_GPUS.items() if gpu in GPUS}  # those with a GPU preset of program/presets.py
 LINK_KINDS = ("nic", "nvlink")
 
 
@@ -126,10 +125,12 @@ def run_step(case: StepCase) -> tuple[StepSpec, Topology, ProgramResult]:
     check_case_timing(case)
     topo = machine_of(case)
     gpus = case.gpus or topo.num_devices
+    larger = larger_preset(case.machine, gpus)
+    topo.check_ranks(gpus, "gpus", f"--gpus <= {topo.num_devices} or " + (
+        f"a machine with more nodes, such as --machines {larger}" if larger else "a larger machine in --machines"))
     spec = build_spec(case.scenario, case.model, gpu_for(case.machine, case.gpu), gpus, gpus_per_node(case.machine, topo),
                       case.tp, case.pp, case.ep, case.fsdp, case.sp, case.mfu, case.micro_batch, case.microbatches,
                       case.seq_len, case.bucket)
-    topo.check_ranks(gpus)
     program = generate(spec)
     result = run_program(program, topo, EngineOptions(ports=case.ports), dict(case.algorithms), spec.layout.gpus_per_node,
                          mode=case.mode, timing=case.timing)

@@ -165,11 +165,14 @@ class Topology:
         clone.ecmp = ecmp
         return clone
 
-    def check_ranks(self, ranks: int) -> None:
-        """Raise a clear error when more ranks are asked for than the topology has devices."""
+    def check_ranks(self, ranks: int, field: str = "ranks", expected: str | None = None) -> None:
+        """Raise a clear error when more ranks are asked for than the topology has devices; `field` names what asked
+        for them (an option such as ranks or gpus, or the topology a program runs on), `expected` what would do
+        (default: --FIELD <= the devices, or a larger topology)."""
         if ranks > self.num_devices:
-            raise CollsimError(f"ranks: {ranks} ranks asked but topology {self.name} has only {self.num_devices} devices; "
-                               f"use --ranks <= {self.num_devices} or a larger topology")
+            expected = expected or f"--{field} <= {self.num_devices} or a larger topology"
+            raise CollsimError(f"{field}: {ranks} ranks asked but topology {self.name} has only {self.num_devices} devices; "
+                               f"expected {expected}")
 
     # ---- routing -----------------------------------------------------------------------------
     def route(self, src: int, dst: int) -> tuple[int, ...]:

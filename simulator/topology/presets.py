@@ -275,6 +275,10 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            multinode=False),
 )}
 MACHINE_PRESETS = tuple(n for n, p in PRESETS.items() if p.machine is not None)  # those NCCL's model knows (a Machine)
+# The GPU family of each preset that has one GPU model (its summary names it; GPU_FAMILIES in formats/nccl_tests.py)
+PRESET_GPUS = {"dgx-a100": "a100", "dgx-h100": "h100", "dgx-h200": "h200", "hgx-b200": "b200", "hgx-b300": "b300",
+               "gb200-nvl72": "b200", "gb300-nvl72": "b300", "gb200-nvl4": "b200", "p4de": "a100", "p5": "h100",
+               "p6-b200": "b200", "a3-mega": "h100", "rtx4090-pcie": "rtx4090", "mi300x": "mi300x"}
 
 
 HOST_STAGED = ("rtx4090-pcie",)  # presets whose GPUs reach each other through host memory (shm=RATE sets the load rate)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 from pathlib import Path
 
@@ -34,30 +35,76 @@ COMMON_OPTIONS = ("every builder also takes lat=LATENCY and bw=BANDWIDTH (per li
                   + "; ".join(f"{k}: {v}" for k, v in ROUTINGS.items()))
 
 
-def _options(args: str, spec: str, positional: str | None) -> dict[str, str]:
+_LINK_KEYS = ("lat", "bw", "ecmp")
+_NODE_KEYS = ("nodes", "gpus", "intra", "nics", "intra_bw", "net_bw", "oversub")
+KEYS = {  # the options each kind of SPEC takes (the first a builder's positional value)
+    "preset": ("nodes", "net", "shm", "routing", "ecmp"),
+    "calibration": ("nodes", "net", "ecmp"),
+    "ideal": ("n", *_LINK_KEYS), "switch": ("n", *_LINK_KEYS), "ring": ("n", "uni", *_LINK_KEYS),
+    "torus": ("dims", *_LINK_KEYS), "fat_tree": ("hosts", "leaf", "oversub", *_LINK_KEYS),
+    "cluster": (*_NODE_KEYS, "nic", "leaf", *_LINK_KEYS),
+    "rails": (*_NODE_KEYS, "su", "leaf_rails", "routing", "pxn", *_LINK_KEYS),
+}
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _options(args: str, spec: str, kind: str) -> dict[str, str]:
+    """KEY=VALUE options of a SPEC of `kind` (a KEYS entry); a bare first value is the kind's positional option.
+    An option the kind does not take is refused, with the accepted option it is closest to."""
+    keys = KEYS[kind]
     out: dict[str, str] = {}
     for i, part in enumerate(p.strip() for p in args.split(",") if p.strip()):
         if "=" in part:
             key, value = part.split("=", 1)
-            out[key.strip().lower()] = value.strip()
-        elif part == "uni":
+            key = key.strip().lower()
+            if key not in keys:
+                raise CollsimError(f"topology: unknown option {key!r} in {spec!r}{_did_you_mean(key, keys)}; "
+                                   + _what_it_takes(kind, keys))
+            out[key] = value.strip()
+        elif part == "uni" and "uni" in keys:
             out["uni"] = "1"
-        elif i == 0 and positional:
-            out[positional] = part
+        elif i == 0:
+            out[keys[0]] = part
         else:
-            raise CollsimError(f"topology: cannot read {part!r} in {spec!r}; expected KEY=VALUE")
+            raise CollsimError(f"topology: cannot read {part!r} in {spec!r}; {_what_it_takes(kind, keys)}")
     return out
 
 
+def _did_you_mean(key: str, keys: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}=?)" if close else ""
+
+
+def _what_it_takes(kind: str, keys: tuple[str, ...]) -> str:
+    what = {"preset": "a preset", "calibration": "a calibration file"}.get(kind, f"the {kind}: builder")
+    return f"expected KEY=VALUE with a KEY {what} takes: {', '.join(keys)} (docs/topologies.md)"
+
+
+def _bool(opts: dict, key: str, spec: str) -> bool:
+    """An on/off option (ecmp=, pxn=, uni=): 1/true/yes/on or 0/false/no/off; absent is off."""
+    text = opts.pop(key, "0")
+    if text.lower() in _TRUE:
+        return True
+    if text.lower() in _FALSE:
+        return False
+    raise CollsimError(f"topology: {key}={text} in {spec!r} is not on or off; expected {key}=1 or {key}=0 "
+                       f"({'/'.join(_TRUE)} or {'/'.join(_FALSE)})")
+
+
 def _int(opts: dict, key: str, spec: str, default: int | None = None) -> int:
+    """A count KEY=N >= 1 (every integer a SPEC takes is one), or `default` when absent (required when None)."""
     if key not in opts:
         if default is None:
             raise CollsimError(f"topology: {spec!r} needs {key}=N")
         return default
+    text = opts.pop(key)
     try:
-        return int(opts.pop(key))
+        value = int(text)
     except ValueError:
-        raise CollsimError(f"topology: {key} in {spec!r} is not an integer") from None
+        value = 0
+    if value < 1:
+        raise CollsimError(f"topology: {key}={text} in {spec!r} is not a count; expected {key}=N with N an integer >= 1")
+    return value
 
 
 def _float(opts: dict, key: str, spec: str, default: float) -> float:
@@ -91,9 +138,9 @@ def parse_topology(spec: str) -> Topology:
     name, _, args = spec.partition(":")
     name = name.strip().lower().replace("-", "_") if name.strip().lower().replace("-", "_") in BUILDERS else name.strip()
     if name in PRESETS:
-        opts = _options(args, spec, "nodes")
+        opts = _options(args, spec, "preset")
         shm = _link_value(opts, "shm", spec) if "shm" in opts else None
-        topo = build_preset(name, _int(opts, "nodes", spec, 1), opts.pop("net", None), shm, _routing(opts, None))
+        topo = build_preset(name, _int(opts, "nodes", spec, 1), opts.pop("net", None), shm, _routing(opts, spec, None))
         return _finish(topo, opts, spec)
     if name in BUILDERS:
         return _build(name, args, spec)
@@ -112,8 +159,16 @@ def preset_gpus(spec: str) -> int | None:
     preset = PRESETS.get(name.strip())
     if preset is None:
         return None
-    nodes = _int(_options(args, spec, "nodes"), "nodes", spec, 1)
-    return preset.gpus_per_node * nodes if nodes >= 1 else None
+    return preset.gpus_per_node * _int(_options(args, spec, "preset"), "nodes", spec, 1)
+
+
+def larger_preset(spec: str, ranks: int) -> str | None:
+    """The multi-node preset SPEC's machine with enough nodes for `ranks` ('dgx-h100:nodes=8' for 64 ranks on
+    dgx-h100); None when SPEC is not a multi-node preset."""
+    preset = PRESETS.get(str(spec).strip().partition(":")[0].strip())
+    if preset is None or not preset.multinode:
+        return None
+    return f"{preset.name}:nodes={-(-ranks // preset.gpus_per_node)}"
 
 
 def _from_file(path: str, args: str, spec: str) -> Topology:
@@ -127,15 +182,13 @@ def _from_file(path: str, args: str, spec: str) -> Topology:
                                "(collsim fit --preset ... --out FILE) to take :nodes=N,net=NET")
         return topology_from_dict(data, path)
     cal = calibration_from_dict(data, path)
-    opts = _options(args, spec, "nodes")
+    opts = _options(args, spec, "calibration")
     topo = cal.topology(_int(opts, "nodes", spec, cal.nodes), opts.pop("net", None))
     return _finish(topo, opts, spec)
 
 
 def _build(name: str, args: str, spec: str) -> Topology:
-    positional = {"ideal": "n", "switch": "n", "ring": "n", "torus": "dims", "fat_tree": "hosts", "cluster": "nodes",
-                  "rails": "nodes"}[name]
-    opts = _options(args, spec, positional)
+    opts = _options(args, spec, name)
     link = {}
     if "lat" in opts:
         link["latency"] = _link_value(opts, "lat", spec)
@@ -144,7 +197,7 @@ def _build(name: str, args: str, spec: str) -> Topology:
     if name in ("ideal", "switch"):
         topo = getattr(builders, name)(_int(opts, "n", spec), **link)
     elif name == "ring":
-        topo = builders.ring(_int(opts, "n", spec), bidirectional=opts.pop("uni", "0") in ("0", "false", "no"), **link)
+        topo = builders.ring(_int(opts, "n", spec), bidirectional=not _bool(opts, "uni", spec), **link)
     elif name == "torus":
         text = opts.pop("dims", "")
         try:
@@ -162,9 +215,9 @@ def _build(name: str, args: str, spec: str) -> Topology:
     return _finish(topo, opts, spec)
 
 
-def _routing(opts: dict, default: str | None) -> str | None:
+def _routing(opts: dict, spec: str, default: str | None) -> str | None:
     """routing=NAME, or ecmp=1 (hashed spines) where routing= is not given; ecmp=1 is then consumed."""
-    ecmp = opts.pop("ecmp", "0") not in ("0", "false", "no")
+    ecmp = _bool(opts, "ecmp", spec)
     return opts.pop("routing", "ecmp" if ecmp else default)
 
 
@@ -174,14 +227,14 @@ def _rails(opts: dict, spec: str, link: dict) -> Topology:
     kw = _link_options(opts, spec, link)
     return rail_fabric(_int(opts, "nodes", spec), _int(opts, "gpus", spec, 8), opts.pop("intra", "switch"),
                        su=_int(opts, "su", spec, 32), rails_per_leaf=_int(opts, "leaf_rails", spec, 1),
-                       oversub=_float(opts, "oversub", spec, 1.0), routing=_routing(opts, "adaptive"),
-                       pxn=opts.pop("pxn", "0") not in ("0", "false", "no"), **kw)
+                       oversub=_float(opts, "oversub", spec, 1.0), routing=_routing(opts, spec, "adaptive"),
+                       pxn=_bool(opts, "pxn", spec), **kw)
 
 
 def _cluster(opts: dict, spec: str, link: dict) -> Topology:
     """cluster:...: its own options (intra_bw=, net_bw=, nics=, leaf=, oversub=) on top of lat= and bw=."""
     kw = _link_options(opts, spec, link)
-    leaf = _int(opts, "leaf", spec, 0) or None
+    leaf = _int(opts, "leaf", spec) if "leaf" in opts else None  # default: every node on one leaf
     return builders.cluster(_int(opts, "nodes", spec), _int(opts, "gpus", spec, 8), opts.pop("intra", "switch"),
                             opts.pop("nic", "gpu"), nodes_per_leaf=leaf, oversub=_float(opts, "oversub", spec, 1.0), **kw)
 
@@ -203,8 +256,8 @@ def _link_options(opts: dict, spec: str, link: dict) -> dict:
 
 
 def _finish(topo: Topology, opts: dict, spec: str) -> Topology:
-    if opts.pop("ecmp", "0") not in ("0", "false", "no"):
+    if _bool(opts, "ecmp", spec):
         topo = topo.with_ecmp(True)
-    if opts:
-        raise CollsimError(f"topology: unknown option {next(iter(opts))!r} in {spec!r}; {COMMON_OPTIONS}")
+    if opts:  # a key KEYS lists that this path does not read
+        raise CollsimError(f"topology: option {next(iter(opts))!r} in {spec!r} does not apply here; {COMMON_OPTIONS}")
     return topo

@@ -369,7 +369,7 @@ def _msccl_cases() -> list[Case]:
         bad("srcoff-negative", _xml_with('srcoff="2"', 'srcoff="-7"'), "srcoff", "-7", ">= -1"),
         bad("step-type", _xml_with('type="r"', 'type="rr"'), "type", "'rr'", "s, r, rcs"),
         bad("proto", _xml_with('proto="LL"', 'proto="LL64"'), "proto", "'LL64'", "Simple, LL, LL128"),
-        bad("gpu-renumbered", _xml_with('<gpu id="1"', '<gpu id="0"'), "recv=0", accepted="another gpu"),
+        bad("gpu-renumbered", _xml_with('<gpu id="1"', '<gpu id="0"'), "gpu id=0", accepted="appears twice"),
         bad("tb-self-peer", _xml_with('<tb id="0" send="-1" recv="1"', '<tb id="0" send="-1" recv="0"'), "recv=0",
             accepted="another gpu"),
         bad("dep-missing-tb", _xml_with('depid="-1" deps="-1"', 'depid="99" deps="0"'), "tb 99", accepted="has tbs"),

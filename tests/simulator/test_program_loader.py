@@ -77,7 +77,7 @@ def _one(text):
     ("{op: compute, flops: 1e9}", "p.yaml: rank 0 op[1]: gpu: missing; compute given in flops needs a gpu and an mfu"),
     ("{op: compute, flops: 1e9, gpu: v100, mfu: 0.4}",
      "p.yaml: rank 0 op[1]: gpu: unknown GPU 'v100'; expected one of a100, h100, h200, b200, b300"),
-    ("{op: compute, time: -1ms}", "p.yaml: rank 0 op[1]: time: cannot read '-1ms'; expected a time such as 2us"),
+    ("{op: compute, time: -1ms}", "p.yaml: rank 0 op[1]: time: '-1ms' is negative; expected a time >= 0"),
     ("{op: send, peer: 0, size: 1KiB}", "p.yaml: rank 0 op[1]: peer: 0; expected another rank of the world, 0..1 except 0"),
     ("{op: wait, event: nope}", "p.yaml: rank 0 op[1]: event: 'nope' is never recorded on this rank"),
     ("{op: compute, time: 1ms, after: [zz]}", "p.yaml: rank 0 op[1]: after: no operation named 'zz' on this rank; expected one of a"),

@@ -130,7 +130,7 @@ def test_multinode_presets_take_nodes_and_network():
     ("torus:4", "2 or 3"),
     ("torus:4xq", "torus dimensions"),
     ("switch:8,colour=red", "unknown option 'colour'"),
-    ("switch:0", "switch devices"),
+    ("switch:0", "n=0 in .switch:0. is not a count"),
     ("ring:8,bw=0GB/s", "bw"),
     ("fat_tree:hosts=8,leaf=4,oversub=3", "oversub"),
     ("cluster:nodes=2,intra=mesh,nic=node", "nic"),

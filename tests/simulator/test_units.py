@@ -29,7 +29,11 @@ def test_size_range_powers_of_two_and_list():
 def test_time_and_bandwidth():
     assert parse_time("2us") == pytest.approx(2e-6)
     assert parse_time("1.5ms") == pytest.approx(1.5e-3)
-    assert parse_time("3e-6") == pytest.approx(3e-6)
+    assert parse_time("3e-6s") == pytest.approx(3e-6)
+    assert parse_time("0") == 0.0 and parse_time(3e-6) == 3e-6  # zero needs no unit; a number from a file is seconds
+    for bare in ("3e-6", "2"):  # seconds or microseconds? text must say
+        with pytest.raises(CollsimError, match="has no unit; expected a time with a unit such as 2us"):
+            parse_time(bare)
     assert parse_bandwidth("25GB/s") == 25e9
     assert parse_bandwidth("400Gbit/s") == 50e9
     assert parse_bandwidth("1e10") == 1e10
