@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.figures import _label, cost_table
-from simulator.algorithms import build_schedule, get, names_for
+from simulator.algorithms import build_schedule, get
 from simulator.collective import Collective, busbw_factor
 from simulator.cost import LinkModel
 from simulator.engine import EngineOptions, simulate
@@ -156,8 +156,3 @@ def _shade(ex: Explorer) -> tuple[list[dict], list[dict]]:
         notes.append(dict(x=(np.log10(lo) + np.log10(hi)) / 2, y=0.01, yref="paper", yanchor="bottom", showarrow=False,
                           text="latency-bound" if lat else "bandwidth-bound", font=dict(size=11, color="#4a5568")))
     return shapes, notes
-
-
-def algorithms_for(op: str, ranks: int) -> list[str]:
-    """Algorithms that accept this rank count."""
-    return [n for n in names_for(op) if not get(op, n).refusal(ranks)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from simulator.algorithms import get, names_for
-from simulator.collective import Collective, busbw_factor, normalize_op
+from simulator.collective import busbw_factor, normalize_op
 from simulator.cost import CLOSED_FORM, LinkModel, estimate, lower_bound
 from simulator.units import format_size
 
@@ -60,29 +60,6 @@ def cost_figure(op: str, ranks: int, sizes: list[int], model: LinkModel, metric:
                       yaxis=dict(title=ytitle, type="log" if metric == "time" else "linear"),
                       legend=dict(title="algorithm"), margin=dict(t=50))
     return fig
-
-
-def whatif_figure(op: str, ranks: int, sizes: list[int], models: dict[str, LinkModel]):
-    """Best algorithm's time on each machine, per size: which hardware wins, and by how much."""
-    import plotly.graph_objects as go
-
-    fig = go.Figure()
-    for label, model in models.items():
-        data = cost_table(op, ranks, sizes, model)
-        stacked = np.vstack(list(data["times"].values()))
-        best = stacked.min(axis=0)
-        winners = [_label(list(data["times"])[i], data) for i in stacked.argmin(axis=0)]
-        fig.add_trace(go.Scatter(x=sizes, y=best * 1e6, name=label, mode="lines+markers", text=winners,
-                                 hovertemplate="best: %{text}<br>%{y:.3g} us<extra>" + label + "</extra>"))
-    fig.update_layout(title=f"{op}, {ranks} ranks: best algorithm's time on each machine",
-                      xaxis=dict(title="message size (bytes)", type="log"),
-                      yaxis=dict(title="time (us), lower is better", type="log"), margin=dict(t=50))
-    return fig
-
-
-def collective_for_picture(op: str, ranks: int, elements: int, root: int = 0) -> Collective:
-    """A small int8 collective whose every element is drawn."""
-    return Collective(op, ranks, elements, "int8", root=root)
 
 
 def timeline_figure(trace, highlight_step: int | None = None, height_per_rank: int = 22, x_max_us: float | None = None):

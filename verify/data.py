@@ -22,7 +22,6 @@ from simulator.collective import Collective
 from simulator.semantics import expected_outputs
 
 UNIT_ROUNDOFF = {"float64": 2.0**-53, "float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
-DATA_MODES = ("random", "exact")
 
 
 def gamma(k: int, u: float) -> float:

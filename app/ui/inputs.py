@@ -11,7 +11,6 @@ from simulator.units import parse_bandwidth, parse_size, parse_size_range, parse
 
 MAX_POINTS = 256          # sizes per curve: 13,870 took 44 s to draw, with no visibly better plot
 MAX_DEVICES = 1024        # devices in a topology typed into the app
-MAX_ENGINE_SIZE = 1 << 40  # bytes: the engine's time grows with transfers, not bytes, so any real size is fine
 TOPOLOGY_ACCEPTED = (f"a builder ({', '.join(b[0] for b in BUILDERS.values())}; a bare name such as 'ring' uses the "
                      f"ranks chosen) or a preset ({', '.join(PRESETS)}, optionally :nodes=N)")
 

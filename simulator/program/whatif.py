@@ -14,7 +14,7 @@ nccl_timing.py; each call alone, so mode 'auto' runs isolated).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 from ..engine import EngineOptions
 from ..errors import CollsimError
@@ -174,7 +174,3 @@ def cost_per_million(row: dict, price_per_gpu_hour: float) -> float:
 def sensitivity_cases(case: StepCase) -> list[StepCase]:
     """The same case with the NIC bandwidth doubled, then with NVLink doubled."""
     return [replace(case, double=kind, trace_ranks=0) for kind in LINK_KINDS]
-
-
-def case_dict(case: StepCase) -> dict:
-    return asdict(case)
