@@ -306,7 +306,7 @@ def _limits(args, log: NcclTestsLog):
         topology = parse_topology(args.bounds)
     except CollsimError as exc:
         raise CollsimError(f"bounds: {exc}") from None
-    if topology.preset is None:
+    if topology.origin is None:
         raise CollsimError(f"bounds: {args.bounds!r} is not a machine preset; expected e.g. p5, dgx-h100:nodes=2")
     if log.ranks > topology.num_devices:
         raise CollsimError(f"bounds: {args.bounds} has {topology.num_devices} GPUs and the log {log.ranks} ranks; "
@@ -336,14 +336,14 @@ def run_calibration(args, log: NcclTestsLog) -> int:
         topology = parse_topology(args.preset)
     except CollsimError as exc:
         raise CollsimError(f"preset: {exc}") from None
-    if topology.preset is None:
+    if topology.origin is None:
         raise CollsimError(f"preset: {args.preset!r} is not a machine preset; expected e.g. p5, dgx-h100:nodes=2")
-    if getattr(topology, "calibration", None) is not None:
+    if topology.origin.calibration is not None:
         raise CollsimError(f"preset: {args.preset} is already calibrated; expected a preset such as p5:nodes=2")
     if log.ranks > MAX_CALIBRATION_RANKS:
         raise CollsimError(f"ranks: {log.ranks} ranks; a calibration times every training size about 40 times with the "
                            f"engine (32 ranks take minutes); expected a log of at most {MAX_CALIBRATION_RANKS} ranks")
-    if topology.preset is not None and log.ranks > topology.num_devices:
+    if log.ranks > topology.num_devices:
         raise CollsimError(f"preset: {args.preset} has {topology.num_devices} GPUs and the log {log.ranks} ranks; "
                            "expected a preset with at least as many GPUs (e.g. :nodes=N)")
     sizes, times, train = _split(args, log)

@@ -8,13 +8,13 @@ from simulator.collective import REDUCING, TOTAL_SIZE_OPS, normalize_op
 from simulator.errors import CollsimError
 from simulator.fileio import atomic_write
 from simulator.formats.nccl_tests import ResultRow, format_log, nccl_type_name, write_log
+from simulator.nccl.machine import knows, resolve
 from simulator.nccl.placement import default_ranks, parse_ranks_per_node
 from simulator.nccl.predict import (
     DISCARDED,
     MAX_CHANNELS,
     OPS,
     check_channels,
-    machine_of,
     parse_algo,
     predict,
 )
@@ -68,13 +68,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _release(text: str | None, topology) -> str | None:
-    """The NCCL release predict used: the one asked for, else the calibration's, else None (master)."""
-    calibration = getattr(topology, "calibration", None)
-    version = parse_nccl_version(text if text is not None else calibration and calibration.nccl_version)
-    return release_name(version)
-
-
 def _channels(text: str | None) -> int | None:
     if text is None:
         return None
@@ -106,11 +99,12 @@ def run(args: argparse.Namespace) -> int:
     topology = parse_topology(args.preset)
     per_node = parse_ranks_per_node(args.ranks_per_node)
     ranks = args.ranks or default_ranks(topology, per_node)
+    # NCCL's machine, resolved once (a topology it does not know: predict says so after its own checks)
+    machine = resolve(topology, version) if knows(topology) or per_node is not None else topology
     if per_node is not None:
-        machine_of(topology, ranks, per_node)  # what is wrong with K, before the rank limit
+        machine.system(ranks, per_node)  # what is wrong with K, before the rank limit
     sizes = parse_size_range(args.size, "size", multiple=4)
-    rows = predict(topology, op, sizes, ranks=ranks, proto=proto, ranks_per_node=per_node, algo=algo, channels=channels,
-                   nccl_version=args.nccl_version)
+    rows = predict(machine, op, sizes, ranks=ranks, proto=proto, ranks_per_node=per_node, algo=algo, channels=channels)
     per = 4 * (ranks if op in TOTAL_SIZE_OPS else 1)  # nccl-tests' count: elements per rank
     results = [ResultRow(r.bytes, r.bytes // per, nccl_type_name("float32"), "sum" if op in REDUCING else "none", -1, r.time_s,
                          None, None) for r in rows]
@@ -122,10 +116,10 @@ def run(args: argparse.Namespace) -> int:
     if args.nccl_log:
         write_log(args.nccl_log, op, ranks, results, title=title)
     if args.csv:
-        atomic_write(args.csv, tuner_csv(op, ranks, rows, machine_of(topology, ranks, per_node)[0].nodes))
+        atomic_write(args.csv, tuner_csv(op, ranks, rows, machine.system(ranks, per_node)[0].nodes))
     if args.json:
         emit_json({"preset": args.preset, "op": op, "ranks": ranks, "ranks_per_node": per_node, "algo": algo,
-                   "proto": proto, "channels": channels, "nccl_version": _release(args.nccl_version, topology),
+                   "proto": proto, "channels": channels, "nccl_version": release_name(machine.nccl_version),
                    "rows": [{"bytes": r.bytes, "time_s": r.time_s, "engine_s": r.engine_s, "base_s": r.base_s,
                              "nccl_algorithm": r.nccl_algo, "protocol": r.proto, "schedule": r.algorithm,
                              "channels": r.channels, "reduced": r.reduced or None} for r in rows]})

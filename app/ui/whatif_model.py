@@ -86,6 +86,7 @@ def nccl_rows(spec: str, ops: list[str], sizes: list[int]) -> list[dict]:
     all its GPUs, float32 as nccl-tests): machine_rows' columns, with "best algorithm" the collsim schedule the engine
     ran, plus NCCL's algorithm, protocol and channels."""
     from simulator.nccl import predict as nccl
+    from simulator.nccl.machine import resolve
 
     wrong = [op for op in ops if op not in nccl.OPS]
     if wrong:
@@ -102,9 +103,10 @@ def nccl_rows(spec: str, ops: list[str], sizes: list[int]) -> list[dict]:
     ranks = topo.num_devices
     if ranks > nccl.MAX_GPUS:
         raise CollsimError(f"machine: {spec.strip()!r} has {ranks} GPUs; predict takes at most {nccl.MAX_GPUS}")
+    machine = resolve(topo)  # NCCL's machine, resolved once for every op
     rows = []
     for op in ops:
-        for r in nccl.predict(topo, op, sizes):
+        for r in nccl.predict(machine, op, sizes):
             coll = Collective(op, ranks, r.bytes, "float32")
             rows.append({"machine": spec, "ranks": ranks, "op": op, "bytes": r.bytes, "best algorithm": r.algorithm,
                          "time (us)": r.time_s * 1e6, "busbw (GB/s)": coll.busbw(r.time_s) / 1e9,

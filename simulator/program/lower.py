@@ -51,6 +51,7 @@ class Augmented(Topology):
     """A machine plus private lanes (one per rank and compute stream, and in isolated mode one per process group):
     lane k is one link from device world + 2k to world + 2k + 1."""
 
+    __slots__ = ("base", "world", "lanes", "base_links")
     ideal = False
 
     def __init__(self, base: Topology, world: int, lanes: list[str]):
@@ -65,6 +66,8 @@ class Augmented(Topology):
         self.devices = list(range(world + 2 * len(lanes)))
         self.placement = list(self.devices)
         self.ecmp = False
+        self.multipath = False
+        self.origin = None
         self._routes = {}
         self.base_links = base.num_links
 

@@ -107,7 +107,8 @@ def scaled(topology: Topology, kind: str, factor: float = 2.0) -> Topology:
     return clone
 
 
-def machine_of(case: StepCase) -> Topology:
+def topology_of(case: StepCase) -> Topology:
+    """The case's machine as a topology, its links of one kind doubled where the case asks."""
     topo = parse_topology(case.machine)
     return scaled(topo, case.double) if case.double else topo
 
@@ -124,7 +125,7 @@ def check_case_timing(case: StepCase) -> None:
 def run_step(case: StepCase) -> tuple[StepSpec, Topology, ProgramResult]:
     """Generate the step on the machine and run it: its spec, the machine and the run."""
     check_case_timing(case)
-    topo = machine_of(case)
+    topo = topology_of(case)
     gpus = case.gpus or topo.num_devices
     spec = build_spec(case.scenario, case.model, gpu_for(case.machine, case.gpu), gpus, gpus_per_node(case.machine, topo),
                       case.tp, case.pp, case.ep, case.fsdp, case.sp, case.mfu, case.micro_batch, case.microbatches,
