@@ -196,6 +196,8 @@ def predict(machine: NcclMachine | Topology, op: str, sizes, ranks: int | None =
         raise CollsimError(f"op: predict covers {', '.join(OPS)}; not {op}")
     algo, channels = parse_algo(algo), check_channels(channels)
     topology = machine.topology if isinstance(machine, NcclMachine) else machine
+    if isinstance(machine, NcclMachine) and ranks_per_node is None:  # a machine already placed keeps its K
+        ranks_per_node = machine.ranks_per_node
     ranks = ranks or default_ranks(topology, ranks_per_node)
     if ranks < 2:
         raise CollsimError(f"ranks: {ranks} rank has nothing to communicate; expected 2 or more")

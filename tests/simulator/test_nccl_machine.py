@@ -145,3 +145,9 @@ def test_predict_takes_the_machine_or_the_topology_alike():
     sizes = [4096, 1 << 20]
     assert predict(resolve(topology), "allreduce", sizes) == predict(topology, "allreduce", sizes)
     assert isinstance(resolve(topology), NcclMachine)
+
+
+def test_a_placed_machine_predicts_as_ranks_per_node_does():
+    machine = parse_machine("dgx-h100:nodes=2")
+    assert (predict(machine.placed(1), "allgather", [1 << 20])
+            == predict(machine, "allgather", [1 << 20], ranks_per_node=1))  # 2 ranks, one per node: PAT's domain
