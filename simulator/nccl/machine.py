@@ -57,6 +57,11 @@ class NcclMachine:
         return self.build.net
 
     @property
+    def routing(self) -> str:
+        """How the leaf-spine between nodes spreads traffic over its spines (simulator/topology/fabric.py ROUTINGS)."""
+        return self.build.routing
+
+    @property
     def calibration(self) -> Calibration | None:
         """The calibration the machine's links carry (None: the published links)."""
         return self.build.calibration

@@ -63,7 +63,7 @@ def test_a_presets_topology_carries_its_build_and_copies_keep_it():
 
 def test_resolved_from_a_spec():
     machine = parse_machine("dgx-h100:nodes=3,net=roce200,routing=static", "2.20.3")
-    assert (machine.preset.name, machine.nodes, machine.net, machine.build.routing) == ("dgx-h100", 3, "roce200", "static")
+    assert (machine.preset.name, machine.nodes, machine.net, machine.routing) == ("dgx-h100", 3, "roce200", "static")
     assert machine.nccl_version == (2, 20, 3) and machine.calibration is None and machine.ranks_per_node is None
     assert machine.spec.arch == "hopper" and machine.topology.num_devices == 24
     assert parse_machine("p5").nccl_version is None  # master's tables
