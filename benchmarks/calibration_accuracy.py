@@ -40,7 +40,6 @@ from simulator.nccl.log_presets import CASES, LOG_NCCL
 from simulator.nccl.nvls_fit import fit_without, nvls_data
 from simulator.nccl.predict import predict
 from simulator.render import table
-from simulator.topology.presets import build_preset
 from simulator.topology.spec import parse_topology
 
 from .docs_block import replace_block
@@ -96,8 +95,7 @@ def node_transfer(one: Path, two: Path, spec: str, nvls_step_s: float | None = N
     dst = read_log(two)
     dsizes, dtimes = _unique(dst.measurements())
     keep = dsizes >= NODE_MIN
-    preset, nodes, net = parse_topology(spec).preset
-    target = apply(build_preset(preset.name, nodes, net), cal)
+    target = apply(parse_topology(spec), cal)
     calibrated = np.array([r.time_s for r in predict(target, dst.op, dsizes[keep].astype(int), ranks=dst.ranks,
                                                      nvls_step_s=nvls_step_s)])
     plain = np.array([r.time_s for r in predict(parse_topology(spec), dst.op, dsizes[keep].astype(int), ranks=dst.ranks,

@@ -29,9 +29,9 @@ import numpy as np
 from simulator.collective import busbw_factor
 from simulator.formats.nccl_tests import read_log
 from simulator.nccl.channels import NVLS_STEP_FIT
-from simulator.nccl.predict import machine_of, predict, run_pick
+from simulator.nccl.machine import parse_machine
+from simulator.nccl.predict import predict, run_pick
 from simulator.render import table
-from simulator.topology.spec import parse_topology
 
 from .preset_accuracy import MIN_BYTES, ROOT, errors
 
@@ -45,9 +45,10 @@ def run(path: Path) -> dict:
     rows = [(s, t) for s, t in log.measurements() if s >= MIN_BYTES]
     sizes = [s for s, _ in rows]
     measured = np.array([t for _, t in rows])
-    topology = parse_topology(PRESET)
-    system, per_node = machine_of(topology, log.ranks)
-    ring = predict(topology, log.op, sizes, ranks=log.ranks)
+    machine = parse_machine(PRESET)
+    topology = machine.topology
+    system, per_node = machine.system(log.ranks)
+    ring = predict(machine, log.op, sizes, ranks=log.ranks)
     nvls = [run_pick(topology, system, per_node, log.op, s, log.ranks, "nvls", "Simple", nvls_step_s=NVLS_STEP_FIT[0])
             for s in sizes]
     datasheet = replace(system, bus_bw_GBps=DATASHEET_NVLINK_GBPS)  # the rings' links left at the datasheet's rate

@@ -91,8 +91,8 @@ def predict_host_staged(shm_Bps: float, op: str, ranks: int, sizes: list[int]) -
 
 def network_of(case: Case) -> str | None:
     """The network between the nodes of a case's preset, or None on one node / one NVLink domain."""
-    preset, nodes, net = parse_topology(case.new_spec).preset
-    return net if nodes > 1 and preset.machine.nics_per_node is not None else None
+    built = parse_topology(case.new_spec).origin
+    return built.net if built.nodes > 1 and built.preset.machine.nics_per_node is not None else None
 
 
 class Fitter:

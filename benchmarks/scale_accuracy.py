@@ -9,7 +9,7 @@ predict's run time.
     where one is fitted; its `simulate` column is left out here).
 (b) dgx-h100 at 2, 4, 8, ... nodes of 8 GPUs, all-reduce of 8 B .. 16 GiB (powers of 4, then 16 GiB): predict's time
     and NCCL's tuning model's (simulator/nccl/tuning.py `choose`: the time of NCCL's own pick by `predict_times`) on
-    the System predict builds for that machine (predict.machine_of), and their ratio. A GPU count over the ranks
+    the System predict builds for that machine (NcclMachine.system, simulator/nccl/machine.py), and their ratio. A GPU count over the ranks
     predict simulates (predict.MAX_RANKS, read when the script runs) is recorded as refused: when that cap is lifted
     the same command times those counts too.
 (c) predict's run time per case, CPU seconds of this process and wall seconds: per log (its sizes >= 1 MiB in
@@ -27,12 +27,12 @@ import json
 import os
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from simulator.errors import CollsimError
 from simulator.nccl import predict as nccl
-from simulator.nccl.tuning import choose, parse_nccl_version
+from simulator.nccl.machine import resolve
+from simulator.nccl.tuning import choose
 from simulator.render import table
 from simulator.topology.spec import parse_topology
 from simulator.units import format_size
@@ -80,11 +80,11 @@ def scale_case(nodes: int, sizes: list[int]) -> dict:
     limit = cap()
     if limit is not None and ranks > limit:
         return {"nodes": nodes, "ranks": ranks, "refused": f"predict simulates at most {limit} ranks"}
-    system, _ = nccl.machine_of(topology, ranks)
-    system = replace(system, nccl_version=parse_nccl_version(None))  # as predict: master's tables
+    machine = resolve(topology)  # master's tables, as predict
+    system, _ = machine.system(ranks)
     picks, model_s, _ = choose(system, "allreduce", sizes)
     start, cpu = time.perf_counter(), time.process_time()
-    rows = nccl.predict(topology, "allreduce", sizes, ranks=ranks)
+    rows = nccl.predict(machine, "allreduce", sizes, ranks=ranks)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     return {"nodes": nodes, "ranks": ranks, "refused": None, "predict_wall_s": wall, "predict_cpu_s": cpu,
             "sizes": [{"bytes": n, "predict_s": r.time_s, "predict_pick": f"{r.nccl_algo}/{r.proto}",

@@ -295,7 +295,7 @@ def _limits(bounds: str, m: Measured, allow_gpu_mismatch: bool = False):
         topology = parse_topology(bounds)
     except CollsimError as exc:
         raise CollsimError(f"bounds: {exc}") from None
-    if topology.preset is None:
+    if topology.origin is None:
         raise CollsimError(f"bounds: {bounds!r} is not a machine preset; expected e.g. p5, dgx-h100:nodes=2")
     _same_gpu(m, topology, "bounds", allow_gpu_mismatch)
     if m.ranks > topology.num_devices:
@@ -348,9 +348,9 @@ class CalibrateRequest(Request):
             topology = parse_topology(self.preset)
         except CollsimError as exc:
             raise CollsimError(f"preset: {exc}") from None
-        if topology.preset is None:
+        if topology.origin is None:
             raise CollsimError(f"preset: {self.preset!r} is not a machine preset; expected e.g. p5, dgx-h100:nodes=2")
-        if getattr(topology, "calibration", None) is not None:
+        if topology.origin.calibration is not None:
             raise CollsimError(f"preset: {self.preset} is already calibrated; expected a preset such as p5:nodes=2")
         _same_gpu(m, topology, "preset", self.allow_gpu_mismatch)
         if m.ranks > topology.num_devices:

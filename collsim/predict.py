@@ -9,8 +9,9 @@ from typing import Any
 from simulator.collective import REDUCING, TOTAL_SIZE_OPS, normalize_op
 from simulator.errors import CollsimError
 from simulator.formats.nccl_tests import ResultRow, format_log, nccl_type_name
+from simulator.nccl.machine import NcclMachine, knows, resolve
 from simulator.nccl.placement import default_ranks, parse_ranks_per_node
-from simulator.nccl.predict import DISCARDED, MAX_CHANNELS, OPS, check_channels, machine_of, parse_algo, predict
+from simulator.nccl.predict import DISCARDED, MAX_CHANNELS, OPS, check_channels, parse_algo, predict
 from simulator.nccl.result import Prediction
 from simulator.nccl.symmetry import check_gpus
 from simulator.nccl.tuning import PROTOCOLS, parse_nccl_version, release_name
@@ -42,6 +43,7 @@ class PredictRequest(Request):
     nccl_log: str | None = None  # also write the table here (nccl-tests format)
     csv: str | None = None  # also write the picks here (NCCL tuner-plugin CSV)
     topology: Topology = field(init=False, repr=False, compare=False)
+    machine: NcclMachine | Topology = field(init=False, repr=False, compare=False)  # NCCL's machine, resolved once
     nccl_algo: str | None = field(init=False, repr=False, compare=False)  # `algo` as NCCL_ALGO names it; None: NCCL's pick
 
     def check(self) -> None:
@@ -65,8 +67,11 @@ class PredictRequest(Request):
         topology = parse_topology(self.preset)
         self._set("topology", topology)
         self._set("ranks", self.ranks or default_ranks(topology, per_node))
+        # a topology NCCL's model does not know: predict says so after its own checks
+        machine = resolve(topology, self.nccl_version) if knows(topology) or per_node is not None else topology
+        self._set("machine", machine)
         if per_node is not None:
-            machine_of(topology, self.ranks, per_node)  # what is wrong with K, before the rank limit
+            machine.system(self.ranks, per_node)  # what is wrong with K, before the rank limit
 
     def _set(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
@@ -80,14 +85,12 @@ class PredictRequest(Request):
 
     def release(self) -> str | None:
         """The NCCL release predict used: the one asked for, else the calibration's, else None (master)."""
-        calibration = getattr(self.topology, "calibration", None)
-        text = self.nccl_version if self.nccl_version is not None else calibration and calibration.nccl_version
-        return release_name(parse_nccl_version(text))
+        return release_name(self.machine.nccl_version)
 
     def run(self) -> PredictResult:
-        rows = predict(self.topology, self.op, list(self.sizes), ranks=self.ranks, proto=self.proto,
+        rows = predict(self.machine, self.op, list(self.sizes), ranks=self.ranks, proto=self.proto,
                        ranks_per_node=self.ranks_per_node, algo=self.nccl_algo, channels=self.channels,
-                       nccl_version=self.nccl_version, nvls_step_s=self.nvls_step_s)
+                       nvls_step_s=self.nvls_step_s)
         return PredictResult(self, rows)
 
 
@@ -156,7 +159,7 @@ class PredictResult(Result):
         if req.nccl_log:
             out.append(OutputFile(req.nccl_log, "nccl-tests log", format_log(req.op, req.ranks, self.log_rows(), title=self.title())))
         if req.csv:
-            nodes = machine_of(req.topology, req.ranks, req.ranks_per_node)[0].nodes
+            nodes = req.machine.system(req.ranks, req.ranks_per_node)[0].nodes
             out.append(OutputFile(req.csv, "NCCL tuner CSV", tuner_csv(req.op, req.ranks, self.rows, nodes)))
         return out
 

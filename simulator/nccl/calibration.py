@@ -237,20 +237,20 @@ def apply(topology: Topology, cal: Calibration, proto: str = "Simple") -> Topolo
     Bandwidths are scaled by the efficiency of their class; the per-step extras are added to the
     links' latencies the way `protocols.with_step_latency` spreads a step's latency over a route
     (so `simulate` sees them too); `predict` replaces link latencies with NCCL's and adds the extras
-    itself (it reads `topology.calibration`).
+    itself (its machine, simulator/nccl/machine.py, reads the calibration from the copy's `origin`).
     """
     intra, net = link_classes(topology)
     intra_eff, net_eff = cal.efficiency(proto)
     clone = topology._copy()
     clone.bandwidth = np.where(intra, clone.bandwidth * intra_eff, np.where(net, clone.bandwidth * net_eff, clone.bandwidth))
     clone.latency = clone.latency + with_step_latency(topology, cal.intra_step_s, cal.net_step_s).latency
-    clone.calibration = cal
-    clone.uncalibrated = getattr(topology, "uncalibrated", topology)
+    if topology.origin is not None:
+        clone.origin = replace(topology.origin, calibration=cal)
     clone.name = f"{topology.name} (calibrated)"
     return clone
 
 
-def for_protocol(topology: Topology, proto: str) -> Topology:
-    """The machine a protocol runs on: a calibrated topology at that protocol's efficiencies, else unchanged."""
-    cal = getattr(topology, "calibration", None)
-    return topology if cal is None else apply(topology.uncalibrated, cal, proto)
+def for_protocol(topology: Topology, proto: str, cal: Calibration | None = None) -> Topology:
+    """The machine a protocol runs on: the uncalibrated `topology` at calibration `cal`'s efficiencies for `proto`,
+    or `topology` itself without one."""
+    return topology if cal is None else apply(topology, cal, proto)

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..fit import Piece, basis
-from .predict import candidates, machine_of, predict
+from .machine import resolve
+from .predict import candidates, predict
 
 BIG = 8 << 30
 MIN_POINTS = 2  # fewest training sizes a regime is fitted on
@@ -36,10 +37,11 @@ class Limits:
 
 def preset_limits(topology, op: str, ranks: int, algo: str = "ring", params: dict | None = None) -> Limits:
     """The limits of a preset machine (see the module docstring)."""
-    system, _ = machine_of(topology, ranks)
+    machine = resolve(topology)
+    system, _ = machine.system(ranks)
     tiny = 4 * ranks
-    t_tiny = predict(topology, op, [tiny], ranks=ranks)[0].time_s
-    t_big = predict(topology, op, [BIG], ranks=ranks, proto="Simple")[0].time_s
+    t_tiny = predict(machine, op, [tiny], ranks=ranks)[0].time_s
+    t_big = predict(machine, op, [BIG], ranks=ranks, proto="Simple")[0].time_s
     a_tiny, _ = basis(op, algo, ranks, [tiny], params)
     _, b_big = basis(op, algo, ranks, [BIG], params)
     cuts, protos = [], []

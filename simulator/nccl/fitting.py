@@ -21,7 +21,8 @@ from ..topology.model import Topology
 from ..topology.presets import PRESET_GPUS
 from .calibration import MAX_STEP_S, MIN_EFFICIENCY, PARAMS, Calibration, apply
 from .channels import NVLS_STEP_FIT
-from .predict import candidates, machine_of, run_pick
+from .machine import NcclMachine, resolve
+from .predict import candidates, run_pick
 from .tuning import PROTOCOLS, parse_nccl_version, release_name
 
 ROUNDS = 2
@@ -34,7 +35,7 @@ def check_same_gpu(log: NcclTestsLog, topology: Topology, field: str, override: 
     """Refuse fitting a preset of one GPU to a log of another (the log's GPU read from its device list or header,
     NcclTestsLog.gpu): its constants would be those of the wrong machine. Presets or logs of no known GPU pass, and
     every pair when `allowed` (the user's `override` flag)."""
-    preset = topology.preset[0].name if topology.preset else None
+    preset = topology.origin.preset.name if topology.origin else None
     want, named = PRESET_GPUS.get(preset), log.gpu
     if allowed or want is None or named is None or named.family == want:
         return
@@ -66,16 +67,15 @@ class FitReport:
 
 
 
-def _times(topology: Topology, op: str, ranks: int, sizes, cal: Calibration, nvls_step_s: float = 0.0) -> np.ndarray:
+def _times(machine: NcclMachine, op: str, ranks: int, sizes, cal: Calibration, nvls_step_s: float = 0.0) -> np.ndarray:
     """Per size, per candidate (ring / tree) seconds of `predict` under `cal`: shape (sizes, 2), inf where absent."""
-    machines = {proto: apply(topology, cal, proto) for proto in PROTOCOLS}
-    system, per_node = machine_of(topology, ranks)
-    system = replace(system, nccl_version=parse_nccl_version(cal.nccl_version))
+    engines = {proto: apply(machine.topology, cal, proto) for proto in PROTOCOLS}
+    system, per_node = machine.system(ranks)
     out = np.full((len(sizes), 2), np.inf)
     for i, size in enumerate(sizes):
         for j, (algo, proto) in enumerate(candidates(system, op, int(size))):
-            out[i, j] = run_pick(machines[proto], system, per_node, op, int(size), ranks, algo, proto, "float32",
-                                 cal.net_step_s, cal.intra_step_s, nvls_step_s).time_s
+            out[i, j] = run_pick(engines[proto], system, per_node, op, int(size), ranks, algo, proto, "float32",
+                                 cal.net_step_s, cal.intra_step_s, nvls_step_s, built=machine.topology).time_s
     return out
 
 
@@ -109,17 +109,16 @@ def fit_calibration(topology: Topology, op: str, ranks: int, sizes, measured, tr
     """
     nvls_step = NVLS_STEP_FIT[0] if nvls_step_s is None else nvls_step_s
 
-    if topology.preset is None:
+    if topology.origin is None:
         raise CollsimError(f"preset: {topology.name} is not a preset machine; expected e.g. p5 or dgx-h100:nodes=2")
-    preset, nodes, net = topology.preset
-    system, _ = machine_of(topology, ranks)
-    system = replace(system, nccl_version=parse_nccl_version(nccl_version))
+    machine = resolve(topology, parse_nccl_version(nccl_version))
+    system, _ = machine.system(ranks)
     sizes = np.asarray(sizes, dtype=np.float64)
     measured = np.asarray(measured, dtype=np.float64)
     train = np.asarray(train, dtype=bool)
     if train.sum() < 2:
         raise CollsimError(f"train-sizes: {int(train.sum())} measured size(s) to fit on; expected at least 2")
-    cal = Calibration(preset.name, nodes, net, fitted_to=source,
+    cal = Calibration(machine.preset.name, machine.nodes, machine.net, fitted_to=source,
                       nccl_version=release_name(system.nccl_version))
     lo = np.array([1.0] * 6 + [0.0, 0.0])
     hi = np.array([1 / MIN_EFFICIENCY] * 6 + [MAX_STEP_S, MAX_STEP_S])
@@ -128,18 +127,18 @@ def fit_calibration(topology: Topology, op: str, ranks: int, sizes, measured, tr
     if system.nodes > 1:
         active += [3 + PROTOCOLS.index(p) for p in PROTOCOLS if p in ran] + [7]
     ts, tt = sizes[train], measured[train]
-    before = _times(topology, op, ranks, sizes, cal, nvls_step).min(axis=1)
+    before = _times(machine, op, ranks, sizes, cal, nvls_step).min(axis=1)
     identified: set[int] = set()
     for _ in range(rounds):
         x0 = cal.vector
-        base = _times(topology, op, ranks, ts, cal, nvls_step)
+        base = _times(machine, op, ranks, ts, cal, nvls_step)
         slopes = np.zeros((len(ts), 2, len(PARAMS)))
         for i in active:
             x = x0.copy()
             delta = DELTAS[i] if x0[i] + DELTAS[i] <= hi[i] else -DELTAS[i]  # stay inside the bounds
             x[i] += delta
             with np.errstate(invalid="ignore"):
-                slopes[:, :, i] = (_times(topology, op, ranks, ts, cal.with_vector(x), nvls_step) - base) / delta
+                slopes[:, :, i] = (_times(machine, op, ranks, ts, cal.with_vector(x), nvls_step) - base) / delta
         slopes = np.nan_to_num(slopes, nan=0.0, posinf=0.0, neginf=0.0)
         # a latency is identified when it moves some training time by at least 0.1% over its range; an efficiency
         # when its protocol is bandwidth-bound at some training size (the bandwidth term is >= half the time there),
@@ -165,7 +164,7 @@ def fit_calibration(topology: Topology, op: str, ranks: int, sizes, measured, tr
                 break
             x = new
         cal = cal.with_vector(np.clip(x, lo, hi))
-    predicted = _times(topology, op, ranks, sizes, cal, nvls_step).min(axis=1)
+    predicted = _times(machine, op, ranks, sizes, cal, nvls_step).min(axis=1)
     cal = replace(cal, identified=tuple(PARAMS[i] for i in sorted(identified)))
     report = FitReport(cal, sizes, measured, predicted, train, before)
     fit = {"op": op, "ranks": ranks, "train_bytes": [int(ts.min()), int(ts.max())], "train_sizes": int(train.sum()),

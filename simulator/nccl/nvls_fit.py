@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from ..formats.nccl_tests import read_log
-from ..topology.spec import parse_topology
 from .channels import nvls_extra_steps
-from .predict import machine_of, predict
+from .machine import parse_machine
+from .predict import predict
 
 MIN_BYTES = 1 << 20
 GRID_S = [k * 0.1e-6 for k in range(51)]  # 0 .. 5 us
@@ -28,9 +28,9 @@ def nvls_rows(spec: str, path: Path) -> Rows | None:
     """A log's sizes >= 1 MiB as (measured, predict at nvls_step_s = 0, extra steps); None if NVLS adds no step."""
     log = read_log(path)
     rows = [(s, t) for s, t in log.measurements() if s >= MIN_BYTES]
-    topology = parse_topology(spec)
-    preds = predict(topology, log.op, [s for s, _ in rows], ranks=log.ranks, nvls_step_s=0.0)
-    system, _ = machine_of(topology, log.ranks)
+    machine = parse_machine(spec)
+    preds = predict(machine, log.op, [s for s, _ in rows], ranks=log.ranks, nvls_step_s=0.0)
+    system, _ = machine.system(log.ranks)
     steps = np.array([nvls_extra_steps(system, s) if p.algorithm == "nvls" else 0.0 for (s, _), p in zip(rows, preds)])
     if not steps.any():
         return None

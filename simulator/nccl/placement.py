@@ -58,12 +58,8 @@ def per_node_placement(k: int, gpus_per_node: int, devices: int) -> list[int]:
 
 
 def place_per_node(topology: Topology, k: int, gpus_per_node: int) -> Topology:
-    """A copy of a preset machine with K ranks per node (its calibrated form's uncalibrated machine alike)."""
-    placement = per_node_placement(k, gpus_per_node, topology.num_devices)
-    placed = topology.with_placement(placement)
-    if getattr(topology, "uncalibrated", None) is not None:  # calibration.for_protocol rebuilds from it
-        placed.uncalibrated = topology.uncalibrated.with_placement(placement)
-    return placed
+    """A copy of a preset machine with K ranks per node."""
+    return topology.with_placement(per_node_placement(k, gpus_per_node, topology.num_devices))
 
 
 def nics_used(nics_per_node: int, gpus_per_node: int, k: int) -> int:
@@ -74,7 +70,7 @@ def nics_used(nics_per_node: int, gpus_per_node: int, k: int) -> int:
 
 def default_ranks(topology: Topology, k: int | None) -> int:
     """Ranks when none are asked for: every GPU, or K on every node of a preset."""
-    if k is None or topology.preset is None:
+    if k is None or topology.origin is None:
         return topology.num_devices
     _check_count(k)
-    return topology.preset[1] * k
+    return topology.origin.nodes * k

@@ -48,14 +48,16 @@ from ..engine.bound import PairCosts, critical_path, lower_bound, safe
 from ..errors import CollsimError
 from ..schedule import Schedule
 from ..topology.model import Topology
-from ..topology.presets import MACHINE_PRESETS, NET_STEP_FIT, NETWORKS
+from ..topology.presets import NET_STEP_FIT
 from .calibration import for_protocol
 from .channels import NVLS_STEP_FIT, channel_share, collective_channels, nvls_extra_steps, nvls_tree_chunk_size, tree_chunk_size
+from .machine import NcclMachine, in_release, resolve
+from .machine import knows as knows  # re-exported: whether NCCL's model knows a topology
 from .nvls import nvls_schedule, switch_view, timing_view
 from .nvls_tree import MAX_CHUNKS as NVLS_TREE_MAX_CHUNKS
 from .nvls_tree import nvls_tree_allreduce
 from .pat import run_pat
-from .placement import check_ranks_per_node, default_ranks, nics_used, place_per_node
+from .placement import default_ranks
 from .protocols import plugin_latency_s, protocol, with_step_latency
 from .result import DISCARDED, Prediction
 from .symmetry import MAX_GPUS as MAX_GPUS  # predict's largest machine (re-exported)
@@ -79,7 +81,6 @@ from .tuning import (
     PROTOCOLS,
     System,
     latency_us,
-    parse_nccl_version,
     predict_times,
     tune,
 )
@@ -118,37 +119,16 @@ def check_channels(channels: int | None) -> int | None:
     return channels
 
 
-def knows(topology: Topology) -> bool:
-    """Whether NCCL's model knows the machine: a preset with a Machine record (not a builder, not mi300x or a TPU)."""
-    return topology.preset is not None and topology.preset[0].machine is not None
-
-
 def machine_of(topology: Topology, ranks: int, ranks_per_node: int | None = None) -> tuple[System, int]:
-    """NCCL's view of a preset machine (its System) and the ranks per node the rings cross nodes by.
+    """NCCL's view of a preset machine (its System) and the ranks per node the rings cross nodes by: a shorthand for
+    NcclMachine.system of the topology's machine (simulator/nccl/machine.py), which code resolving it once calls.
 
     `ranks_per_node` K: K ranks on each node (simulator/nccl/placement.py), NCCL sees K GPUs and their NICs per node.
     """
-    if not knows(topology):
-        raise CollsimError(f"preset: {topology.name} is not a preset machine NCCL's model knows; expected one of "
-                           f"{', '.join(MACHINE_PRESETS)}")
-    preset, nodes, net = topology.preset
-    m = preset.machine
-    per_node, nics = preset.gpus_per_node, m.nics_per_node
-    if ranks_per_node is not None:
-        check_ranks_per_node(ranks_per_node, per_node, ranks, nodes, preset.name)
-        per_node, nics = ranks_per_node, nics and nics_used(nics, per_node, ranks_per_node)
-    if nics is None or ranks <= per_node:  # one NVLink domain (MNNVL trays) or one node: NCCL sees one node
-        per_node, nodes = ranks, 1
-    elif ranks % per_node:
-        raise CollsimError(f"ranks: {ranks} ranks on {nodes} nodes of {per_node} GPUs; expected a multiple of {per_node}")
-    else:
-        nodes = ranks // per_node
-    system = System(m.arch, per_node, nodes, m.link, nic_bw_GBps=NETWORKS[net][0] / 1e9, nics_per_node=nics,
-                    protocols=m.protocols, nvls=m.nvls, net_latency_us=m.net_latency_us if net == m.net else 0.0)
-    return system, per_node
+    return resolve(topology).system(ranks, ranks_per_node)
 
 
-def tree_pipeline(topology: Topology, system: System, proto: str, size: int, channels: int, ranks: int,
+def tree_pipeline(system: System, proto: str, size: int, channels: int, ranks: int,
                   engine_channels: int) -> tuple[int, int]:
     """(chunks, chunks in flight) of a tree channel: its share of the call in NCCL's tree steps
     (channels.tree_chunk_size, with the machine's NCCL_BUFFSIZE), NCCL_STEPS of them in flight on each connection.
@@ -156,8 +136,7 @@ def tree_pipeline(topology: Topology, system: System, proto: str, size: int, cha
     At most TREE_MAX_PIPELINE chunks, and as many as keep the schedule within TREE_MAX_TRANSFERS (2 (p-1) transfers
     per chunk and channel); where a chunk carries several of NCCL's steps, fewer chunks are in flight, so that as
     many bytes are as with NCCL's 8 steps (at least one chunk)."""
-    buffsize = topology.preset[0].machine.buffsize if topology.preset is not None else PIPELINE_CHUNK
-    steps = -(-size // (channels * tree_chunk_size(system, proto, size, channels, buffsize)))
+    steps = -(-size // (channels * tree_chunk_size(system, proto, size, channels, system.buffsize)))
     budget = max(1, TREE_MAX_TRANSFERS // (2 * (ranks - 1) * engine_channels))
     chunks = int(np.clip(steps, 1, min(TREE_MAX_PIPELINE, budget)))
     return chunks, max(1, TREE_STEPS * chunks // steps)
@@ -185,11 +164,14 @@ def nccl_pick(system: System, op: str, size: int, proto: str | None = None,
     return min(times, key=lambda k: float(times[k][0]))
 
 
-def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto: str | None = None,
+def predict(machine: NcclMachine | Topology, op: str, sizes, ranks: int | None = None, proto: str | None = None,
             dtype: str = "float32", net_extra_s: float | None = None, nvls_step_s: float | None = None,
             ranks_per_node: int | None = None, algo: str | None = None, channels: int | None = None,
             nccl_version: str | tuple[int, ...] | None = None, symmetry: bool = True) -> list[Prediction]:
     """One Prediction per size (nccl-tests' size meaning); size 0 takes 0 s, as NCCL discards it (DISCARDED).
+
+    `machine`: NCCL's machine (simulator/nccl/machine.py), or a topology a preset built, whose machine is resolved
+    once here.
 
     `algo` forces NCCL's algorithm (as NCCL_ALGO does: its best protocol for it, or `proto`); `channels` forces the
     ring and tree channel count (as NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS would; NVLS, NVLS-tree and PAT keep
@@ -200,9 +182,9 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
     `ranks_per_node` K puts K ranks on each node (rank r on GPU r % K of node r // K; default ranks: K per node);
     at K = 1 NCCL runs PAT for allgather and reduce-scatter where its model says so.
 
-    `net_extra_s` is added to NCCL's per-step network latency; default: a calibrated topology's value
+    `net_extra_s` is added to NCCL's per-step network latency; default: a calibrated machine's value
     (simulator/nccl/calibration.py), else the preset network's fitted value (NET_STEP_FIT, 0 for networks
-    without one). A calibrated topology also adds its intra-node step latency. benchmarks/preset_accuracy.py passes
+    without one). A calibrated machine also adds its intra-node step latency. benchmarks/preset_accuracy.py passes
     leave-one-out values so that no log is predicted with a constant fitted to it. `nvls_step_s` is the
     cost of one NVLS pipeline step (simulator/nccl/channels.py; default NVLS_STEP_FIT), passed the same way.
 
@@ -213,29 +195,27 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
     if op not in OPS:
         raise CollsimError(f"op: predict covers {', '.join(OPS)}; not {op}")
     algo, channels = parse_algo(algo), check_channels(channels)
+    topology = machine.topology if isinstance(machine, NcclMachine) else machine
+    if isinstance(machine, NcclMachine) and ranks_per_node is None:  # a machine already placed keeps its K
+        ranks_per_node = machine.ranks_per_node
     ranks = ranks or default_ranks(topology, ranks_per_node)
     if ranks < 2:
         raise CollsimError(f"ranks: {ranks} rank has nothing to communicate; expected 2 or more")
     check_gpus(ranks, f"{topology.name} ({ranks} ranks)")
-    if ranks_per_node is None:  # else machine_of checks K ranks on each node, within the preset's nodes
+    if ranks_per_node is None:  # else NcclMachine.system checks K ranks on each node, within the preset's nodes
         topology.check_ranks(ranks)
-    system, per_node = machine_of(topology, ranks, ranks_per_node)
+    machine = in_release(machine, nccl_version)
+    system, per_node = machine.system(ranks, ranks_per_node)
     if ranks_per_node is not None:
-        topology = place_per_node(topology, ranks_per_node, topology.preset[0].gpus_per_node)
-    calibration = getattr(topology, "calibration", None)
-    if nccl_version is None and calibration is not None:  # the release the calibration was fitted with
-        nccl_version = calibration.nccl_version
-    if not isinstance(nccl_version, tuple):
-        nccl_version = parse_nccl_version(nccl_version)
-    system = replace(system, nccl_version=nccl_version)
+        machine = machine.placed(ranks_per_node)
+    cal = machine.calibration
     if net_extra_s is None:
-        net_extra_s = NET_STEP_FIT.get(topology.preset[2], (0.0, ""))[0] if system.nodes > 1 else 0.0
-        if calibration is not None:
-            net_extra_s = calibration.net_step_s
-    intra_extra_s = calibration.intra_step_s if calibration is not None else 0.0
+        net_extra_s = (cal.net_step_s if cal is not None
+                       else NET_STEP_FIT.get(machine.net, (0.0, ""))[0] if system.nodes > 1 else 0.0)
+    intra_extra_s = cal.intra_step_s if cal is not None else 0.0
     nvls_step_s = NVLS_STEP_FIT[0] if nvls_step_s is None else nvls_step_s
-    call = Call(topology, system, per_node, op, ranks, dtype, net_extra_s, intra_extra_s, nvls_step_s, channels,
-                symmetric(topology, system, ranks, ranks_per_node) if symmetry else False)
+    call = Call(machine, system, per_node, op, ranks, dtype, net_extra_s, intra_extra_s, nvls_step_s, channels,
+                symmetric(machine, system, ranks) if symmetry else False)
     out = []
     for size in sizes:
         if int(size) == 0:  # NCCL discards it (DISCARDED): no algorithm, no protocol, no channel, 0 s
@@ -245,10 +225,11 @@ def predict(topology: Topology, op: str, sizes, ranks: int | None = None, proto:
     return out
 
 
-def symmetric(topology: Topology, system: System, ranks: int, ranks_per_node: int | None) -> bool:
+def symmetric(machine: NcclMachine, system: System, ranks: int) -> bool:
     """Whether the machine is one whose symmetry across nodes simulator/nccl/symmetry.py may use: a preset as built,
     every GPU a rank, NCCL seeing its nodes as nodes."""
-    return system.nodes > 1 and system.nodes == topology.preset[1] and is_preset_as_built(topology, ranks, ranks_per_node)
+    return (system.nodes > 1 and system.nodes == machine.nodes
+            and is_preset_as_built(machine.topology, ranks, machine.ranks_per_node))
 
 
 @dataclass(frozen=True)
@@ -256,7 +237,7 @@ class Call:
     """predict's call on one machine, for each size: its picks timed on the full machine or, where the symmetry across
     its nodes is proven for the pick (`symmetric`, simulator/nccl/symmetry.py), on three smaller ones and scaled."""
 
-    topology: Topology
+    machine: NcclMachine
     system: System
     per_node: int
     op: str
@@ -292,25 +273,25 @@ class Call:
     def full(self, size: int, picks: list[tuple[str, str]]) -> Prediction:
         """The fastest of the picks, each timed on the whole machine."""
         if any(own_schedule(self.system, self.per_node, picked) for picked, _ in picks):
-            rows = [run_pick(for_protocol(self.topology, proto), self.system, self.per_node, self.op, size, self.ranks,
+            rows = [run_pick(self.machine.engine(proto), self.system, self.per_node, self.op, size, self.ranks,
                              picked, proto, self.dtype, self.net_extra_s, self.intra_extra_s, self.nvls_step_s,
-                             self.channels) for picked, proto in picks]
+                             self.channels, built=self.machine.topology) for picked, proto in picks]
             return min(rows, key=lambda r: r.time_s)
-        return fastest([self.plan(self.topology, size, self.ranks, picked, proto) for picked, proto in picks])
+        return fastest([self.plan(self.machine.topology, size, self.ranks, picked, proto) for picked, proto in picks])
 
     @cached_property
     def period(self) -> int:
         """The nodes per leaf switch (simulator/nccl/symmetry.py fabric_period)."""
-        return fabric_period(self.topology, self.per_node, self.system.nodes)
+        return fabric_period(self.machine.topology, self.per_node, self.system.nodes)
 
     def plan(self, machine: Topology, size: int, ranks: int, picked: str, proto: str,
              pipeline_ranks: int | None = None) -> Plan:
-        """plan_ring_tree's Plan of a pick on `machine` (the full one, or fewer of its nodes: NCCL's choices stay the
-        full machine's, from `system`; a tree's chunks those the engine's budget allows over `pipeline_ranks` ranks,
-        default the full machine's)."""
-        return plan_ring_tree(for_protocol(machine, proto), self.system, self.per_node, self.op, size, ranks, picked,
-                              proto, self.dtype, self.net_extra_s, self.intra_extra_s, self.channels,
-                              pipeline_ranks or self.ranks)
+        """plan_ring_tree's Plan of a pick on `machine` (the full one as built, or fewer of its nodes: NCCL's choices
+        stay the full machine's, from `system`; a tree's chunks those the engine's budget allows over `pipeline_ranks`
+        ranks, default the full machine's), at the calibration's efficiencies for the protocol where there is one."""
+        return plan_ring_tree(for_protocol(machine, proto, self.machine.calibration), self.system, self.per_node,
+                              self.op, size, ranks, picked, proto, self.dtype, self.net_extra_s, self.intra_extra_s,
+                              self.channels, pipeline_ranks or self.ranks, built=machine)
 
     def tree_across(self, picked: str) -> bool:
         """Whether plan_ring_tree runs the pick as NCCL's tree across nodes (`nccl_tree`)."""
@@ -337,7 +318,7 @@ class Call:
         shape = tree_nodes(nodes, self.per_node, powers_only=False)
         if not shape:
             return None
-        row, proven = Reduced(self.topology, shape, engine_at, "tree").run()
+        row, proven = Reduced(self.machine.topology, shape, engine_at, "tree").run()
         if nodes & (nodes - 1):
             row = replace(row, reduced=f"{row.reduced}; NOT PROVEN: {nodes} nodes is not a power of two (interpolated "
                                        "in log2 nodes between trees of whole levels)")
@@ -370,7 +351,7 @@ class Call:
             schedule = rescaled(plan.schedule, self.per_node, n / nodes)
             return (simulate(schedule, plan.machine, plan.options).time,
                     lambda engine_s: replace(plan.finish(engine_s), count=count))
-        row, proven = Reduced(self.topology, shape, engine_at, "ring").run()
+        row, proven = Reduced(self.machine.topology, shape, engine_at, "ring").run()
         if proven and not names <= PROVEN:
             row = replace(row, reduced=f"{row.reduced}; NOT PROVEN: a ring's scaling can be off the full run with its "
                                        "instances agreeing, and the full run is over predict's budget")
@@ -419,21 +400,25 @@ def candidates(system: System, op: str, size: int, proto: str | None = None,
 
 def run_pick(topology: Topology, system: System, per_node: int, op: str, size: int, ranks: int, algo: str, proto: str,
              dtype: str = "float32", net_extra_s: float = 0.0, intra_extra_s: float = 0.0,
-             nvls_step_s: float = 0.0, channels: int | None = None) -> Prediction:
+             nvls_step_s: float = 0.0, channels: int | None = None, built: Topology | None = None) -> Prediction:
     """Time one (algorithm, protocol) pick with the engine; the extras are added to NCCL's per-step latencies.
+
+    `topology`: the machine the protocol runs on (NcclMachine.engine); `built`: that machine as built, without a
+    calibration (default `topology`), on which NVLS runs (at nvlsEfficiency) and NCCL's graph caps the NVLink links.
 
     Ring and tree run on the channels NCCL gives a call of this size (simulator/nccl/channels.py), or on
     `channels` if given; each channel carries 1/n_channels of the graph's bandwidth, so fewer channels move
     the bytes slower (more than the graph's channels are bound by the links alone).
     """
+    built = topology if built is None else built
     if own_schedule(system, per_node, algo):
         if algo == "pat":  # one GPU per node (simulator/nccl/pat.py)
             return run_pat(topology, system, op, size, ranks, dtype, net_extra_s, intra_extra_s)
         if algo == "nvls":
-            return run_nvls(topology, system, size, ranks, dtype, intra_extra_s, nvls_step_s, op)
-        return run_nvls_tree(topology, system, per_node, size, ranks, dtype, net_extra_s, intra_extra_s)
+            return run_nvls(built, system, size, ranks, dtype, intra_extra_s, nvls_step_s, op)
+        return run_nvls_tree(built, system, per_node, size, ranks, dtype, net_extra_s, intra_extra_s)
     return plan_ring_tree(topology, system, per_node, op, size, ranks, algo, proto, dtype, net_extra_s, intra_extra_s,
-                          channels).run()
+                          channels, built=built).run()
 
 
 def own_schedule(system: System, per_node: int, algo: str) -> bool:
@@ -469,11 +454,12 @@ class Plan:
 
 def plan_ring_tree(topology: Topology, system: System, per_node: int, op: str, size: int, ranks: int, algo: str,
                    proto: str, dtype: str = "float32", net_extra_s: float = 0.0, intra_extra_s: float = 0.0,
-                   channels: int | None = None, pipeline_ranks: int | None = None) -> Plan:
+                   channels: int | None = None, pipeline_ranks: int | None = None, built: Topology | None = None) -> Plan:
     """run_pick's ring and tree picks (`nccl_ring`, or `nccl_tree` for a tree allreduce across nodes), ready to time.
 
     `pipeline_ranks`: the rank count whose transfer budget sets a tree's chunks (default `ranks`; a reduced instance of
-    a larger machine keeps that machine's chunks, simulator/nccl/symmetry.py)."""
+    a larger machine keeps that machine's chunks, simulator/nccl/symmetry.py); `built`: `topology` as built, without
+    a calibration (default `topology`; nccl_graph_view)."""
     multinode = system.nodes > 1
     family = "tree" if algo in ("tree", "nvls", "nvls_tree") else "ring"
     forced = channels is not None
@@ -484,7 +470,7 @@ def plan_ring_tree(topology: Topology, system: System, per_node: int, op: str, s
     plugin_s = plugin_latency_s(system, op, family, cost.name)
     cost = replace(cost, base_s=cost.base_s + plugin_s, net_s=cost.net_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s,
                    byte_factor=cost.byte_factor * share)
-    topology = nccl_graph_view(topology, system)
+    topology = nccl_graph_view(topology, system, built)
     cap = one_node_cap_GBps(system, family, cost.name, channels) if not multinode else None
     if cap is not None:  # tuning.cc's cap on the protocol's bus bandwidth (one node), on the links' rate
         cost = replace(cost, byte_factor=max(cost.byte_factor, topology.path_cost(0, 1)[1] / (cap * 1e9)))
@@ -524,7 +510,7 @@ def ring_or_tree(topology: Topology, system: System, per_node: int, op: str, siz
     share = channel_share(system, channels, forced)
     if system.nodes > 1 and op == "allreduce" and family == "tree":
         engine_channels = min(channels, 2 * per_node)
-        pipeline, window = tree_pipeline(topology, system, proto, size, channels, ranks, engine_channels)
+        pipeline, window = tree_pipeline(system, proto, size, channels, ranks, engine_channels)
         params = {"channels": engine_channels, "group": per_node, "pipeline": pipeline, "window": window}
         return "nccl_tree", params, share
     return "nccl_ring", {"channels": min(channels, per_node), "node": per_node}, share
@@ -543,7 +529,7 @@ def ring_tree_transfers(op: str, name: str, params: dict, ranks: int) -> int:
     return params["pipeline"] * ranks * 2 * (g - 1 + nodes - 1)
 
 
-def nccl_graph_view(topology: Topology, system: System) -> Topology:
+def nccl_graph_view(topology: Topology, system: System, built: Topology | None = None) -> Topology:
     """A copy whose GPU <-> NVSwitch links carry at most what NCCL's topology search gives a GPU's rings and trees.
 
     NCCL's graph search (src/graph/search.cc) sizes its ring and tree channels by the NVLink lanes times its own
@@ -551,7 +537,7 @@ def nccl_graph_view(topology: Topology, system: System) -> Topology:
     datasheet's 25 / 25 / 50 GB/s: 240, 370.8 and 721.8 GB/s per GPU on A100, H100 and B200 against 300, 450
     and 900. Rings and trees run at that figure; NVLS keeps the links at nvlsEfficiency (run_nvls), which is
     NCCL's separate statement of what NVLS reaches. PCIe machines are left as built. A calibrated machine's
-    efficiencies apply on top (they scale the rings' figure).
+    efficiencies apply on top (they scale the rings' figure): `built` is the machine as built (default `topology`).
     """
     if system.link != "nvlink":
         return topology
@@ -559,9 +545,9 @@ def nccl_graph_view(topology: Topology, system: System) -> Topology:
     src, dst = topology.link_src, topology.link_dst
     mask = np.array([{kinds[u], kinds[v]} == {"gpu", "switch"} for u, v in zip(src.tolist(), dst.tolist())])
     # scaled from the machine as built, so a calibration's efficiencies stay relative to the rings' figure
-    built = getattr(topology, "uncalibrated", topology).bandwidth
+    published = (topology if built is None else built).bandwidth
     clone = topology._copy()
-    clone.bandwidth = clone.bandwidth * np.where(mask, np.minimum(1.0, system.intra_bw_GBps * 1e9 / built), 1.0)
+    clone.bandwidth = clone.bandwidth * np.where(mask, np.minimum(1.0, system.intra_bw_GBps * 1e9 / published), 1.0)
     return clone
 
 
@@ -580,10 +566,10 @@ def run_nvls(topology: Topology, system: System, size: int, ranks: int, dtype: s
     coll = Collective(op, ranks, size, dtype)
     chunks = int(np.clip(size // PIPELINE_CHUNK, 1, MAX_PIPELINE))
     schedule = nvls_schedule(coll, chunks=chunks, window=1)
-    # the preset's own links: a calibrated topology has its per-step extras in the latencies (NCCL charges NVLS one
-    # latency per call, tuning.cc: intraLat once, so a calibrated intra-node step latency is added once below), and
-    # its protocol efficiencies in the bandwidths (ring / tree efficiencies; NVLS's is NCCL's nvlsEfficiency)
-    machine = switch_view(getattr(topology, "uncalibrated", topology), ranks, NVLS_EFFICIENCY[system.arch])
+    # `topology` is the preset as built, never its calibrated form: that has its per-step extras in the latencies (NCCL
+    # charges NVLS one latency per call, tuning.cc: intraLat once, so a calibrated intra-node step latency is added
+    # once below), and its protocol efficiencies in the bandwidths (ring / tree efficiencies; NVLS's is nvlsEfficiency)
+    machine = switch_view(topology, ranks, NVLS_EFFICIENCY[system.arch])
     trace = simulate(timing_view(schedule), machine, EngineOptions(ports=0))
     base_s = latency_us("nvlink", "nvls", "Simple", system.nccl_version) * 1e-6 + intra_extra_s
     base_s += step_s * nvls_extra_steps(system, size)
@@ -635,8 +621,7 @@ def nvls_tree_engine(system: System, per_node: int, size: int, ranks: int, dtype
     p = nodes * per_node
     schedule = nvls_tree_allreduce(Collective("allreduce", p, size, dtype), per_node, chunks=chunks)
     # no wire latency on the links: NCCL's latency below charges each hop in full (hwLat is the whole hop, wire included)
-    machine = with_step_latency(switch_view(getattr(topology, "uncalibrated", topology), p, NVLS_EFFICIENCY[system.arch],
-                                            group=per_node), 0.0, 0.0)
+    machine = with_step_latency(switch_view(topology, p, NVLS_EFFICIENCY[system.arch], group=per_node), 0.0, 0.0)
     trace = simulate(timing_view(schedule), machine, EngineOptions(ports=0))
     hops = 2 * (system.nodes.bit_length() - 1)
     latency_us, algbw_GBps = tune(system, "allreduce")[("nvls_tree", "Simple")]

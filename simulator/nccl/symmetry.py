@@ -41,7 +41,6 @@ import numpy as np
 from ..errors import CollsimError
 from ..schedule import Schedule
 from ..topology.model import Topology
-from ..topology.presets import build_preset
 from .result import Prediction
 
 MAX_GPUS = 16384  # the largest machine predict takes
@@ -100,12 +99,12 @@ def fabric_period(topology: Topology, per_node: int, nodes: int) -> int:
 def is_preset_as_built(topology: Topology, ranks: int, ranks_per_node: int | None) -> bool:
     """Whether the machine is a preset exactly as built on several nodes (every GPU a rank, identity placement, no
     calibration, no changed links): the machine whose symmetry the reduction relies on."""
-    if topology.preset is None or ranks_per_node is not None or getattr(topology, "calibration", None) is not None:
+    origin = topology.origin
+    if origin is None or ranks_per_node is not None or origin.calibration is not None:
         return False
-    preset, nodes, net = topology.preset
-    if nodes < 2 or ranks != topology.num_devices or topology.placement != list(range(ranks)) or topology.ecmp:
+    if origin.nodes < 2 or ranks != topology.num_devices or topology.placement != list(range(ranks)) or topology.ecmp:
         return False
-    built = build_preset(preset.name, nodes, net)
+    built = origin.build()
     return all(np.array_equal(getattr(built, a), getattr(topology, a)) for a in ("latency", "bandwidth", "link_src", "link_dst"))
 
 
@@ -174,13 +173,14 @@ class Reduced:
     family: str
 
     def run(self) -> tuple[Prediction, bool]:
-        preset, full, net = self.topology.preset
+        origin = self.topology.origin
+        full = origin.nodes
         timed: dict[int, tuple[float, Callable[[float], Prediction]]] = {}
         x = np.log2 if self.family == "tree" else float
         for nodes in self.windows:
             for n in nodes:
                 if n not in timed:
-                    timed[n] = self.engine_at(build_preset(preset.name, n, net), n)
+                    timed[n] = self.engine_at(replace(origin, nodes=n).build(), n)
             engine_s, apart = extrapolate(tuple(x(n) for n in nodes), [timed[n][0] for n in nodes], x(full))
             if apart <= AGREE:
                 break

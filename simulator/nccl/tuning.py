@@ -175,6 +175,7 @@ class System:
     amd_cpu: bool = False
     protocols: tuple[str, ...] | None = None  # NCCL_PROTO: the protocols NCCL may pick (None: every one it enables)
     nccl_version: tuple[int, ...] | None = None  # the release whose latency tables apply (None: master)
+    buffsize: int = 4 << 20                # NCCL_BUFFSIZE (bytes): NCCL's default 4 MiB, or the machine's profile
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:

@@ -97,3 +97,13 @@ def meetings(program: Program) -> dict[tuple, dict[int, int]]:
             count[base] = count.get(base, 0) + 1
             out.setdefault(base + (count[base],), {})[rank] = i
     return out
+
+
+def program_dependencies(program: Program, rank: int) -> list[list[int]]:
+    """dependencies of rank `rank`'s operations in `program`, computed once per distinct list (ranks of one key share
+    it; the cache is the program's)."""
+    ops = program.ops(rank)
+    held = program._deps.get(id(ops))
+    if held is None or held[0] is not ops or len(held[1]) != len(ops):
+        held = program._deps[id(ops)] = (ops, dependencies(ops))
+    return held[1]

@@ -25,7 +25,7 @@ from ..engine import EngineOptions, simulate
 from ..topology.model import Topology
 from .lower import _params, algorithm_for
 from .model import Op
-from .nccl_timing import TIMINGS, nccl_time, placement
+from .nccl_timing import TIMINGS, nccl_machine, nccl_time, placement
 
 ENGINE, CLOSED_FORM, NCCL = "engine", "closed form", "nccl"
 
@@ -38,15 +38,16 @@ class IsolatedTimes:
         self.topology, self.options, self.choices = topology, options, dict(algorithms)
         self.gpus_per_node, self.max_engine_ranks = gpus_per_node, max_engine_ranks
         self.nccl = timing == TIMINGS[1]
+        self.machine = nccl_machine(topology) if self.nccl else None  # NCCL's machine, resolved once
         self.cache: dict[tuple, tuple[float, str, str]] = {}
         self.methods: dict[str, int] = {NCCL: 0, ENGINE: 0, CLOSED_FORM: 0}  # distinct shapes timed each way
         self.calls: dict[str, int] = {NCCL: 0, ENGINE: 0, CLOSED_FORM: 0}  # calls timed each way
 
     def __call__(self, op: Op, members: tuple[int, ...]) -> tuple[float, str]:
-        placed = placement(self.topology, op, members) if self.nccl else None
+        placed = placement(self.machine, op, members) if self.nccl else None
         key = ("nccl", op.op, op.nbytes, op.dtype, placed) if placed else None
         if key is not None and key not in self.cache:
-            timed = nccl_time(self.topology, op, placed)
+            timed = nccl_time(self.machine, op, placed)
             self.cache[key] = (*timed, NCCL) if timed else None
             self.methods[NCCL] += timed is not None
         if key is None or self.cache[key] is None:

@@ -19,7 +19,7 @@ from ..errors import CollsimError
 from ..readfile import read_text
 from ..units import format_size, parse_size, parse_time
 from . import yamlstream
-from .graph import find_cycle, labels
+from .graph import find_cycle, labels, program_dependencies
 from .model import COMPUTE, DEFAULT_STREAM, KINDS, RECORD, RECV, SEND, WAIT, Op, Program, paused_gc
 from .presets import get_gpu
 
@@ -397,7 +397,7 @@ def _check_rank(program: Program, rank: int) -> None:
         if op.op == WAIT and op.event not in records:
             raise CollsimError(f"{where} op[{i}]: event: {op.event!r} is never recorded on this rank; expected one of "
                                f"{', '.join(list(records)[:12]) or '(no recorded events)'}")
-    cycle = find_cycle(program.dependencies(rank))
+    cycle = find_cycle(program_dependencies(program, rank))
     if cycle:
         names_of = labels(ops)
         steps = " -> ".join(f"op[{i}] {names_of[i]}" for i in cycle + cycle[:1])

@@ -23,7 +23,7 @@ from ..collective import ROOTED, Collective
 from ..errors import CollsimError
 from ..schedule import Piece, Schedule, new_transfer
 from ..topology.model import Topology
-from .graph import meetings
+from .graph import meetings, program_dependencies
 from .model import COMPUTE, Op, Program
 
 COMPUTE_BW = 1e12  # bytes per second on a compute lane: one byte is one picosecond
@@ -51,6 +51,7 @@ class Augmented(Topology):
     """A machine plus private lanes (one per rank and compute stream, and in isolated mode one per process group):
     lane k is one link from device world + 2k to world + 2k + 1."""
 
+    __slots__ = ("base", "world", "lanes", "base_links")
     ideal = False
 
     def __init__(self, base: Topology, world: int, lanes: list[str]):
@@ -65,6 +66,8 @@ class Augmented(Topology):
         self.devices = list(range(world + 2 * len(lanes)))
         self.placement = list(self.devices)
         self.ecmp = False
+        self.multipath = False
+        self.origin = None
         self._routes = {}
         self.base_links = base.num_links
 
@@ -186,7 +189,7 @@ def lower(program: Program, topology: Topology, algorithms: dict[str, str] | Non
         else:
             _meet(low, b, key, calls, dict(algorithms or {}), gpus_per_node, cache)
     for r in range(world):  # arrivals wait for the ends of what each operation depends on
-        for i, ds in enumerate(program.dependencies(r)):
+        for i, ds in enumerate(program_dependencies(program, r)):
             b.deps[low.arrive[(r, i)]].extend(low.end[(r, j)] for j in ds)
     low.schedule.transfers = [new_transfer(t, b.src[t], b.dst[t], (Piece("scratch", 0, "scratch", 0, b.count[t]),)
                                            if b.count[t] else (), b.reduce[t], tuple(dict.fromkeys(b.deps[t])), 0)

@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from ..units import format_size
-from .graph import labels, meetings
+from .graph import labels, meetings, program_dependencies
 from .model import Op, Program, paused_gc
 
 
@@ -77,7 +77,7 @@ class _Checker:
         self.p = program
         self.ops = dict(program.ranks)
         self._labels: dict[int, list[str]] = {}
-        self.deps = {r: program.dependencies(r) for r in self.ops}
+        self.deps = {r: program_dependencies(program, r) for r in self.ops}
         self.meetings = meetings(program)  # meeting key -> {rank: op index}
         self.base: dict[int, int] = {}  # operations are numbered rank by rank: node = base[rank] + index
         total = 0

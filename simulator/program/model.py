@@ -77,16 +77,6 @@ class Program:
     meta: dict = field(default_factory=dict)
     _deps: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    def dependencies(self, rank: int) -> list[list[int]]:
-        """graph.dependencies of rank `rank`'s operations, computed once per distinct list (ranks of one key share it)."""
-        from .graph import dependencies
-
-        ops = self.ops(rank)
-        held = self._deps.get(id(ops))
-        if held is None or held[0] is not ops or len(held[1]) != len(ops):
-            held = self._deps[id(ops)] = (ops, dependencies(ops))
-        return held[1]
-
     def ops(self, rank: int) -> list[Op]:
         """Rank `rank`'s operations (empty when it has none)."""
         return self.ranks.get(rank, [])

@@ -1,7 +1,8 @@
 """A program's collective call timed as NCCL runs it: `simulator.nccl.predict.predict` on the machine preset.
 
 A call of allreduce, allgather or reduce_scatter is timed this way when NCCL's model knows the machine
-(`predict.knows`) and its members map onto one of predict's placements:
+(`machine.knows`) and its members map onto one of predict's placements; the machine (simulator/nccl/machine.py
+NcclMachine) is resolved once per run (`nccl_machine`):
 
 - all members on one node: predict with `ranks=len(members)` (GPUs 0..n-1 of one node);
 - K members on each of N nodes: predict with `ranks_per_node=K`, ranks K x N (rank r on GPU r % K of node r // K).
@@ -30,6 +31,7 @@ from typing import NamedTuple
 
 from ..errors import CollsimError
 from ..nccl import predict as nccl
+from ..nccl.machine import NcclMachine, knows, resolve
 from ..topology import parse_topology
 from ..topology.model import Topology
 from .model import Op
@@ -85,7 +87,7 @@ def choose_timing(requested: str, machines: Sequence[str], given: Sequence[str] 
 
 def _knows(spec: str, parse: Callable[[str], Topology] | None) -> bool:
     try:
-        return nccl.knows((parse or parse_topology)(spec))
+        return knows((parse or parse_topology)(spec))
     except CollsimError:
         return False
 
@@ -107,16 +109,21 @@ def check_timing(timing: str, mode: str = "isolated", algorithms: dict[str, str]
     return "isolated" if mode == "auto" else mode
 
 
-def placement(topology: Topology, op: Op, members: tuple[int, ...]) -> tuple[int, int | None] | None:
+def nccl_machine(topology: Topology) -> NcclMachine | None:
+    """NCCL's machine of a run's topology, or None where NCCL's model does not know it (nothing is timed by it)."""
+    return resolve(topology) if knows(topology) else None
+
+
+def placement(machine: NcclMachine | None, op: Op, members: tuple[int, ...]) -> tuple[int, int | None] | None:
     """(ranks, ranks_per_node) of predict for this call (ranks_per_node None: one node), or None when predict does
-    not cover it (another op, a machine NCCL's model does not know, members that fit none of its placements)."""
-    if op.op not in nccl.OPS or not nccl.knows(topology) or not 2 <= len(members) <= nccl.MAX_GPUS:
+    not cover it (another op, no machine NCCL's model knows, members that fit none of its placements)."""
+    if op.op not in nccl.OPS or machine is None or not 2 <= len(members) <= nccl.MAX_GPUS:
         return None
-    preset = topology.preset[0]
+    preset = machine.preset
     per_node = preset.gpus_per_node
     nodes: dict[int, list[int]] = {}
     for m in members:
-        device = topology.placement[m]
+        device = machine.topology.placement[m]
         nodes.setdefault(device // per_node, []).append(device % per_node)
     k = len(members) // len(nodes)
     if any(len(local) != k for local in nodes.values()):
@@ -140,13 +147,13 @@ def _per_nic(local: list[int], preset) -> list[int]:
     return sorted(Counter(g // share for g in local).values())
 
 
-def nccl_time(topology: Topology, op: Op, placed: tuple[int, int | None]) -> tuple[float, str] | None:
+def nccl_time(machine: NcclMachine, op: Op, placed: tuple[int, int | None]) -> tuple[float, str] | None:
     """(seconds, 'nccl ALGO/PROTO') of the call as predict times it at `placement`'s answer, or None where predict
     refuses it. A 0-byte call takes 0 s ('nccl discarded'): NCCL discards a collective of count 0 before planning or
     launching it (src/enqueue.cc, taskAppend: "Empty collectives can be discarded."; predict.DISCARDED)."""
     ranks, per_node = placed
     try:
-        best = nccl.predict(topology, op.op, [int(op.nbytes or 0)], ranks=ranks, dtype=op.dtype,
+        best = nccl.predict(machine, op.op, [int(op.nbytes or 0)], ranks=ranks, dtype=op.dtype,
                             ranks_per_node=per_node)[0]
     except CollsimError:  # a size or dtype predict refuses: timed on the links instead
         return None

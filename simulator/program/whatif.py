@@ -106,7 +106,8 @@ def scaled(topology: Topology, kind: str, factor: float = 2.0) -> Topology:
     return clone
 
 
-def machine_of(case: StepCase) -> Topology:
+def topology_of(case: StepCase) -> Topology:
+    """The case's machine as a topology, its links of one kind doubled where the case asks."""
     topo = parse_topology(case.machine)
     return scaled(topo, case.double) if case.double else topo
 
@@ -123,7 +124,7 @@ def check_case_timing(case: StepCase) -> None:
 def run_step(case: StepCase) -> tuple[StepSpec, Topology, ProgramResult]:
     """Generate the step on the machine and run it: its spec, the machine and the run."""
     check_case_timing(case)
-    topo = machine_of(case)
+    topo = topology_of(case)
     gpus = case.gpus or topo.num_devices
     larger = larger_preset(case.machine, gpus)
     topo.check_ranks(gpus, "gpus", f"--gpus <= {topo.num_devices} or " + (

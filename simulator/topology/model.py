@@ -18,10 +18,14 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import CollsimError
+
+if TYPE_CHECKING:
+    from .presets import PresetBuild
 
 NODE_KINDS = ("gpu", "switch", "nic", "cpu")
 LINK_VALUES = {"latency": "a finite time >= 0 s", "bandwidth": "a finite bandwidth > 0 B/s"}
@@ -65,16 +69,23 @@ class Link:
 
 
 class Topology:
-    """Nodes, directed links and routes between the devices that ranks run on."""
+    """Nodes, directed links and routes between the devices that ranks run on.
 
+    Its attributes are those `__slots__` declares: nothing can be attached to a topology after it is built. `origin`
+    is the preset build it came from (simulator/topology/presets.py PresetBuild; None for anything else), which
+    NCCL's machine description is resolved from (simulator/nccl/machine.py); copies keep it.
+    """
+
+    __slots__ = ("name", "description", "node_names", "node_kinds", "devices", "ecmp", "_router", "multipath",
+                 "link_src", "link_dst", "latency", "bandwidth", "_link_of", "_out", "_in", "placement", "_routes",
+                 "_dist_to", "origin")
     ideal = False
-    multipath = False
-    preset = None  # (Preset, nodes, net) when built from a preset (simulator/topology/presets.py)
 
     def __init__(self, name: str, node_names: Sequence[str], node_kinds: Sequence[str],
                  links: Sequence[tuple[int, int, float, float]], devices: Sequence[int],
                  router: Router | None = None, ecmp: bool = False, placement: Sequence[int] | None = None,
                  description: str = "", multipath: bool = False):
+        self.origin: PresetBuild | None = None
         self.name = name
         self.description = description
         self.node_names = list(node_names)
@@ -134,7 +145,7 @@ class Topology:
     # ---- variants ----------------------------------------------------------------------------
     def _copy(self) -> Topology:
         clone = object.__new__(type(self))
-        clone.__dict__.update(self.__dict__)
+        _copy_slots(self, clone)
         clone.latency = self.latency.copy()
         clone.bandwidth = self.bandwidth.copy()
         clone._routes = {}
@@ -157,6 +168,12 @@ class Topology:
             raise CollsimError(f"placement: {placement!r} is not a permutation of devices 0..{self.num_devices - 1}")
         clone = self._copy()
         clone.placement = placement
+        return clone
+
+    def with_origin(self, origin: PresetBuild | None) -> Topology:
+        """A copy built from `origin` (the preset build it stands for, simulator/topology/presets.py PresetBuild)."""
+        clone = self._copy()
+        clone.origin = origin
         return clone
 
     def with_ecmp(self, ecmp: bool = True) -> Topology:
@@ -278,6 +295,7 @@ class Topology:
 class IdealTopology(Topology):
     """The textbook alpha-beta machine: a dedicated full-duplex link for every ordered pair of ranks, made on demand."""
 
+    __slots__ = ("uniform_latency", "uniform_bandwidth")
     ideal = True
 
     def __init__(self, devices: int, latency: float, bandwidth: float, name: str | None = None):
@@ -292,6 +310,8 @@ class IdealTopology(Topology):
         self.devices = list(range(devices))
         self.placement = list(range(devices))
         self.ecmp = False
+        self.multipath = False
+        self.origin = None
         self.uniform_latency = float(latency)
         self.uniform_bandwidth = float(bandwidth)
         self._routes = {}
@@ -327,7 +347,7 @@ class IdealTopology(Topology):
 
     def _copy(self) -> IdealTopology:
         clone = object.__new__(IdealTopology)
-        clone.__dict__.update(self.__dict__)
+        _copy_slots(self, clone)
         clone._routes = {}
         clone.placement = list(self.placement)
         return clone
@@ -370,6 +390,17 @@ class IdealTopology(Topology):
         return {"name": self.name, "description": self.description, "devices": self.num_devices,
                 "nodes": {"gpu": self.num_devices}, "links": self.num_links,
                 "latency_s": [self.uniform_latency] * 2, "bandwidth_Bps": [self.uniform_bandwidth] * 2, "ecmp": False}
+
+
+def _copy_slots(source: Topology, clone: Topology) -> None:
+    """Give `clone` every attribute `source` has set, as its classes' __slots__ declare them."""
+    for klass in type(source).__mro__:
+        for slot in klass.__dict__.get("__slots__", ()):
+            member = klass.__dict__[slot]
+            try:
+                member.__set__(clone, member.__get__(source, klass))
+            except AttributeError:  # not set on the source
+                pass
 
 
 class _Uniform:

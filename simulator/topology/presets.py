@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import CollsimError
 from .builders import GraphBuilder, cluster, torus
 from .fabric import SU_NODES, check_routing, rail_fabric
 from .model import Topology
+
+if TYPE_CHECKING:
+    from ..nccl.calibration import Calibration
 
 GB = 1e9
 
@@ -91,6 +95,30 @@ class Preset:
     multinode: bool = True
     machine: Machine | None = None
     fabric: bool = True
+
+
+@dataclass(frozen=True)
+class PresetBuild:
+    """How a preset machine was built, every argument resolved: the preset, its node count, network, routing over the
+    spines (simulator/topology/fabric.py ROUTINGS), the SHM load rate of a host-staged preset (None: its fitted one)
+    and the calibration its links carry (simulator/nccl/calibration.py; None: the published links). A Topology's
+    `origin`; NCCL's machine description (simulator/nccl/machine.py) is resolved from it."""
+
+    preset: Preset
+    nodes: int
+    net: str
+    routing: str = "adaptive"
+    shm_Bps: float | None = None
+    calibration: Calibration | None = None
+
+    def build(self) -> Topology:
+        """The machine as built (without its calibration)."""
+        return build_preset(self.preset.name, self.nodes, self.net, self.shm_Bps, self.routing if self.routed else None)
+
+    @property
+    def routed(self) -> bool:
+        """Whether routing= applies to the preset (a leaf-spine between nodes)."""
+        return self.preset.multinode and self.preset.fabric
 
 
 PCIE4, PCIE5 = 31.5 * GB, 63 * GB  # x16, per direction: 16 / 32 GT/s x 16 lanes x 128/130 / 8
@@ -308,9 +336,7 @@ def build_preset(name: str, nodes: int = 1, net: str | None = None, shm_Bps: flo
         raise CollsimError(f"nodes: {nodes!r} is not a node count; expected an integer >= 1")
     if nodes > 1 and not preset.multinode:
         raise CollsimError(f"nodes: preset {name} is a single machine; nodes={nodes} is not available for it")
-    if shm_Bps is not None:
-        topo = host_staged(preset.gpus_per_node, shm_Bps)
-    else:
-        topo = preset.build(int(nodes), net, check_routing(routing or "adaptive"))
-    topo.preset = (preset, int(nodes), net)  # what `predict` reads (copies keep it)
+    routing = check_routing(routing or "adaptive")
+    topo = host_staged(preset.gpus_per_node, shm_Bps) if shm_Bps is not None else preset.build(int(nodes), net, routing)
+    topo.origin = PresetBuild(preset, int(nodes), net, routing, shm_Bps)  # a declared slot (copies keep it)
     return topo

@@ -34,7 +34,7 @@ def test_every_bundled_log_defaults_to_a_machine_with_room_for_its_ranks():
         spec = default_preset(name)
         log = read_log(LOGS / name)
         topology = parse_topology(spec)
-        assert topology.preset is not None and topology.preset[0].machine is not None, (name, spec)
+        assert topology.origin is not None and topology.origin.preset.machine is not None, (name, spec)
         assert topology.num_devices >= log.ranks, (name, spec)
     assert default_preset("03_mine.txt") == ""  # an upload with a bundled log's prefix is still not that machine's
     assert default_preset(None) == ""

@@ -101,7 +101,7 @@ def test_calibration_file_round_trip_and_node_count(tmp_path):
         assert back.intra_efficiency == cal.intra_efficiency and back.net_efficiency == cal.net_efficiency
         assert back.intra_step_s == pytest.approx(1.5e-6) and back.net_step_s == pytest.approx(30e-6)
         two = parse_topology(f"{tmp_path / name}:nodes=2")
-        assert two.num_devices == 16 and two.calibration == back
+        assert two.num_devices == 16 and two.origin.calibration == back
     # predict on the file's machine equals predict on the preset with the same calibration applied
     two = parse_topology(f"{tmp_path / 'c.yaml'}:nodes=2")
     by_hand = apply(build_preset("p5", 2), load_calibration(tmp_path / "c.yaml"))

@@ -113,7 +113,7 @@ def test_more_nics_is_never_slower(algo):
     four = parse_topology("p4de:nodes=2")  # 4 x 100G EFA, GPUs 0-1 on NIC 0, ...
     eight = rail_fabric(2, 8, "switch", 0.3e-6, 300e9, 2e-6, 12.5e9, nics=8, pcie_bandwidth=31.5e9)
     assert eight.path_cost(0, 8) == four.path_cost(0, 8)  # same links, one NIC per GPU
-    eight.preset = four.preset  # the same NCCL view (picks, channels): only the machine differs
+    eight = eight.with_origin(four.origin)  # the same NCCL view (picks, channels): only the machine differs
     _not_slower(eight, four, algo, "Simple")
 
 
@@ -135,11 +135,11 @@ def test_adaptive_routing_is_never_slower_than_hashed_or_static(nodes, algo, pro
 def test_without_pxn_cross_rail_pairs_cross_the_spines_and_adaptive_is_still_never_slower(algo, proto):
     # rails: has the links of dgx-h100 (NVLink 4, 400G NICs, PCIe 5); without PXN the rings' cross-rail hops use spines
     # (as on the presets, which leave PXN off; docs/topologies.md)
-    preset = parse_topology("dgx-h100:nodes=5").preset
+    preset = parse_topology("dgx-h100:nodes=5").origin
     variants = {}
     for routing in ("adaptive", "ecmp", "static"):
-        variants[routing] = parse_topology(f"rails:nodes=5,gpus=8,intra_bw=450GB/s,net_bw=50GB/s,routing={routing},pxn=0")
-        variants[routing].preset = preset
+        variants[routing] = parse_topology(f"rails:nodes=5,gpus=8,intra_bw=450GB/s,net_bw=50GB/s,routing={routing},"
+                                           "pxn=0").with_origin(preset)
     assert any("spine" in name for name in _hops(variants["ecmp"], 0, 9))
     for routing in ("ecmp", "static"):
         _not_slower(variants["adaptive"], variants[routing], algo, proto)

@@ -83,7 +83,7 @@ def test_small_sizes_within_15_percent_of_nccls_model(preset, nodes):
     # bandwidth, graph / 3.8 and its fitted treeCorrectionFactor 0.6, against the links' rate), bounded at 20%
     sizes = [8, 1024, 4096, 16384, 65536]
     topo = parse_topology(f"{preset}:nodes={nodes}")
-    system, _ = machine_of(topo, topo.preset[0].gpus_per_node * nodes)
+    system, _ = machine_of(topo, topo.origin.preset.gpus_per_node * nodes)
     model = np.min(np.vstack(list(predict_times(system, "allreduce", sizes).values())), axis=0)
     ours = np.array([row.time_s for row in predict(topo, "allreduce", sizes)])
     err = np.abs(ours / model - 1)

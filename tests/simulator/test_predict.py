@@ -183,10 +183,9 @@ def test_host_staged_ring_time_by_hand():
     # rtx4090-pcie with a 3 GB/s SHM load rate, 4 ranks, Simple forced, 64 MiB: 6 ring steps, each tuning.cc's PCIe
     # ring Simple step latency (5.7 us) + n/p through the receiver's host -> GPU link (both channels share it), plus
     # the 8.4 us base latency
-    from simulator.topology.presets import PRESETS, host_staged
+    from simulator.topology.presets import build_preset
 
-    topo = host_staged(4, 3e9)
-    topo.preset = (PRESETS["rtx4090-pcie"], 1, "ib400")
+    topo = build_preset("rtx4090-pcie", shm_Bps=3e9)
     n = 64 << 20
     row = predict(topo, "allreduce", [n], proto="Simple")[0]
     assert row.time_s == pytest.approx(8.4e-6 + 6 * (5.7e-6 + n / 4 / 3e9), rel=1e-6)
@@ -203,13 +202,13 @@ def test_tcpxo_profile_simple_only_8mib_buffers_no_nvls():
     assert nccl_pick(machine_of(parse_topology("p5:nodes=2"), 16)[0], "allreduce", 1 << 10)[1] != "Simple"
     # tree steps: 256 MiB over 16 channels in steps of 8 MiB / NCCL_STEPS = 1 MiB: 16 per channel; NCCL's default
     # 4 MiB buffer on dgx-h100: 512 KiB steps, 32
-    assert tree_pipeline(parse_topology("a3-mega:nodes=2"), mega, "Simple", 256 << 20, 16, 16, 16) == (16, 8)
+    assert tree_pipeline(mega, "Simple", 256 << 20, 16, 16, 16) == (16, 8)
     dgx, _ = machine_of(parse_topology("dgx-h100:nodes=2"), 16)
-    assert tree_pipeline(parse_topology("dgx-h100:nodes=2"), dgx, "Simple", 256 << 20, 16, 16, 16) == (32, 8)
+    assert tree_pipeline(dgx, "Simple", 256 << 20, 16, 16, 16) == (32, 8)
     # 64 nodes: 1 GiB would take 128 steps per channel; 2^19 transfers allow 32 chunks (2 x 511 x 16 per chunk), each
     # four of NCCL's steps, so 2 chunks in flight carry NCCL's 8 steps
     big, _ = machine_of(parse_topology("dgx-h100:nodes=64"), 512)
-    assert tree_pipeline(parse_topology("dgx-h100:nodes=64"), big, "Simple", 1 << 30, 16, 512, 16) == (32, 2)
+    assert tree_pipeline(big, "Simple", 1 << 30, 16, 512, 16) == (32, 2)
     assert predict(parse_topology("a3-mega"), "allreduce", [1 << 30])[0].nccl_algo == "ring"
     assert predict(parse_topology("p5"), "allreduce", [1 << 30])[0].nccl_algo == "nvls"
     with pytest.raises(CollsimError, match="proto: .*Bogus"):
@@ -239,7 +238,7 @@ def test_efa_plugin_latency_is_charged_as_nccls_model_charges_it():
     p5, _ = machine_of(parse_topology("p5:nodes=2"), 16)
     assert p5.net_latency_us == 75.0
     # the logs' era: NCCL's 4 MiB buffers, 512 KiB tree steps: 256 MiB on 16 channels in 32 steps each
-    assert tree_pipeline(parse_topology("p5:nodes=2"), p5, "Simple", 256 << 20, 16, 16, 16) == (32, 8)
+    assert tree_pipeline(p5, "Simple", 256 << 20, 16, 16, 16) == (32, 8)
     assert plugin_latency_s(p5, "allreduce", "ring", "Simple") == pytest.approx(2 * 2 * 75e-6)
     assert plugin_latency_s(p5, "allreduce", "tree", "LL128") == pytest.approx(2 * 75e-6)
     p4de4, _ = machine_of(parse_topology("p4de:nodes=4"), 32)

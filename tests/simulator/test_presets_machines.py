@@ -61,7 +61,7 @@ def test_every_machine_preset_names_its_source():
                  "p6-b200", "a3-mega", "gb200-nvl4", "rtx4090-pcie"):
         machine = PRESETS[name].machine
         assert machine is not None and len(machine.source) > 20
-        assert build_preset(name).preset[0].name == name
+        assert build_preset(name).origin.preset.name == name
 
 
 def test_cluster_nics_option():
@@ -90,7 +90,7 @@ def test_rtx4090_shm_rate_option():
     from simulator.nccl.predict import predict
 
     topo = parse_topology("rtx4090-pcie:shm=5GB/s")
-    assert topo.path_cost(0, 1)[1] == pytest.approx(5e9) and topo.preset[0].name == "rtx4090-pcie"
+    assert topo.path_cost(0, 1)[1] == pytest.approx(5e9) and topo.origin.preset.name == "rtx4090-pcie"
     row = predict(topo, "allreduce", [1 << 30])[0]
     assert 1.5 * 2 ** 30 / 5e9 < row.time_s < 1.5 * 2 ** 30 / 5e9 + 1e-3
     with pytest.raises(CollsimError, match="shm: preset p5"):
