@@ -116,6 +116,31 @@ def preset_gpus(spec: str) -> int | None:
     return preset.gpus_per_node * nodes if nodes >= 1 else None
 
 
+POSITIONAL = {"ideal": "n", "switch": "n", "ring": "n", "torus": "dims", "fat_tree": "hosts", "cluster": "nodes",
+              "rails": "nodes"}  # builder -> the option its first, unnamed value sets
+
+
+def spec_devices(spec: str) -> int | None:
+    """The devices a preset or builder SPEC names, read from its numbers without building it; None for a file, an
+    unknown name or numbers that do not read (parse_topology then says what is wrong)."""
+    spec = str(spec).strip()
+    name, _, args = spec.partition(":")
+    key = name.strip().lower().replace("-", "_")
+    try:
+        if name.strip() in PRESETS:
+            return preset_gpus(spec)
+        if key not in BUILDERS:
+            return None
+        opts = _options(args, spec, POSITIONAL[key])
+        if key == "torus":
+            factors = [int(d) for d in opts["dims"].lower().split("x")]
+        else:
+            factors = [int(opts[POSITIONAL[key]]), int(opts.get("gpus", 8)) if key in ("cluster", "rails") else 1]
+    except (CollsimError, ValueError, KeyError):
+        return None
+    return math.prod(factors) if min(factors) >= 1 else None
+
+
 def _from_file(path: str, args: str, spec: str) -> Topology:
     """A topology file, or a calibration file (`collsim fit --preset ... --out`) with optional :nodes=N,net=NET."""
     from ..nccl.calibration import calibration_from_dict, is_calibration
@@ -133,9 +158,7 @@ def _from_file(path: str, args: str, spec: str) -> Topology:
 
 
 def _build(name: str, args: str, spec: str) -> Topology:
-    positional = {"ideal": "n", "switch": "n", "ring": "n", "torus": "dims", "fat_tree": "hosts", "cluster": "nodes",
-                  "rails": "nodes"}[name]
-    opts = _options(args, spec, positional)
+    opts = _options(args, spec, POSITIONAL[name])
     link = {}
     if "lat" in opts:
         link["latency"] = _link_value(opts, "lat", spec)
