@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 from functools import lru_cache
 
 from simulator.algorithms import all_specs, build_schedule, get, names_for
@@ -58,15 +57,15 @@ def _max_transfers(args: argparse.Namespace) -> float:
     return value
 
 
-def request_ranks(args: argparse.Namespace) -> list[int] | None:
-    """The rank counts a request runs at: --ranks (a count, range or list), else every device of --topology when its
-    numbers say how many (simulate and sweep default to that); None when neither tells."""
+def request_ranks(command: str, args: argparse.Namespace) -> list[int] | None:
+    """The rank counts a request runs at: --ranks (a count, range or list), else for simulate and sweep (which default
+    to every device) the devices of --topology when its numbers say how many; None when neither tells."""
     value = getattr(args, "ranks", None)
     if isinstance(value, int):
         return [value]
     if isinstance(value, str):
         return parse_rank_range(value)
-    devices = spec_devices(args.topology) if getattr(args, "topology", None) else None
+    devices = spec_devices(args.topology) if command in ("simulate", "sweep") and args.topology else None
     return [devices] if devices else None
 
 
@@ -172,7 +171,7 @@ def check_transfers(command: str, args: argparse.Namespace) -> None:
     count and size, counted from a few small schedules before anything is built."""
     limit = _max_transfers(args)
     _max_memory(args)
-    ranks = request_ranks(args)
+    ranks = request_ranks(command, args)
     check_machine(command, args, ranks)
     chunks = getattr(args, "chunks", None) or 1
     if ranks is None or (max(ranks) <= SMALL and chunks <= SMALL):
@@ -217,7 +216,7 @@ def check_memory(command: str, args: argparse.Namespace) -> None:
     """Refuse a request estimated to need more than --max-memory: buffers and schedules checked on numpy, processes
     started, SVG drawn, the machine built and the schedules simulated on it."""
     _max_memory(args)
-    ranks = request_ranks(args)
+    ranks = request_ranks(command, args)
     if command in ("check", "verify") and ranks is not None:
         _check_buffers(command, args, ranks)
     elif command in ("calibrate", "compare") and ranks is not None and not getattr(args, "measured", None):
@@ -293,28 +292,9 @@ def _torchrun() -> bool:
     return "WORLD_SIZE" in os.environ and "LOCAL_RANK" in os.environ
 
 
-_SIZES = re.compile(r"^\s*\d+(\s*x\s*\d+)*\s*$")
-
-
 def estimate_links(spec: str) -> float | None:
     """About how many links a builder or preset SPEC makes, from its numbers alone (None for files and unknown names)."""
-    from simulator.topology import PRESETS
-    from simulator.topology.spec import BUILDERS
-
-    name, _, rest = spec.partition(":")
-    name = name.strip()
-    if name.lower().replace("-", "_") in BUILDERS:
-        name = name.lower().replace("-", "_")
-    elif name not in PRESETS:
+    devices = spec_devices(spec)
+    if devices is None:
         return None
-    devices = 1
-    for i, part in enumerate(p.strip() for p in rest.split(",") if p.strip()):
-        key, eq, value = part.partition("=")
-        text = value if eq else key
-        if (not eq and i == 0) or key.strip().lower() in ("nodes", "gpus", "hosts"):
-            if _SIZES.match(text):
-                for number in text.split("x"):
-                    devices *= int(number)
-    if name in PRESETS:
-        devices *= PRESETS[name].gpus_per_node
-    return float(devices) * devices if name == "ideal" else 8.0 * devices
+    return float(devices) * devices if spec.partition(":")[0].strip().lower() == "ideal" else 8.0 * devices

@@ -15,7 +15,8 @@ from simulator.fileio import check_outputs
 from . import limits
 
 OUTPUT_FLAGS = ("--output", "--trace", "--export", "--csv", "--out", "--nccl-log", "--write-log", "--html")
-LIMITED = ("check", "draw", "cost", "simulate", "sweep", "verify", "calibrate", "compare", "export-msccl", "topology show")
+LIMITED = ("check", "draw", "cost", "simulate", "sweep", "verify", "calibrate", "compare", "export-msccl", "import-msccl",
+           "run-program", "topology show")
 
 # option dest -> (smallest, largest or None, what it is); checked whenever the option is given as a number
 INT_RANGES: dict[str, tuple[int, int | None, str]] = {

@@ -131,8 +131,10 @@ def main() -> None:
         rows = []
         for i, case in enumerate(cases):
             rows.append(measure(case))
-            print(f"\r{i + 1}/{len(cases)}", end="", file=sys.stderr, flush=True)
-    print(file=sys.stderr)
+            r = rows[-1]
+            if r["seconds"] >= GOAL_S or r["peak_MB"] >= GOAL_MB:  # shown as they come, for a run cut short
+                print(f"{i + 1}/{len(cases)} {r['seconds']:.2f} s {r['peak_MB']:.0f} MB {r['id']}", file=sys.stderr,
+                      flush=True)
     end_load = os.getloadavg()
     print(f"# load average {start_load[0]:.2f} at start, {end_load[0]:.2f} at end, {os.cpu_count()} CPUs")
     report(rows, args.top)
