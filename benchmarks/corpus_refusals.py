@@ -2,11 +2,12 @@
 
 Every `Case` of tests/corpus/test_*_corpus.py and tests/corpus/test_corpus_*.py (each module-level list of cases, or
 dict of such lists) runs as the harness's subprocess mode runs it: its own directory and files, an empty TMPDIR, a
-new session, its timeout. Wall time is measured from fork to exit, peak resident memory from os.wait4 (ru_maxrss of
-the process that ran the command). The cases are collected in a child process, so that this process stays small
-(a forked child's ru_maxrss starts from its parent's resident size). Prints the slowest refusals and the totals.
+new session, its timeout. Wall time is measured from fork to exit; CPU time (user + system) and peak resident memory
+(ru_maxrss) come from os.wait4. On a shared machine the CPU time is the figure that does not move with the load. The
+cases are collected in a child process, so that this process stays small (a forked child's ru_maxrss starts from its
+parent's resident size). Prints the slowest and the heaviest refusals and the totals.
 
-    python -m benchmarks.corpus_refusals                      # every case, about 10 minutes on 2 shared cores
+    python -m benchmarks.corpus_refusals                      # every case: 906 cases, about 20 minutes at load 5 on 2 cores
     python -m benchmarks.corpus_refusals --only bounds        # the cases whose id or file contains 'bounds'
     python -m benchmarks.corpus_refusals --json refusals.json --top 20
 """
@@ -16,9 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -89,7 +90,7 @@ def measure(row: dict) -> dict:
             shutil.copytree(row["store"], workdir, dirs_exist_ok=True)
         result = run_cli(case.argv, workdir, tmpdir, mode="subprocess", timeout_s=case.timeout_s, signal=signal)
     return {"file": row["source"], "id": case.id, "argv": case.argv, "seconds": round(result.seconds, 3),
-            "peak_MB": round(result.peak_rss_above_start / 1e6, 1), "status": result.status,
+            "cpu_s": round(result.cpu_seconds, 3), "peak_MB": round(result.peak_rss_above_start / 1e6, 1), "status": result.status,
             "timed_out": result.timed_out, "signal": bool(signal), "refused": result.status != 0,
             "last_line": result.last_line[:200]}
 
@@ -98,9 +99,10 @@ def report(rows: list[dict], top: int) -> None:
     """The slowest `top` refusals, the heaviest, and the totals."""
     def line(r: dict) -> str:
         argv = " ".join(r["argv"])
-        return f"{r['seconds']:7.2f} {r['peak_MB']:8.1f}  {r['file'][5:]:14s} {r['id'][:40]:40s} {argv[:70]}"
+        return (f"{r['seconds']:7.2f} {r['cpu_s']:6.2f} {r['peak_MB']:8.1f}  {r['file'][5:]:14s} {r['id'][:40]:40s} "
+                f"{argv[:60]}")
 
-    header = f"{'time s':>7s} {'peak MB':>8s}  {'file':14s} {'case':40s} argv"
+    header = f"{'time s':>7s} {'cpu s':>6s} {'peak MB':>8s}  {'file':14s} {'case':40s} argv"
     print(f"# the {top} slowest refusals\n{header}")
     print("\n".join(line(r) for r in sorted(rows, key=lambda r: -r["seconds"])[:top]))
     print(f"# the {top} heaviest refusals\n{header}")
@@ -110,7 +112,8 @@ def report(rows: list[dict], top: int) -> None:
     heavy = [r for r in rows if r["peak_MB"] >= GOAL_MB]
     print(f"# {len(rows)} cases ({len(rows) - len(timed)} signalled, not timed): total {sum(r['seconds'] for r in rows):.1f} s, "
           f"median {sorted(r['seconds'] for r in timed)[len(timed) // 2]:.2f} s, "
-          f"max {max(r['seconds'] for r in timed):.2f} s, max {max(r['peak_MB'] for r in rows):.0f} MB; "
+          f"max {max(r['seconds'] for r in timed):.2f} s, CPU median {sorted(r['cpu_s'] for r in timed)[len(timed) // 2]:.2f} s "
+          f"max {max(r['cpu_s'] for r in timed):.2f} s, max {max(r['peak_MB'] for r in rows):.0f} MB; "
           f"{len(slow)} at {GOAL_S:g} s or more, {len(heavy)} at {GOAL_MB:g} MB or more, "
           f"{sum(not r['refused'] for r in rows)} not refused, {sum(r['timed_out'] for r in rows)} timed out")
 

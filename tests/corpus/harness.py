@@ -84,6 +84,7 @@ class Result:
     peak_rss_above_start: int  # bytes
     leftover_processes: list[str]  # 'PID command line' of each process still in the group (then killed)
     leftover_tmp: list[str]
+    cpu_seconds: float = 0.0  # user + system time of the command's process (its waited-for children included)
 
     @property
     def last_line(self) -> str:
@@ -233,7 +234,8 @@ def run_cli(argv: list[str], workdir: Path, tmpdir: Path | None = None, mode: st
         time.sleep(0.01)
     return Result(status=status, stdout=out.read_text(errors="replace"), stderr=err.read_text(errors="replace"),
                   seconds=seconds, timed_out=timed_out, peak_rss_above_start=rusage.ru_maxrss * 1024 - start_rss,
-                  leftover_processes=leftover, leftover_tmp=sorted(os.listdir(tmpdir)))
+                  leftover_processes=leftover, leftover_tmp=sorted(os.listdir(tmpdir)),
+                  cpu_seconds=rusage.ru_utime + rusage.ru_stime)
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, bytes | None]]:
