@@ -3,7 +3,11 @@
 Two limits, both options of the commands that build schedules or start processes: --max-transfers (transfers in
 the schedules a request builds, default 5e7) and --max-memory (memory the run is estimated to take, default 8GiB).
 Transfers are counted on the real builders at small rank counts (at most 32, one chunk) and extrapolated to the
-requested rank count and --chunks, so the estimate is right in order of magnitude for every registered algorithm.
+requested rank count and --chunks, so the estimate is right in order of magnitude for every registered algorithm; a
+range or list of rank counts is summed from one fit per algorithm, never built. The rank count is --ranks, or for
+simulate and sweep (which run on every device by default) the devices --topology names. Memory counts the buffers a
+check holds, the processes verify and calibrate start, the topology's links and the largest schedule while it is
+checked or simulated (bytes per transfer measured, below). Nothing is expanded before it is counted.
 """
 
 from __future__ import annotations

@@ -70,6 +70,7 @@ CASES = [
     bad("check-all-ranks-2-10000", ["check", "--all", "--ranks", "2-10000", "--size", "4"], "ranks", "2-10000",
         "--max-transfers raises it"),
     bad("check-ranks-2-100000", ["check", *RING, "--ranks", "2-100000"], "ranks", "2-100000", "at most 10000 counts"),
+    bad("check-ranks-colon-range", ["check", *RING, "--ranks", "2:100000"], "ranks", "2:100000", "a range 2-17"),
     # each under 5e7 alone (3.2e7, 4.0e7), together 2 x (4000 x 3999 + 4500 x 4499) = 7.2e7
     bad("check-ranks-list-summed", ["check", *RING, "--ranks", "4000,4500", "--size", "4"], "ranks", "4000,4500",
         "--max-transfers raises it"),
