@@ -105,19 +105,46 @@ def _pool(fn: Callable, cases: list, jobs: int, bar) -> list:
     return out
 
 
-def _dask(fn: Callable, cases: list, address: str, desc: str) -> list:
+def _unreachable(address: str, exc: Exception) -> CollsimError:
+    return CollsimError(f"dask: cannot reach a scheduler at {address!r} ({type(exc).__name__}); expected the address of "
+                        "a running Dask scheduler such as tcp://127.0.0.1:8786")
+
+
+def _probe(address: str) -> None:
+    """Refuse at once a tcp:// (or bare HOST:PORT) address where nothing listens: Dask's client retries a refused
+    connection for its whole timeout, after a second of imports. Other protocols are left to Dask."""
+    import socket
+    from urllib.parse import urlsplit
+
+    text = address.strip()
     try:
-        from distributed import Client, as_completed
-    except ImportError:
+        parts = urlsplit(text if "://" in text else f"tcp://{text}")
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return  # Dask says what is wrong with it
+    if parts.scheme != "tcp" or not host or port is None:
+        return
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+    except OSError as exc:
+        raise _unreachable(address, exc) from None
+
+
+def _dask(fn: Callable, cases: list, address: str, desc: str) -> list:
+    import importlib.util
+
+    if importlib.util.find_spec("distributed") is None:
         raise CollsimError("dask: the 'distributed' package is not installed; expected `pip install distributed` "
-                           "(or collsim[all])") from None
+                           "(or collsim[all])")
     if not isinstance(address, str) or not address.strip():
         raise CollsimError(f"dask: {address!r} is not a scheduler address; expected HOST:PORT such as tcp://127.0.0.1:8786")
+    _probe(address)
+    from distributed import Client, as_completed
+
     try:
         client = Client(address.strip(), timeout="3s", set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
-        raise CollsimError(f"dask: cannot reach a scheduler at {address!r} ({type(exc).__name__}); expected the address of "
-                           "a running Dask scheduler such as tcp://127.0.0.1:8786") from None
+        raise _unreachable(address, exc) from None
     bar = _bar(len(cases), desc)
     try:
         futures = client.map(_indexed, [(fn, i, c) for i, c in enumerate(cases)], pure=False)

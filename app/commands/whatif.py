@@ -22,6 +22,7 @@ from simulator.program.whatif import (
     evaluate,
     sensitivity_cases,
 )
+from simulator.topology.spec import check_spec_name
 from simulator.units import format_time, parse_size
 
 from ..output import emit_json, table
@@ -159,6 +160,8 @@ def _trace_dir(path: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     machines = split_machines(args.machines)
+    for machine in machines:
+        check_spec_name(machine)  # every name before the first machine is simulated
     timing = resolve_timing(args, machines)
     prices = parse_prices(args.price, machines)
     jobs = check_jobs(args.jobs)

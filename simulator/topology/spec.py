@@ -99,9 +99,20 @@ def parse_topology(spec: str) -> Topology:
         return _build(name, args, spec)
     if Path(name).suffix.lower() in (".yaml", ".yml", ".json"):
         return _from_file(name, args, spec)
+    check_spec_name(spec)
+    return load_topology(Path(spec))
+
+
+def check_spec_name(spec: str) -> None:
+    """Refuse a SPEC that names no preset, builder or file, without building anything (a command with several
+    machines checks them all before it starts the first)."""
+    spec = str(spec).strip()
+    name = spec.partition(":")[0].strip()
+    if name in PRESETS or name.lower().replace("-", "_") in BUILDERS or Path(name).suffix.lower() in (".yaml", ".yml", ".json"):
+        return
     path = Path(spec)
     if path.suffix.lower() in (".yaml", ".yml", ".json") or path.exists():
-        return load_topology(path)
+        return
     raise CollsimError(f"topology: unknown topology {spec!r}; expected a preset ({', '.join(PRESETS)}), "
                        f"a builder ({', '.join(b[0] for b in BUILDERS.values())}) or a .yaml/.json file")
 

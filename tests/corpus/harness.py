@@ -121,6 +121,7 @@ def _child(argv: list[str], workdir: Path, tmpdir: Path, out: Path, err: Path, m
         os.dup2(fd_in, 0)
         os.dup2(fd_out, 1)
         os.dup2(fd_err, 2)
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)  # not ignored, even under a background shell
         if mode == "subprocess":
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -133,7 +134,6 @@ def _child(argv: list[str], workdir: Path, tmpdir: Path, out: Path, err: Path, m
         sys.stdin = open(0, closefd=False)  # noqa: SIM115
         sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
-        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
         _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
         from app.cli import main
 

@@ -28,7 +28,8 @@ FAST = 5.0  # seconds: a refusal is arithmetic, this leaves room for a loaded ma
 
 
 def bad(id: str, argv: list[str], field: str, value: str | None = None, accepted: str | None = None, **kw) -> Case:
-    return Case(id=f"bounds-{id}", argv=argv, field=field, value=value, accepted=accepted, timeout_s=FAST, **kw)
+    kw.setdefault("timeout_s", FAST)
+    return Case(id=f"bounds-{id}", argv=argv, field=field, value=value, accepted=accepted, **kw)
 
 
 CASES = [
@@ -92,6 +93,14 @@ CASES = [
         "--max-memory raises it"),
     bad("run-program-ideal-100000", ["run-program", DDP2, "--topology", "ideal:100000"], "topology", "ideal:100000",
         "--max-memory raises it"),
+    # refused before any work: a second machine's unknown name (the first was simulated, 1.1 s CPU and 129 MB), and a
+    # Dask address where nothing listens (Dask's client retried for 3 s after a second of imports: 5.2 s)
+    bad("whatif-second-machine-unknown", ["whatif", "ddp", "--machines", "dgx-h100,dgx-h999", "--jobs", "1"], "topology",
+        "dgx-h999", "expected a preset"),
+    bad("whatif-dask-refused", ["whatif", "ddp", "--machines", "dgx-h100", "--jobs", "1", "--dask", "tcp://127.0.0.1:9"],
+        "dask", "tcp://127.0.0.1:9", "ConnectionRefusedError", mode="subprocess", timeout_s=4.0),
+    bad("sweep-dask-refused-bare-address", ["sweep", *RING, "--ranks", "4", "--sizes", "1KiB", "--dask", "127.0.0.1:9"],
+        "dask", "127.0.0.1:9", "ConnectionRefusedError", mode="subprocess", timeout_s=4.0),
     bad("run-program-max-memory-bogus", ["run-program", DDP2, "--max-memory", "lots"], "max-memory", "lots"),
     bad("import-msccl-max-memory-bogus", ["import-msccl", MSCCL, "--max-memory", "-1"], "max-memory", "-1"),
 ]
