@@ -3,18 +3,23 @@
 Two limits, both options of the commands that build schedules or start processes: --max-transfers (transfers in
 the schedules a request builds, default 5e7) and --max-memory (memory the run is estimated to take, default 8GiB).
 Transfers are counted on the real builders at small rank counts (at most 32, one chunk) and extrapolated to the
-requested rank count and --chunks, so the estimate is right in order of magnitude for every registered algorithm.
+requested rank count and --chunks, so the estimate is right in order of magnitude for every registered algorithm; a
+range or list of rank counts is summed from one fit per algorithm, never built. The rank count is --ranks, or for
+simulate and sweep (which run on every device by default) the devices --topology names. Memory counts the buffers a
+check holds, the processes verify and calibrate start, the topology's links and the largest schedule while it is
+checked or simulated (bytes per transfer measured, below). Nothing is expanded before it is counted.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import re
+from functools import lru_cache
 
 from simulator.algorithms import all_specs, build_schedule, get, names_for
 from simulator.collective import Collective, normalize_op
 from simulator.errors import CollsimError
+from simulator.topology.spec import spec_devices
 from simulator.units import format_count as about
 from simulator.units import parse_rank_range, parse_size, parse_size_range
 
@@ -25,6 +30,15 @@ BUFFERS = 4  # copies of a rank's buffer a numpy check holds: input, output, exp
 SVG_CELL_BYTES = 200  # one drawn element of one rank at one step
 LINK_BYTES = 2048  # one link of a built topology (graph, routes, arrays)
 SMALL = 64  # rank counts and chunks up to this never need an estimate
+# Peak resident bytes per transfer of a request's largest schedule, measured by benchmarks/transfer_memory.py: fresh
+# `python -m app.cli` processes, peak RSS from os.wait4 (ru_maxrss), slope of the least-squares line through three runs
+# of NCCL's ring allreduce (2p(p - 1) transfers), so that the interpreter and imports fall in the intercept; 2 shared
+# cores, load 0.6 -> 5.0. check --size 4100 at p = 600, 900, 1200 (0.72M, 1.62M, 2.88M transfers: 586, 1286, 2113
+# MiB): 738 B (schedule and semantics check). simulate --topology switch:p at p = 1024, 1448, 2048 (2.10M, 4.19M,
+# 8.38M transfers: 592, 1140, 2262 MiB): 279 B (schedule and engine). Under 1M transfers the engine also keeps Python
+# lists (about 600 B a transfer at p = 400), but such a run stays under 1 GiB.
+CHECK_TRANSFER_BYTES = 740
+ENGINE_TRANSFER_BYTES = 280
 
 
 def add_limit_args(parser: argparse.ArgumentParser) -> None:
@@ -47,13 +61,23 @@ def _max_transfers(args: argparse.Namespace) -> float:
     return value
 
 
-def _int_ranks(args: argparse.Namespace) -> int | None:
+def request_ranks(command: str, args: argparse.Namespace) -> list[int] | None:
+    """The rank counts a request runs at: --ranks (a count, range or list), else for simulate and sweep (which default
+    to every device) the devices of --topology when its numbers say how many; None when neither tells."""
     value = getattr(args, "ranks", None)
     if isinstance(value, int):
-        return value
+        return [value]
     if isinstance(value, str):
-        return max(parse_rank_range(value))
-    return None
+        return parse_rank_range(value)
+    devices = spec_devices(args.topology) if command in ("simulate", "sweep") and args.topology else None
+    return [devices] if devices else None
+
+
+def _asked(args: argparse.Namespace, ranks: list[int]) -> str:
+    """How the request named its ranks: '--ranks 5000', or '--topology switch:4096 (4096 ranks)'."""
+    if getattr(args, "ranks", None) is not None:
+        return f"--ranks {args.ranks}"
+    return f"--topology {args.topology} ({max(ranks)} ranks)"
 
 
 def _algorithms(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -74,14 +98,47 @@ def _algorithms(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 def estimate_transfers(op: str, algo: str, ranks: int, chunks: int = 1, group: int | None = None) -> float | None:
     """About how many transfers `algo` has on `ranks` ranks cut into `chunks` (None when no small case builds)."""
+    fit = _fit(op, algo, ranks, group)
+    if fit is None:
+        return None
+    p2, t2, exponent, takes_chunks = fit
+    return t2 * (ranks / p2) ** exponent * (chunks if takes_chunks else 1)
+
+
+def _candidates(group: int | None) -> list[int]:
+    """The rank counts schedules are sampled at: 2..32, and 1..4 groups."""
+    return sorted(set(range(2, 33)) | ({group * k for k in range(1, 5)} if group else set()))
+
+
+@lru_cache(maxsize=256)
+def _fit(op: str, algo: str, ranks: int, group: int | None) -> tuple[int, int, float, bool] | None:
+    """(p2, t2, exponent, takes chunks): transfers ~ t2 (p / p2) ** exponent from the two largest sampled schedules up
+    to `ranks` (one chunk); None when none builds."""
     spec = get(op, algo)
     takes_chunks = any(p.name == "chunks" for p in spec.params)
-    params = {"chunks": 1} if takes_chunks else {}
+    samples = _samples(op, algo, min(ranks, _candidates(group)[-1]), group)
+    if not samples:
+        return None
+    (p2, t2) = samples[0]
+    if p2 == ranks or len(samples) == 1:
+        return p2, t2, 2.0, takes_chunks
+    (p1, t1) = samples[1]
+    exponent = min(max(math.log(t2 / t1) / math.log(p2 / p1), 1.0), 3.0)
+    whole = round(exponent)
+    if abs(exponent - whole) < 0.15:  # p - 1 and p(p - 1) terms: the power is 1 or 2, a little more at small p
+        exponent = whole
+    return p2, t2, exponent, takes_chunks
+
+
+@lru_cache(maxsize=256)
+def _samples(op: str, algo: str, most: int, group: int | None) -> tuple[tuple[int, int], ...]:
+    """(ranks, transfers) of the schedules built at the two largest sampled rank counts up to `most` (one chunk)."""
+    spec = get(op, algo)
+    params = {"chunks": 1} if any(p.name == "chunks" for p in spec.params) else {}
     if group is not None and any(p.name == "group" for p in spec.params):
         params["group"] = group
-    candidates = sorted({p for p in range(2, 33)} | ({group * k for k in range(1, 5)} if group else set()))
     samples: list[tuple[int, int]] = []
-    for p in reversed([p for p in candidates if p <= ranks]):
+    for p in reversed([p for p in _candidates(group) if p <= most]):
         if spec.refusal(p) or (samples and p > samples[0][0] // 2):
             continue
         try:
@@ -91,36 +148,42 @@ def estimate_transfers(op: str, algo: str, ranks: int, chunks: int = 1, group: i
         samples.append((p, max(len(schedule), 1)))
         if len(samples) == 2:
             break
-    if not samples:
-        return None
-    scale = chunks if takes_chunks else 1
-    (p2, t2) = samples[0]
-    if p2 == ranks or len(samples) == 1:
-        return t2 * (ranks / p2) ** 2 * scale
-    (p1, t1) = samples[1]
-    exponent = min(max(math.log(t2 / t1) / math.log(p2 / p1), 1.0), 3.0)
-    whole = round(exponent)
-    if abs(exponent - whole) < 0.15:  # p - 1 and p(p - 1) terms: the power is 1 or 2, a little more at small p
-        exponent = whole
-    return t2 * (ranks / p2) ** exponent * scale
+    return tuple(samples)
+
+
+def request_transfers(args: argparse.Namespace, ranks: list[int]) -> tuple[float, float]:
+    """(all schedules together, the largest one) of the request's algorithms at its rank counts, at one size: each
+    algorithm fitted once, at the largest rank count, and its curve summed over the others."""
+    chunks = getattr(args, "chunks", None) or 1
+    group = getattr(args, "group", None)
+    total = largest = 0.0
+    for op, algo in _algorithms(args):
+        spec = get(op, algo)
+        fit = _fit(op, algo, max(ranks), group)
+        if fit is None:
+            continue
+        p2, t2, exponent, takes_chunks = fit
+        scale = t2 * (chunks if takes_chunks else 1) / p2**exponent
+        counts = [p**exponent for p in ranks if not spec.refusal(p)]
+        total += scale * sum(counts)
+        largest = max(largest, scale * max(counts, default=0.0))
+    return total, largest
 
 
 def check_transfers(command: str, args: argparse.Namespace) -> None:
-    """Refuse a request whose schedules would have more transfers than --max-transfers."""
+    """Refuse a request whose schedules would have more transfers than --max-transfers: every algorithm at every rank
+    count and size, counted from a few small schedules before anything is built."""
     limit = _max_transfers(args)
-    ranks = _int_ranks(args)
+    _max_memory(args)
+    ranks = request_ranks(command, args)
+    check_machine(command, args, ranks)
     chunks = getattr(args, "chunks", None) or 1
-    if ranks is None or (ranks <= SMALL and chunks <= SMALL):
+    if ranks is None or (max(ranks) <= SMALL and chunks <= SMALL):
         return
-    total = 0.0
-    for op, algo in _algorithms(args):
-        if get(op, algo).refusal(ranks):
-            continue
-        total += estimate_transfers(op, algo, ranks, chunks, getattr(args, "group", None)) or 0.0
     sizes = _size_count(command, args)
-    total *= sizes
+    total = request_transfers(args, ranks)[0] * sizes
     if total > limit:
-        asked = f"--ranks {args.ranks}" + (f" --chunks {args.chunks}" if getattr(args, "chunks", None) else "")
+        asked = _asked(args, ranks) + (f" --chunks {args.chunks}" if getattr(args, "chunks", None) else "")
         per = f" ({sizes} sizes)" if sizes > 1 else ""
         raise CollsimError(f"{command} {asked}: about {about(total)} transfers{per}, over the limit of {about(limit)}; "
                            "--max-transfers raises it")
@@ -154,32 +217,77 @@ def human(nbytes: float) -> str:
 
 
 def check_memory(command: str, args: argparse.Namespace) -> None:
-    """Refuse a request estimated to need more than --max-memory: buffers checked on numpy, processes started, SVG drawn."""
+    """Refuse a request estimated to need more than --max-memory: buffers and schedules checked on numpy, processes
+    started, SVG drawn, the machine built and the schedules simulated on it."""
     _max_memory(args)
-    ranks = _int_ranks(args)
+    ranks = request_ranks(command, args)
     if command in ("check", "verify") and ranks is not None:
-        text = args.size if command == "check" else args.sizes
-        biggest = max(parse_size_range(text, "size" if command == "check" else "sizes"))
-        processes = ranks * PROCESS_BYTES if command == "verify" and not _torchrun() else 0
-        nbytes = processes + ranks * biggest * BUFFERS
-        flag = "--size" if command == "check" else "--sizes"
-        refuse_memory(command, f"{flag} {text} --ranks {args.ranks}", nbytes,
-                      f"{ranks} ranks x {human(biggest)} x {BUFFERS} buffers" + (f" + {ranks} processes" if processes else ""),
-                      args)
+        _check_buffers(command, args, ranks)
     elif command in ("calibrate", "compare") and ranks is not None and not getattr(args, "measured", None):
-        refuse_memory(command, f"--ranks {ranks}", ranks * PROCESS_BYTES, f"{ranks} processes of about 200MiB", args)
+        refuse_memory(command, f"--ranks {max(ranks)}", max(ranks) * PROCESS_BYTES,
+                      f"{max(ranks)} processes of about 200MiB", args)
     elif command == "draw" and ranks is not None:
-        elements = args.elements if args.elements is not None else 2 * ranks
-        steps = 2 * ranks * (getattr(args, "chunks", None) or 1)
-        refuse_memory(command, f"--elements {elements} --ranks {ranks}", float(elements) * ranks * steps * SVG_CELL_BYTES,
+        p = max(ranks)
+        elements = args.elements if args.elements is not None else 2 * p
+        steps = 2 * p * (getattr(args, "chunks", None) or 1)
+        refuse_memory(command, f"--elements {elements} --ranks {p}", float(elements) * p * steps * SVG_CELL_BYTES,
                       "elements x ranks x steps of picture", args)
-    for flag, spec in (("--topology", getattr(args, "topology", None)), ("", getattr(args, "spec", None))):
-        links = estimate_links(str(spec)) if spec else None
-        if links is not None:
-            refuse_memory(command, f"{flag} {spec}".strip(), links * LINK_BYTES, f"about {about(links)} links", args)
-    if command in ("simulate", "sweep") and not getattr(args, "topology", None) and ranks is not None:
-        refuse_memory(command, f"--ranks {ranks}", float(ranks) * ranks * LINK_BYTES,
-                      f"ideal:{ranks} has about {about(float(ranks) * ranks)} links", args)
+    check_machine(command, args, ranks, schedules=True)
+
+
+def _check_buffers(command: str, args: argparse.Namespace, ranks: list[int]) -> None:
+    """check and verify: every rank's buffers at the largest size (and verify's processes, check's schedule)."""
+    text = args.size if command == "check" else args.sizes
+    flag = "--size" if command == "check" else "--sizes"
+    biggest = max(parse_size_range(text, flag.lstrip("-")))
+    p = max(ranks)
+    processes = p * PROCESS_BYTES if command == "verify" and not _torchrun() else 0
+    nbytes = processes + p * biggest * BUFFERS
+    how = f"{p} ranks x {human(biggest)} x {BUFFERS} buffers" + (f" + {p} processes" if processes else "")
+    schedule, what = _schedule_memory(command, args, ranks)
+    refuse_memory(command, f"{flag} {text} --ranks {args.ranks}", nbytes + schedule, how + (f" + {what}" if what else ""),
+                  args)
+
+
+def check_machine(command: str, args: argparse.Namespace, ranks: list[int] | None, schedules: bool = False) -> None:
+    """The topology a request builds (--topology or a spec), and with `schedules` simulate's ideal:P and the largest
+    schedule simulated on the machine too. Without, it runs before the transfer count: a machine is built first."""
+    spec = getattr(args, "topology", None) or getattr(args, "spec", None)
+    links = estimate_links(str(spec)) if spec else None
+    if spec is None and command in ("simulate", "sweep") and ranks is not None and schedules:
+        spec, links = f"ideal:{max(ranks)}", float(max(ranks)) ** 2
+    schedule, what = _schedule_memory(command, args, ranks) if schedules else (0.0, "")
+    if links is None and not schedule:
+        return
+    parts = ([f"{spec} has about {about(links)} links"] if links is not None else []) + ([what] if what else [])
+    given = [f"--ranks {args.ranks}"] if getattr(args, "ranks", None) is not None else []
+    if getattr(args, "topology", None):
+        given.append(f"--topology {args.topology}" + ("" if given or ranks is None else f" ({max(ranks)} ranks)"))
+    elif getattr(args, "spec", None):
+        given.append(str(args.spec))
+    refuse_memory(command, " ".join(given), (links or 0.0) * LINK_BYTES + schedule, " + ".join(parts), args)
+
+
+def _schedule_memory(command: str, args: argparse.Namespace, ranks: list[int] | None) -> tuple[float, str]:
+    """Bytes the largest schedule of the request takes while check checks it or the engine simulates it, times the
+    processes that hold one each; (0, '') for other commands and for requests too small to matter."""
+    per = {"check": CHECK_TRANSFER_BYTES, "simulate": ENGINE_TRANSFER_BYTES, "sweep": ENGINE_TRANSFER_BYTES}.get(command)
+    if per is None or ranks is None or (max(ranks) <= SMALL and (getattr(args, "chunks", None) or 1) <= SMALL):
+        return 0.0, ""
+    transfers = request_transfers(args, ranks)[1]
+    workers = _workers(command, args)
+    how = f"about {about(transfers)} transfers x {per}B" + (f" x {workers} processes" if workers > 1 else "")
+    return workers * transfers * per, how
+
+
+def _workers(command: str, args: argparse.Namespace) -> int:
+    """Processes that simulate at the same time: sweep's --jobs (every core by default), at most one per case."""
+    if command != "sweep" or getattr(args, "dask", None):
+        return 1
+    from simulator.parallel import check_jobs
+
+    cases = len(_algorithms(args)) * _size_count(command, args)
+    return max(1, min(check_jobs(getattr(args, "jobs", 1)), cases))
 
 
 def _torchrun() -> bool:
@@ -188,28 +296,9 @@ def _torchrun() -> bool:
     return "WORLD_SIZE" in os.environ and "LOCAL_RANK" in os.environ
 
 
-_SIZES = re.compile(r"^\s*\d+(\s*x\s*\d+)*\s*$")
-
-
 def estimate_links(spec: str) -> float | None:
     """About how many links a builder or preset SPEC makes, from its numbers alone (None for files and unknown names)."""
-    from simulator.topology import PRESETS
-    from simulator.topology.spec import BUILDERS
-
-    name, _, rest = spec.partition(":")
-    name = name.strip()
-    if name.lower().replace("-", "_") in BUILDERS:
-        name = name.lower().replace("-", "_")
-    elif name not in PRESETS:
+    devices = spec_devices(spec)
+    if devices is None:
         return None
-    devices = 1
-    for i, part in enumerate(p.strip() for p in rest.split(",") if p.strip()):
-        key, eq, value = part.partition("=")
-        text = value if eq else key
-        if (not eq and i == 0) or key.strip().lower() in ("nodes", "gpus", "hosts"):
-            if _SIZES.match(text):
-                for number in text.split("x"):
-                    devices *= int(number)
-    if name in PRESETS:
-        devices *= PRESETS[name].gpus_per_node
-    return float(devices) * devices if name == "ideal" else 8.0 * devices
+    return float(devices) * devices if spec.partition(":")[0].strip().lower() == "ideal" else 8.0 * devices

@@ -38,7 +38,8 @@ OUTPUT_FORMATS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     ("predict", "csv"): ("an NCCL tuner-plugin CSV", (".csv", ".conf")),
     ("export-msccl", "output"): ("MSCCL XML", (".xml",)),
 }
-LIMITED = ("check", "draw", "cost", "simulate", "sweep", "verify", "calibrate", "compare", "export-msccl", "topology show")
+LIMITED = ("check", "draw", "cost", "simulate", "sweep", "verify", "calibrate", "compare", "export-msccl", "import-msccl",
+           "run-program", "topology show")
 
 # option dest -> (smallest, largest or None, what it is); checked whenever the option is given as a number
 INT_RANGES: dict[str, tuple[int, int | None, str]] = {

@@ -133,6 +133,31 @@ def _pool(fn: Callable, cases: list, jobs: int, bar) -> list:
     return out
 
 
+def _unreachable(address: str, exc: Exception) -> CollsimError:
+    return CollsimError(f"dask: cannot reach a scheduler at {address!r} ({type(exc).__name__}); expected the address of "
+                        "a running Dask scheduler such as tcp://127.0.0.1:8786")
+
+
+def _probe(address: str) -> None:
+    """Refuse at once a tcp:// (or bare HOST:PORT) address where nothing listens: Dask's client retries a refused
+    connection for its whole timeout, after a second of imports. Other protocols are left to Dask."""
+    import socket
+    from urllib.parse import urlsplit
+
+    text = address.strip()
+    try:
+        parts = urlsplit(text if "://" in text else f"tcp://{text}")
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return  # Dask says what is wrong with it
+    if parts.scheme != "tcp" or not host or port is None:
+        return
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+    except OSError as exc:
+        raise _unreachable(address, exc) from None
+
+
 NO_WORKERS_S = 30.0  # a scheduler without a worker for this long fails the run instead of waiting forever
 POLL_S = 1.0
 CONNECT_S = 3  # seconds to reach the scheduler
@@ -142,6 +167,7 @@ ANSWER_S = 20.0  # a scheduler that does not answer a question for this long is 
 def _dask(fn: Callable, cases: list, address: str, desc: str) -> list:
     """The cases on the scheduler at `address`; any loss of the scheduler or its workers is one CollsimError."""
     address = check_dask_address(address)
+    _probe(address)
     with _quiet_dask():
         client = _connect(address)
         try:

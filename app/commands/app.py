@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -113,10 +114,9 @@ def streamlit_options(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        import streamlit  # noqa: F401
-    except ImportError:
-        raise CollsimError("app: streamlit is not installed; install the app extra: pip install 'collsim[app]'") from None
+    # found, not imported: importing Streamlit takes half a second, and only options of its own need it (to be checked)
+    if importlib.util.find_spec("streamlit") is None:
+        raise CollsimError("app: streamlit is not installed; install the app extra: pip install 'collsim[app]'")
     script = Path(__file__).resolve().parents[1] / "streamlit_app.py"
     cmd = [sys.executable, "-m", "streamlit", "run", str(script), *streamlit_options(args)]
     return subprocess.call(cmd, cwd=Path(script).parents[1])

@@ -22,6 +22,7 @@ from simulator.program.whatif import (
     sensitivity_cases,
 )
 from simulator.render import table
+from simulator.topology.spec import check_spec_name
 from simulator.units import format_time, parse_size
 
 from ..output import emit_json
@@ -156,6 +157,8 @@ def _trace_dir(path: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     machines = split_machines(args.machines)
+    for machine in machines:
+        check_spec_name(machine)  # every name before the first machine is simulated
     timing = resolve_timing(args, machines)
     prices = parse_prices(args.price, machines)
     check_parallel(args.jobs, args.dask)

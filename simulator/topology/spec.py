@@ -146,9 +146,20 @@ def parse_topology(spec: str) -> Topology:
         return _build(name, args, spec)
     if Path(name).suffix.lower() in (".yaml", ".yml", ".json"):
         return _from_file(name, args, spec)
+    check_spec_name(spec)
+    return load_topology(Path(spec))
+
+
+def check_spec_name(spec: str) -> None:
+    """Refuse a SPEC that names no preset, builder or file, without building anything (a command with several
+    machines checks them all before it starts the first)."""
+    spec = str(spec).strip()
+    name = spec.partition(":")[0].strip()
+    if name in PRESETS or name.lower().replace("-", "_") in BUILDERS or Path(name).suffix.lower() in (".yaml", ".yml", ".json"):
+        return
     path = Path(spec)
     if path.suffix.lower() in (".yaml", ".yml", ".json") or path.exists():
-        return load_topology(path)
+        return
     raise CollsimError(f"topology: unknown topology {spec!r}; expected a preset ({', '.join(PRESETS)}), "
                        f"a builder ({', '.join(b[0] for b in BUILDERS.values())}) or a .yaml/.json file")
 
@@ -169,6 +180,27 @@ def larger_preset(spec: str, ranks: int) -> str | None:
     if preset is None or not preset.multinode:
         return None
     return f"{preset.name}:nodes={-(-ranks // preset.gpus_per_node)}"
+
+
+def spec_devices(spec: str) -> int | None:
+    """The devices a preset or builder SPEC names, read from its numbers without building it; None for a file, an
+    unknown name or numbers that do not read (parse_topology then says what is wrong)."""
+    spec = str(spec).strip()
+    name, _, args = spec.partition(":")
+    key = name.strip().lower().replace("-", "_")
+    try:
+        if name.strip() in PRESETS:
+            return preset_gpus(spec)
+        if key not in BUILDERS:
+            return None
+        opts = _options(args, spec, key)
+        if key == "torus":
+            factors = [int(d) for d in opts["dims"].lower().split("x")]
+        else:  # the builder's first option is its unnamed one: n, hosts or nodes
+            factors = [int(opts[KEYS[key][0]]), int(opts.get("gpus", 8)) if key in ("cluster", "rails") else 1]
+    except (CollsimError, ValueError, KeyError):
+        return None
+    return math.prod(factors) if min(factors) >= 1 else None
 
 
 def _from_file(path: str, args: str, spec: str) -> Topology:

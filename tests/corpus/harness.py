@@ -84,6 +84,7 @@ class Result:
     peak_rss_above_start: int  # bytes
     leftover_processes: list[str]  # 'PID command line' of each process still in the group (then killed)
     leftover_tmp: list[str]
+    cpu_seconds: float = 0.0  # user + system time of the command's process (its waited-for children included)
 
     @property
     def last_line(self) -> str:
@@ -120,6 +121,7 @@ def _child(argv: list[str], workdir: Path, tmpdir: Path, out: Path, err: Path, m
         os.dup2(fd_in, 0)
         os.dup2(fd_out, 1)
         os.dup2(fd_err, 2)
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)  # not ignored, even under a background shell
         if mode == "subprocess":
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -132,7 +134,6 @@ def _child(argv: list[str], workdir: Path, tmpdir: Path, out: Path, err: Path, m
         sys.stdin = open(0, closefd=False)  # noqa: SIM115
         sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
-        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
         _signal.signal(_signal.SIGTERM, _signal.SIG_DFL)
         from app.cli import main
 
@@ -233,7 +234,8 @@ def run_cli(argv: list[str], workdir: Path, tmpdir: Path | None = None, mode: st
         time.sleep(0.01)
     return Result(status=status, stdout=out.read_text(errors="replace"), stderr=err.read_text(errors="replace"),
                   seconds=seconds, timed_out=timed_out, peak_rss_above_start=rusage.ru_maxrss * 1024 - start_rss,
-                  leftover_processes=leftover, leftover_tmp=sorted(os.listdir(tmpdir)))
+                  leftover_processes=leftover, leftover_tmp=sorted(os.listdir(tmpdir)),
+                  cpu_seconds=rusage.ru_utime + rusage.ru_stime)
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, bytes | None]]:
