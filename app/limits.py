@@ -1,5 +1,8 @@
 """Requests too big to run, refused up front with an estimate and the option that raises the limit.
 
+Each command that builds schedules, machines or processes declares what its run holds, a `Footprint`, with its
+parser (`set_defaults(_footprint=...)`); the limits read that declaration, never the command's name.
+
 Two limits, both options of the commands that build schedules or start processes: --max-transfers (transfers in
 the schedules a request builds, default 5e7) and --max-memory (memory the run is estimated to take, default 8GiB).
 Transfers are counted on the real builders at small rank counts (at most 32, one chunk) and extrapolated to the
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 
 from simulator.algorithms import all_specs, build_schedule, get, names_for
@@ -39,6 +43,23 @@ SMALL = 64  # rank counts and chunks up to this never need an estimate
 # lists (about 600 B a transfer at p = 400), but such a run stays under 1 GiB.
 CHECK_TRANSFER_BYTES = 740
 ENGINE_TRANSFER_BYTES = 280
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What one run of a command holds, as the limits count it."""
+
+    sizes: tuple[str, ...] = ()  # the option (first given of these) whose sizes each schedule is built at
+    ranks_from_topology: bool = False  # without --ranks, every device of --topology (else of ideal:P)
+    buffers: bool = False  # every rank's numpy buffers at the largest size (BUFFERS copies)
+    processes: bool = False  # a torch.distributed process per rank (unless measured results are read)
+    picture: bool = False  # an SVG of elements x ranks x steps
+    transfer_bytes: int = 0  # bytes per transfer of the largest schedule while it is checked or simulated
+    workers: bool = False  # --jobs processes each hold a schedule at once
+
+
+def footprint(args: argparse.Namespace) -> Footprint:
+    return getattr(args, "_footprint", None) or Footprint()
 
 
 def add_limit_args(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +90,7 @@ def request_ranks(command: str, args: argparse.Namespace) -> list[int] | None:
         return [value]
     if isinstance(value, str):
         return parse_rank_range(value)
-    devices = spec_devices(args.topology) if command in ("simulate", "sweep") and args.topology else None
+    devices = spec_devices(args.topology) if footprint(args).ranks_from_topology and args.topology else None
     return [devices] if devices else None
 
 
@@ -189,10 +210,17 @@ def check_transfers(command: str, args: argparse.Namespace) -> None:
                            "--max-transfers raises it")
 
 
+def _size_text(args: argparse.Namespace) -> tuple[str, str | None]:
+    """(flag, text) of the sizes each schedule is built at, by the footprint (text None: one size)."""
+    for dest in footprint(args).sizes:
+        if getattr(args, dest, None):
+            return f"--{dest}", getattr(args, dest)
+    return "", None
+
+
 def _size_count(command: str, args: argparse.Namespace) -> int:
-    """Schedules a command builds per (algorithm, rank count): one per size for check, sweep and verify."""
-    text = {"check": getattr(args, "size", None), "verify": getattr(args, "sizes", None),
-            "sweep": getattr(args, "size", None) or getattr(args, "sizes", None)}.get(command)
+    """Schedules a command builds per (algorithm, rank count): one per size where its footprint names sizes."""
+    text = _size_text(args)[1]
     return len(parse_size_range(text, "sizes")) if text else 1
 
 
@@ -221,12 +249,13 @@ def check_memory(command: str, args: argparse.Namespace) -> None:
     started, SVG drawn, the machine built and the schedules simulated on it."""
     _max_memory(args)
     ranks = request_ranks(command, args)
-    if command in ("check", "verify") and ranks is not None:
+    fp = footprint(args)
+    if fp.buffers and ranks is not None:
         _check_buffers(command, args, ranks)
-    elif command in ("calibrate", "compare") and ranks is not None and not getattr(args, "measured", None):
+    elif fp.processes and ranks is not None and not getattr(args, "measured", None):
         refuse_memory(command, f"--ranks {max(ranks)}", max(ranks) * PROCESS_BYTES,
                       f"{max(ranks)} processes of about 200MiB", args)
-    elif command == "draw" and ranks is not None:
+    elif fp.picture and ranks is not None:
         p = max(ranks)
         elements = args.elements if args.elements is not None else 2 * p
         steps = 2 * p * (getattr(args, "chunks", None) or 1)
@@ -236,12 +265,11 @@ def check_memory(command: str, args: argparse.Namespace) -> None:
 
 
 def _check_buffers(command: str, args: argparse.Namespace, ranks: list[int]) -> None:
-    """check and verify: every rank's buffers at the largest size (and verify's processes, check's schedule)."""
-    text = args.size if command == "check" else args.sizes
-    flag = "--size" if command == "check" else "--sizes"
+    """Every rank's buffers at the largest size (with the processes and the schedule, where the footprint has them)."""
+    flag, text = _size_text(args)
     biggest = max(parse_size_range(text, flag.lstrip("-")))
     p = max(ranks)
-    processes = p * PROCESS_BYTES if command == "verify" and not _torchrun() else 0
+    processes = p * PROCESS_BYTES if footprint(args).processes and not _torchrun() else 0
     nbytes = processes + p * biggest * BUFFERS
     how = f"{p} ranks x {human(biggest)} x {BUFFERS} buffers" + (f" + {p} processes" if processes else "")
     schedule, what = _schedule_memory(command, args, ranks)
@@ -254,7 +282,7 @@ def check_machine(command: str, args: argparse.Namespace, ranks: list[int] | Non
     schedule simulated on the machine too. Without, it runs before the transfer count: a machine is built first."""
     spec = getattr(args, "topology", None) or getattr(args, "spec", None)
     links = estimate_links(str(spec)) if spec else None
-    if spec is None and command in ("simulate", "sweep") and ranks is not None and schedules:
+    if spec is None and footprint(args).ranks_from_topology and ranks is not None and schedules:
         spec, links = f"ideal:{max(ranks)}", float(max(ranks)) ** 2
     schedule, what = _schedule_memory(command, args, ranks) if schedules else (0.0, "")
     if links is None and not schedule:
@@ -271,8 +299,8 @@ def check_machine(command: str, args: argparse.Namespace, ranks: list[int] | Non
 def _schedule_memory(command: str, args: argparse.Namespace, ranks: list[int] | None) -> tuple[float, str]:
     """Bytes the largest schedule of the request takes while check checks it or the engine simulates it, times the
     processes that hold one each; (0, '') for other commands and for requests too small to matter."""
-    per = {"check": CHECK_TRANSFER_BYTES, "simulate": ENGINE_TRANSFER_BYTES, "sweep": ENGINE_TRANSFER_BYTES}.get(command)
-    if per is None or ranks is None or (max(ranks) <= SMALL and (getattr(args, "chunks", None) or 1) <= SMALL):
+    per = footprint(args).transfer_bytes
+    if not per or ranks is None or (max(ranks) <= SMALL and (getattr(args, "chunks", None) or 1) <= SMALL):
         return 0.0, ""
     transfers = request_transfers(args, ranks)[1]
     workers = _workers(command, args)
@@ -281,8 +309,8 @@ def _schedule_memory(command: str, args: argparse.Namespace, ranks: list[int] | 
 
 
 def _workers(command: str, args: argparse.Namespace) -> int:
-    """Processes that simulate at the same time: sweep's --jobs (every core by default), at most one per case."""
-    if command != "sweep" or getattr(args, "dask", None):
+    """Processes that simulate at the same time: --jobs (every core by default), at most one per case."""
+    if not footprint(args).workers or getattr(args, "dask", None):
         return 1
     from simulator.parallel import check_jobs
 

@@ -38,9 +38,6 @@ OUTPUT_FORMATS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     ("predict", "csv"): ("an NCCL tuner-plugin CSV", (".csv", ".conf")),
     ("export-msccl", "output"): ("MSCCL XML", (".xml",)),
 }
-LIMITED = ("check", "draw", "cost", "simulate", "sweep", "verify", "calibrate", "compare", "export-msccl", "import-msccl",
-           "run-program", "topology show")
-
 # option dest -> (smallest, largest or None, what it is); checked whenever the option is given as a number
 INT_RANGES: dict[str, tuple[int, int | None, str]] = {
     "ranks": (1, None, "a rank count"),
@@ -101,6 +98,6 @@ def preflight(args: argparse.Namespace) -> None:
     command = getattr(args, "_command", "")
     formats = {field: OUTPUT_FORMATS[command, dest] for dest, field in fields.items() if (command, dest) in OUTPUT_FORMATS}
     check_outputs({field: getattr(args, dest, None) for dest, field in fields.items()}, formats)
-    if command in LIMITED:
+    if getattr(args, "_footprint", None) is not None:
         limits.check_transfers(command, args)
         limits.check_memory(command, args)

@@ -9,6 +9,7 @@ from simulator.fileio import say_written
 from simulator.render import table
 from simulator.units import format_size, parse_size_range
 
+from ..limits import Footprint
 from ..output import emit_json
 
 
@@ -40,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds any single wait may take (default 60)")
     p.add_argument("--out", "-o", metavar="PATH", help="write the profile here (.yaml, or .json)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, _footprint=Footprint(processes=True))
 
 
 def run(args: argparse.Namespace) -> int:

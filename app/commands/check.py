@@ -14,6 +14,7 @@ from simulator.semantics import check
 from simulator.units import parse_rank_range, parse_size_range
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
+from ..limits import CHECK_TRANSFER_BYTES, Footprint
 from ..output import emit_json, progress
 
 DEFAULT_SIZES = "0,4,28,388,4100"  # 0, 1, 7, 97 and 1025 float32 elements: primes, uneven blocks
@@ -34,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random data (default 0)")
     add_algo_params(p)
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, _footprint=Footprint(sizes=("size",), buffers=True, transfer_bytes=CHECK_TRANSFER_BYTES))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from simulator.render import table
 from simulator.units import parse_bandwidth, parse_gamma, parse_size, parse_size_range, parse_time
 
 from ..args import add_algo_params, add_op, algo_params
+from ..limits import Footprint
 from ..output import emit_json
 
 
@@ -51,7 +52,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "measured transfer intervals side by side, for --trace-size (needs a live run, not --measured)")
     p.add_argument("--trace-size", metavar="SIZE", help="the size traced with --trace (default: the first of --sizes)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, _footprint=Footprint(processes=True))
 
 
 def _profile(args: argparse.Namespace) -> LinkProfile:

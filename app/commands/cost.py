@@ -17,6 +17,7 @@ from simulator.render import table
 from simulator.units import parse_bandwidth, parse_gamma, parse_size_range, parse_time
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
+from ..limits import Footprint
 from ..output import emit_json
 
 
@@ -39,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                      "--gamma; a piecewise profile prices each size with its segment")
     add_algo_params(p)
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, _footprint=Footprint())
 
 
 def _profile_adapter(args: argparse.Namespace):

@@ -11,6 +11,7 @@ from simulator.units import parse_size
 
 from ..args import add_algo_params, add_op, algo_params
 from ..diagram import render_svg
+from ..limits import Footprint
 from ..output import emit_json
 
 
@@ -28,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_algo_params(p)
     p.add_argument("-o", "--output", required=True, help="SVG file to write")
     p.add_argument("--json", action="store_true", help="print what was drawn as JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, _footprint=Footprint(picture=True))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from simulator.topology import parse_topology
 from simulator.units import SIZE_HELP, format_size, parse_size
 
 from ..args import SIZE_MEANING, add_algo_params, add_op, algo_params
+from ..limits import Footprint
 from ..output import emit_json
 
 PLACEMENT_CHOICES = ("auto",) + PLACEMENTS
@@ -48,7 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--simulate", action="store_true", help="run the schedule on the event engine (needs --topology)")
     p.add_argument("--topology", metavar="SPEC", help="topology for --simulate, e.g. switch:8, ring:4 or a .yaml file")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run_import)
+    p.set_defaults(func=run_import, _footprint=Footprint())
 
     e = sub.add_parser(
         "export-msccl", help="write a collsim algorithm as MSCCL algorithm XML",
@@ -70,7 +71,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--name", help="algorithm name in the file (default: the collsim algorithm name)")
     e.add_argument("-o", "--output", metavar="FILE", help="write the XML here (default: print it)")
     e.add_argument("--json", action="store_true", help="print a JSON summary (with the XML when there is no -o)")
-    e.set_defaults(func=run_export)
+    e.set_defaults(func=run_export, _footprint=Footprint())
 
 
 def run_import(args: argparse.Namespace) -> int:

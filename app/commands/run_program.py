@@ -18,6 +18,7 @@ from simulator.topology import Topology, ideal, parse_topology
 from simulator.topology.spec import larger_preset
 from simulator.units import format_time, parse_bandwidth, parse_time
 
+from ..limits import Footprint
 from ..output import emit_json
 from .lint_program import PROGRAM_HINT, add_max_work, max_work
 
@@ -110,7 +111,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_timing_arg(p)
     p.add_argument("--calls", type=int, default=12, help="calls of rank 0 to list (default 12; 0 = none)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run, _memory_hint=PROGRAM_HINT)
+    p.set_defaults(func=run, _memory_hint=PROGRAM_HINT, _footprint=Footprint())
 
 
 def run(args: argparse.Namespace) -> int:

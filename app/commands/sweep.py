@@ -19,6 +19,7 @@ from simulator.units import parse_size_range
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
 from ..engine_args import add_engine_args, machine_setup
+from ..limits import ENGINE_TRANSFER_BYTES, Footprint
 from ..nccl_log import result_row, save_logs
 from ..output import emit_json
 
@@ -44,7 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from .whatif import add_parallel_args
 
     add_parallel_args(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, _footprint=Footprint(sizes=("size", "sizes"), ranks_from_topology=True, transfer_bytes=ENGINE_TRANSFER_BYTES,
+                                         workers=True))
 
 
 @lru_cache(maxsize=4)

@@ -9,6 +9,7 @@ from simulator.render import table
 from simulator.topology import BUILDERS, NETWORKS, PRESETS, ROUTINGS, build_preset, parse_topology
 from simulator.topology.spec import COMMON_OPTIONS
 
+from ..limits import Footprint
 from ..output import emit_json
 
 
@@ -29,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                        "rails:nodes=4,gpus=8, cluster:nodes=4,gpus=8) or file")
     show.add_argument("--links", action="store_true", help="list every link (id, ends, latency, bandwidth)")
     show.add_argument("--json", action="store_true", help="print JSON")
-    show.set_defaults(func=run_show)
+    show.set_defaults(func=run_show, _footprint=Footprint())
     t.set_defaults(func=_no_action)
 
 

@@ -17,6 +17,7 @@ from simulator.render import table
 from simulator.units import parse_size, parse_size_range
 
 from ..args import add_algo_params, add_op, algo_params
+from ..limits import Footprint
 from ..output import emit_json
 from .lint_program import add_max_work, max_work
 
@@ -72,7 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                     "swapped same-shaped calls are caught by their data")
     add_max_work(p)
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, _footprint=Footprint(sizes=("sizes",), buffers=True, processes=True))
 
 
 def cases_from_args(args: argparse.Namespace, ranks: int | None) -> tuple[tuple[str, str, dict], ...]:
