@@ -10,7 +10,7 @@ from .output import emit_json
 
 def show(result: Result, as_json: bool) -> int:
     """Write the result's files (all at the end of the run, or none: app/cli.py), print it, and say what was written
-    once it is (simulator/fileio.py say_written); exit status 0."""
+    once it is (simulator/fileio.py say_written); the result's exit status."""
     files = result.files()
     for out in files:
         if callable(out.content):
@@ -19,8 +19,8 @@ def show(result: Result, as_json: bool) -> int:
             atomic_write(out.path, out.content)
     if as_json:
         emit_json(result.data())
-        return 0
+        return result.status
     print(result.text())
     for out in files:
         say_written(f"wrote {out.what}: {out.path}" + (f" ({out.note})" if out.note else ""))
-    return 0
+    return result.status

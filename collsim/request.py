@@ -24,7 +24,9 @@ class OutputFile(NamedTuple):
 
 
 class Result:
-    """What a request answers."""
+    """What a request answers; `status` is the command line's exit status for it (0: the answer is a success)."""
+
+    status: int = 0
 
     def text(self) -> str:
         raise NotImplementedError

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import math
 
+from collsim.program import LintRequest
 from simulator.errors import CollsimError
-from simulator.program import check_program, load_program
 from simulator.program.loader import MAX_WORK
 
-from ..output import emit_json
+from ..show import show
 
 PROGRAM_HINT = "expected a smaller program (fewer ranks, groups or operations per rank)"
 
@@ -49,16 +49,4 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    program = load_program(args.file, max_work(args))
-    problems = check_program(program)
-    summary = {"file": args.file, "world": program.world, "groups": len(program.groups),
-               "operations": sum(len(ops) for ops in program.ranks.values()), "ok": not problems}
-    if args.json:
-        emit_json({**summary, "problems": [p.to_dict() for p in problems]})
-    elif not problems:
-        print(f"OK: {args.file}: {summary['world']} ranks, {summary['groups']} groups, {summary['operations']} operations; "
-              "every group's calls match and program order finishes")
-    else:
-        for problem in problems:
-            print(f"{args.file}: {problem.kind}: {problem.message}")
-    return 1 if problems else 0
+    return show(LintRequest(args.file, max_work(args)).run(), args.json)

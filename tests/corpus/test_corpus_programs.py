@@ -97,7 +97,7 @@ def test_a_large_program_is_linted_within_bounds(tmp_path):
 
 def test_out_of_memory_names_what_the_user_of_a_program_command_can_change(tmp_path, monkeypatch, capsys):
     """lint-program has no --size or --ranks: running out of memory names the program instead."""
-    import app.commands.lint_program as lint
+    import collsim.program as lint
 
     def exhausted(path, max_work=None):
         raise MemoryError
