@@ -100,9 +100,10 @@ def healthy_row(prefix: str) -> list[str]:
     errors = large_errors(result)
     large = [p for p in result.points if p.bytes >= LARGE]
     med = median(abs(e) for e in errors)
-    return [prefix.rstrip("_"), f"`{result.request.machine.spec}`", f"{median(p.measured_GBps for p in large):.0f}",
-            f"{median(p.expected_GBps for p in large):.0f}", _pct(errors), f"{med:.0%}", "yes" if med <= GOAL else "no",
-            result.diagnosis.verdict]
+    within = sum(abs(e) <= GOAL for e in errors)
+    return [prefix.rstrip("_"), f"`{result.request.machine.spec}`", f"{median(p.measured_GBps for p in large):.3g}",
+            f"{median(p.expected_GBps for p in large):.3g}", _pct(errors), f"{within}/{len(errors)}", f"{med:.0%}",
+            "yes" if med <= GOAL else "no", result.diagnosis.verdict]
 
 
 def degraded_row(case: Degraded) -> list[str]:
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                 {p.rstrip("_") for p in args.prefixes}]
     text = ("Healthy logs (each on its machine's preset): expected vs measured busbw at sizes >= 64 MiB\n\n"
             + markdown(["log", "preset", "measured busbw (median, GB/s)", "expected", "error per size (expected - measured)",
-                        "median |error|", "within 15%", "verdict"], healthy)
+                        "sizes within 15%", "median |error|", "median within 15%", "verdict"], healthy)
             + "\n\nDegraded copies (benchmarks/doctor_accuracy.py DEGRADED): the first cause named\n\n"
             + markdown(["log", "change", "verdict", "first cause", "right"], degraded))
     print(text)

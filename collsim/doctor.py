@@ -14,6 +14,7 @@ from functools import lru_cache
 from statistics import median
 from typing import Any
 
+from simulator.collective import busbw_factor
 from simulator.errors import CollsimError
 from simulator.formats.nccl_tests import NcclTestsLog, parse_log, read_log
 from simulator.nccl.predict import OPS
@@ -141,9 +142,9 @@ class DoctorRequest(Request):
         req = self.predict
         rows = _predicted(req.preset, req.op, req.sizes, req.ranks, req.nccl_version)
         measured = {r.bytes: r.out for r in self.parsed.rows if r.out.time_s > 0}
-        points = [Point(p.bytes, measured[p.bytes].busbw_GBps,
-                        measured[p.bytes].busbw_GBps * measured[p.bytes].time_s / p.time_s,
-                        measured[p.bytes].time_s, p.time_s, p.proto, p.nccl_algo) for p in rows]
+        factor = busbw_factor(req.op, req.ranks) / 1e9  # nccl-tests' busbw in GB/s: bytes / time x factor
+        points = [Point(p.bytes, measured[p.bytes].busbw_GBps, p.bytes / p.time_s * factor, measured[p.bytes].time_s,
+                        p.time_s, p.proto, p.nccl_algo) for p in rows]
         return DoctorResult(self, points, diagnose(self, points))
 
 
