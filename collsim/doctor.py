@@ -132,9 +132,14 @@ class DoctorRequest(Request):
                                "such as nccl-tests -b 8 -e 8G -f 2")
         if self.preset is not None and not self.preset.strip():
             raise CollsimError("preset: '' names no machine; expected a preset SPEC such as p5:nodes=2 (`collsim topologies`)")
-        machine = _given(self.preset, parsed) if self.preset else infer_machine(parsed, text)
-        request = PredictRequest(machine.spec, op=parsed.op, sizes=tuple(sizes), ranks=parsed.ranks,
-                                 nccl_version=_nccl_version(text))
+        try:
+            machine = _given(self.preset, parsed) if self.preset else infer_machine(parsed, text)
+            request = PredictRequest(machine.spec, op=parsed.op, sizes=tuple(sizes), ranks=parsed.ranks,
+                                     nccl_version=_nccl_version(text))
+        except CollsimError as exc:  # the spec's own parser names the field 'topology': here it is --preset
+            message = str(exc)
+            raise CollsimError("preset:" + message.removeprefix("topology:") if message.startswith("topology:")
+                               else message) from None
         for name, value in (("parsed", parsed), ("machine", machine), ("log_text", text), ("predict", request)):
             object.__setattr__(self, name, value)
 

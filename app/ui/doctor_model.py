@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from app.ui.reality_model import LOGS, MAX_UPLOAD, bundled_logs
+from app.ui.reality_model import LOGS, MAX_UPLOAD, PREDICT_MAX_RANKS, bundled_logs
 from collsim.doctor import DoctorRequest, DoctorResult
 from simulator.errors import CollsimError
+from simulator.topology.presets import MACHINE_PRESETS
 from simulator.units import format_size
 
 FIRST = "04_"  # the log the page opens with: one p5 node, a diagnosis in about a second
@@ -17,6 +18,17 @@ def request(log_name: str | None, upload: tuple[str, bytes] | None, preset: str)
     """The request the command line builds for `collsim doctor LOG [--preset SPEC]`: an upload (name, bytes) when given,
     else the bundled log `log_name`; an empty preset: inferred from the log."""
     spec = preset.strip() or None
+    if spec is not None and spec.split(":", 1)[0].strip() not in MACHINE_PRESETS:  # no files or builders on a page
+        raise CollsimError(f"preset: {spec!r} is not a machine preset collsim predict runs; expected one of "
+                           f"{', '.join(MACHINE_PRESETS)}, optionally :nodes=N")
+    built = _build(log_name, upload, spec)
+    if built.parsed.ranks > PREDICT_MAX_RANKS:
+        raise CollsimError(f"ranks: the log has {built.parsed.ranks} ranks, over this page's limit of {PREDICT_MAX_RANKS} "
+                           "for collsim predict; expected at most that (`collsim doctor LOG` takes more)")
+    return built
+
+
+def _build(log_name: str | None, upload: tuple[str, bytes] | None, spec: str | None) -> DoctorRequest:
     if upload is not None:
         name, data = upload
         if len(data) > MAX_UPLOAD:

@@ -32,7 +32,9 @@ CASES = [
     Case("missing", ["doctor", "nope.txt"], "log", "nope.txt", "No such file"),
     Case("unknown-preset", ["doctor", TWO_NODES, "--preset", "nosuch"], "preset", "'nosuch'", "expected one of"),
     Case("preset-too-small", ["doctor", TWO_NODES, "--preset", "p5"], "preset", "p5", "e.g. p5:nodes=2"),
-    Case("preset-bad-nodes", ["doctor", TWO_NODES, "--preset", "p5:nodes=0"], "nodes", "nodes=0", "integer >= 1"),
+    Case("preset-bad-nodes", ["doctor", TWO_NODES, "--preset", "p5:nodes=0"], "preset", "nodes=0", "integer >= 1"),
+    Case("preset-huge", ["doctor", TWO_NODES, "--preset", "dgx-h100:nodes=99999"], "ranks", "dgx-h100:nodes=99999",
+         "at most 16,384"),
     Case("preset-empty", ["doctor", TWO_NODES, "--preset", ""], "preset", "''", "expected"),
     Case("unknown-op", ["doctor", "a2a.txt"], "op", "alltoall", "allreduce, allgather, reduce_scatter",
          files={"a2a.txt": _log("alltoall", header=H100)}),
@@ -50,3 +52,36 @@ def test_doctor_input_is_refused_in_one_line(case: Case, tmp_path: Path) -> None
 
 def test_case_ids_are_unique() -> None:
     assert len({c.id for c in CASES}) == len(CASES)
+
+
+# The Doctor page (app/views/doctor.py) opens on log 04 (8 H100 ranks): a preset typed there, or an upload, that the
+# page refuses in one error line naming the field (no files or builders on a page; the page's rank limit).
+PAGE_CASES = [
+    ("ring:16", "preset", "'ring:16'"),
+    ("/etc/passwd", "preset", "'/etc/passwd'"),
+    ("p4de:nodes=x", "preset", "'p4de:nodes=x'"),
+    ("dgx-h100:nodes=99999", "ranks", "dgx-h100:nodes=99999 has 799,992 GPUs"),
+]
+
+
+@pytest.mark.parametrize("text, field, quoted", PAGE_CASES, ids=[t for t, _, _ in PAGE_CASES])
+def test_a_bad_preset_on_the_doctor_page_is_one_error_line(text, field, quoted):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("views/doctor.py")
+    at.session_state["doctor.preset"] = text
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith(f"{field}") and quoted in errors[0], errors
+
+
+def test_an_upload_over_the_page_rank_limit_is_refused():
+    from app.ui.doctor_model import request
+    from simulator.errors import CollsimError
+
+    rows = [ResultRow(s, s // 4, "float", "sum", -1, 20e-6 + s / 10e9) for s in SIZES]
+    with pytest.raises(CollsimError, match=r"^ranks: the log has 64 ranks, over this page's limit of 32"):
+        request(None, ("big.txt", (H100 + format_log("allreduce", 64, rows)).encode()), "dgx-h100:nodes=8")
