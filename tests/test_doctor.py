@@ -77,3 +77,11 @@ def test_expected_busbw_is_nccl_tests_busbw_of_the_predicted_time(capsys):
     for p in data["points"]:  # allreduce on 8 ranks: busbw = bytes / time x 2 (n - 1) / n (nccl-tests' PERFORMANCE.md)
         assert p["expected_busbw_GBps"] == pytest.approx(p["bytes"] / p["expected_s"] * 2 * 7 / 8 / 1e9, rel=2e-3)
     assert {p["bytes"] for p in data["points"]} >= {64 << 20, 16 << 30}
+
+
+def test_html_writes_the_figure_of_measured_and_expected_busbw(tmp_path, capsys):
+    out = tmp_path / "doctor.html"
+    assert main(["doctor", str(bundled("07_")), "--html", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote the figure (HTML): {out}" in printed and "<html>" in out.read_text()
+    assert "busbw: measured against expected" in out.read_text()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from collsim.doctor import DoctorRequest
+from simulator.fileio import atomic_write, say_written
 
 from ..show import show
 
@@ -22,13 +23,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "the model's own measured error on that machine class is not called a fault (docs/doctor.md).",
         epilog="examples:\n"
                "  collsim doctor tests/data/nccl-tests/03_h100_p5_2node_16gpu_efa_allreduce.txt\n"
-               "  collsim doctor my_run.log --preset p5:nodes=2 --json")
+               "  collsim doctor my_run.log --preset p5:nodes=2 --html doctor.html\n"
+               "  collsim doctor my_run.log --json")
     p.add_argument("log", metavar="LOG", help="an nccl-tests output file")
     p.add_argument("--preset", metavar="SPEC", help="the machine, e.g. p5:nodes=2 (`collsim topologies`; default: "
                    "inferred from the log)")
+    p.add_argument("--html", metavar="FILE", help="also write the figure: measured against expected busbw per size "
+                   "(an interactive plotly chart, as the app's Doctor page draws it)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    return show(DoctorRequest(args.log, preset=args.preset).run(), args.json)
+    result = DoctorRequest(args.log, preset=args.preset).run()
+    if args.html:  # the figure is the app's (plotly, imported only here), so the command writes it, not the request
+        from ..ui.doctor_model import figure
+
+        atomic_write(args.html, figure(result).to_html(include_plotlyjs=True, full_html=True))
+    status = show(result, args.json)
+    if args.html:
+        say_written(f"wrote the figure (HTML): {args.html}")
+    return status

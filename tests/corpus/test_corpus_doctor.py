@@ -36,6 +36,8 @@ CASES = [
     Case("preset-huge", ["doctor", TWO_NODES, "--preset", "dgx-h100:nodes=99999"], "ranks", "dgx-h100:nodes=99999",
          "at most 16,384"),
     Case("preset-empty", ["doctor", TWO_NODES, "--preset", ""], "preset", "''", "expected"),
+    Case("html-extension", ["doctor", str(LOGS / "04_h100_p5_1node_8gpu_allreduce_awsbatch.txt"), "--html", "d.png"],
+         "html", "'d.png'", ".html", outputs=["d.png"]),
     Case("unknown-op", ["doctor", "a2a.txt"], "op", "alltoall", "allreduce, allgather, reduce_scatter",
          files={"a2a.txt": _log("alltoall", header=H100)}),
     Case("only-tiny-sizes", ["doctor", "tiny.txt"], "log", "tiny.txt", "expected a sweep",
