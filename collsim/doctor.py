@@ -16,8 +16,9 @@ from typing import Any
 
 from simulator.collective import busbw_factor
 from simulator.errors import CollsimError
-from simulator.formats.nccl_tests import NcclTestsLog, parse_log, read_log
+from simulator.formats.nccl_tests import NcclTestsLog, parse_log
 from simulator.nccl.predict import OPS
+from simulator.readfile import read_bytes
 from simulator.render import table
 from simulator.topology.presets import MACHINE_PRESETS, NETWORKS, PRESET_GPUS, PRESETS
 from simulator.topology.spec import larger_preset, preset_gpus
@@ -75,8 +76,8 @@ def infer_machine(log: NcclTestsLog, text: str) -> Machine:
     name = hinted[0] if hinted else FAMILY_PRESET[family]
     preset = PRESETS[name]
     hosts = _hosts(text)
-    if hosts and len(hosts[0]) == log.ranks:
-        nodes, counted = len(set(hosts[0].values())), f"{len(set(hosts[0].values()))} hosts in its device list"
+    if len(hosts) == log.ranks:  # a complete device list
+        nodes, counted = len(set(hosts.values())), f"{len(set(hosts.values()))} hosts in its device list"
     else:
         nodes = max(1, -(-log.ranks // preset.gpus_per_node))
         counted = f"{log.ranks} ranks / {preset.gpus_per_node} GPUs per node"
@@ -92,14 +93,9 @@ def infer_machine(log: NcclTestsLog, text: str) -> Machine:
                    + (f"; other presets of this GPU: {', '.join(others)} (--preset)" if others else ""))
 
 
-def _hosts(text: str) -> list[dict[int, str]]:
-    """The rank -> host maps of the log's device lists ('#  Rank  0 Group 0 Pid 1 on HOST device 0 ...')."""
-    found: dict[int, str] = {}
-    for line in text.splitlines():
-        match = _HOST.search(line)
-        if match:
-            found[int(match.group(1))] = match.group(2)
-    return [found] if found else []
+def _hosts(text: str) -> dict[int, str]:
+    """Rank -> host, from the log's device list ('#  Rank  0 Group 0 Pid 1 on HOST device 0 ...')."""
+    return {int(m.group(1)): m.group(2) for m in map(_HOST.search, text.splitlines()) if m}
 
 
 # ---- the request -------------------------------------------------------------------------------------------------
@@ -119,11 +115,8 @@ class DoctorRequest(Request):
     predict: PredictRequest = field(init=False, repr=False, compare=False)
 
     def check(self) -> None:
-        if self.text is None:
-            parsed = read_log(self.log)
-            text = _read_text(self.log)
-        else:
-            parsed, text = parse_log(self.text, self.log), self.text
+        text = self.text if self.text is not None else read_bytes(self.log, "log").decode("utf-8", errors="replace")
+        parsed = parse_log(text, self.log)  # as read_log reads a file
         if parsed.op not in OPS:
             raise CollsimError(f"op: {self.log} is a {parsed.op} log; the doctor covers {', '.join(OPS)}")
         sizes = judged_sizes(parsed)
@@ -156,7 +149,7 @@ class DoctorRequest(Request):
 def _given(spec: str, log: NcclTestsLog) -> Machine:
     """The machine --preset names, refused in the doctor's words when it is no preset or too small for the log."""
     name = spec.partition(":")[0].strip()
-    if name not in PRESETS and not os.path.exists(name):
+    if name not in MACHINE_PRESETS and not os.path.exists(name):
         raise CollsimError(f"preset: unknown preset {name!r}; expected one of {', '.join(MACHINE_PRESETS)} (NAME[:nodes=N]), "
                            "or a calibrated preset file")
     gpus = preset_gpus(spec)
@@ -169,11 +162,6 @@ def _given(spec: str, log: NcclTestsLog) -> Machine:
     mismatch = f"; note: the log ran on {log.gpu.text} GPUs, the preset has {family.upper()}" if (
         family and named and family != named) else ""
     return Machine(spec, "given" + mismatch)
-
-
-def _read_text(path: str) -> str:
-    with open(path, "rb") as f:
-        return f.read().decode("utf-8", errors="replace")
 
 
 def _nccl_version(text: str) -> str | None:
