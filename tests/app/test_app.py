@@ -581,7 +581,7 @@ def test_doctor_page_answers_as_collsim_doctor_does():
     trace = _charts(at)[0]["data"][0]
     assert trace["name"] == "measured" and trace["y"] == [measured[int(x)] for x in trace["x"]]
     at.text_input(key="doctor.preset").input("nosuch").run()
-    assert not at.exception and len(at.error) == 1 and at.error[0].value.startswith("preset: unknown preset 'nosuch'")
+    assert not at.exception and len(at.error) == 1 and at.error[0].value.startswith("preset: 'nosuch' is not a machine preset")
     assert at.query_params["preset"] == "nosuch"
 
 
