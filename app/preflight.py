@@ -27,6 +27,7 @@ OUTPUT_FORMATS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     ("scenario", "out"): _PROFILE,
     ("run-program", "trace"): _CHROME,
     ("scale", "html"): ("HTML", (".html", ".htm")),
+    ("doctor", "html"): ("HTML", (".html", ".htm")),
     ("verify", "csv"): _CSV,
     ("verify", "nccl_log"): _NCCL_LOG,
     ("calibrate", "out"): _PROFILE,

@@ -17,6 +17,7 @@ PAGES = [
     st.Page("views/contention.py", title="Topology and contention", url_path="contention"),
     st.Page("views/whatif.py", title="What-if hardware", url_path="whatif"),
     st.Page("views/reality.py", title="Model vs reality", url_path="reality"),
+    st.Page("views/doctor.py", title="Doctor", url_path="doctor"),
 ]
 
 st.sidebar.markdown("**collsim**: how GPUs talk in collectives. Every picture is computed by running the "

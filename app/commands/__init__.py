@@ -7,6 +7,7 @@ from . import (
     check,
     compare,
     cost,
+    doctor,
     draw,
     fit,
     lint_program,
@@ -25,4 +26,4 @@ from . import (
 
 # In the order `collsim --help` lists them: learn, predict, programs of collectives, check against reality, then the app.
 COMMANDS = [algorithms, check, draw, cost, topologies, simulate, sweep, scenario, lint_program, run_program, whatif, scale,
-            verify, calibrate, compare, fit, nccl_model, predict, msccl, app]
+            verify, calibrate, compare, fit, nccl_model, predict, doctor, msccl, app]

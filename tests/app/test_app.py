@@ -76,7 +76,7 @@ def test_the_default_page_is_the_first_lesson():
 
 
 @pytest.mark.parametrize("path", ["views/lessons.py", "views/step.py", "views/cost.py", "views/contention.py",
-                                  "views/whatif.py", "views/reality.py"])
+                                  "views/whatif.py", "views/reality.py", "views/doctor.py"])
 def test_every_page_opens_with_a_figure_and_no_error(path):
     at = _page(path)
     assert at.header and at.markdown, "a page opens with its title and a few sentences"
@@ -566,6 +566,23 @@ def test_reality_shows_every_size_of_the_log_with_its_out_of_sample_error():
     at.text_input(key="reality.preset").input("").run()
     _ok(at)
     assert "predict (us)" not in at.dataframe[0].value and at.query_params["preset"] == ""
+
+
+def test_doctor_page_answers_as_collsim_doctor_does():
+    from collsim.doctor import DoctorRequest
+    from simulator.formats.nccl_tests import read_log
+
+    name = "07_b200_hgx_1node_8gpu_allreduce.txt"
+    at = _page("views/doctor.py", {"log": name})
+    path = (Path(__file__).parents[1] / "data" / "nccl-tests" / name).resolve()
+    assert at.code[0].value == DoctorRequest(str(path)).run().text()  # the same request as `collsim doctor LOG`
+    assert at.subheader[0].value.startswith("healthy")
+    measured = {r.bytes: r.out.busbw_GBps for r in read_log(path).rows}
+    trace = _charts(at)[0]["data"][0]
+    assert trace["name"] == "measured" and trace["y"] == [measured[int(x)] for x in trace["x"]]
+    at.text_input(key="doctor.preset").input("nosuch").run()
+    assert not at.exception and len(at.error) == 1 and at.error[0].value.startswith("preset: 'nosuch' is not a machine preset")
+    assert at.query_params["preset"] == "nosuch"
 
 
 @pytest.mark.parametrize("path, query, key, value", [
