@@ -17,6 +17,8 @@ whose time cannot be measured on any has none.
 
 from __future__ import annotations
 
+import math
+import statistics
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +35,7 @@ class Imported:
     """The program (as the file's mapping) and what the import could and could not map."""
 
     program: dict[str, Any]
-    calls: list[dict]                      # per call of the program (rank-independent): op, group, bytes, time_s, ran
+    calls: list[dict]                      # per call of the first rank: op, group, bytes, time_s, its span there, ran
     measured_step_s: dict[int, float]      # each rank's step span, on its own clock
     step_s: float                          # the step from the first rank's start to the last rank's end (aligned clocks)
     skew_s: dict[int, float]               # how late each rank began its step (aligned clocks)
@@ -68,26 +70,29 @@ def build(traces: list[RankTrace], compute_scale: float = 1.0) -> Imported:
     mapped = {r: [c for c in calls if c.op is not None] for r, calls in in_step.items()}
     groups = _groups(mapped, traces[0].world)
     _check_same_calls(mapped, groups, traces)
-    times = _call_times(mapped)
-    offsets, how = _offsets(traces)
+    offsets, how, aligned = _offsets(traces)
+    times, ends = _call_times(mapped, offsets) if aligned else (_shortest_times(mapped), {})
     first_start = min(t.start - offsets[t.rank] for t in traces)
     skew = {t.rank: t.start - offsets[t.rank] - first_start for t in traces}
-    ranks = {t.rank: _rank_ops(t, mapped[t.rank], groups, times, compute_scale, skew[t.rank]) for t in traces}
+    ranks = {t.rank: _rank_ops(t, mapped[t.rank], groups, times, compute_scale, skew[t.rank],
+                               {k: e + offsets[t.rank] for k, e in ends.items()}) for t in traces}
     program = {"world": traces[0].world, "description": "imported by collsim import-trace from "
                + ", ".join(t.path.rsplit("/", 1)[-1] for t in traces),
                "groups": {name: list(m) for m, name in groups.items()}, "ranks": ranks}
     first = mapped[traces[0].rank]
     calls = [{"index": k, "op": c.op, "group": groups[c.members], "bytes": c.nbytes, "dtype": c.dtype,
-              "time_s": times.get(key), "ran": c.ran, "issued": c.name} for k, (c, key) in enumerate(zip(first, _keys(first)))]
+              "time_s": times.get(key), "span_s": c.end - c.issue if c.end is not None else None, "ran": c.ran,
+              "issued": c.name} for k, (c, key) in enumerate(zip(first, _keys(first)))]
     unmapped = _unmapped(in_step)
     notes = sorted({n for t in traces for n in t.notes}) + [how]
     if compute_scale != 1.0:
-        notes.append(f"compute spans multiplied by {compute_scale:g} (--compute-scale); calls keep their measured time")
+        notes.append(f"host spans (compute and late starts) multiplied by {compute_scale:g} (--compute-scale); calls keep "
+                     "their measured time")
     step = max(t.end - offsets[t.rank] for t in traces) - first_start
     return Imported(program, calls, {t.rank: t.end - t.start for t in traces}, step, skew, unmapped, notes)
 
 
-def _offsets(traces: list[RankTrace]) -> tuple[dict[int, float], str]:
+def _offsets(traces: list[RankTrace]) -> tuple[dict[int, float], str, bool]:
     """Each rank's clock minus rank 0's, and how it was found: the median difference of the ends of the calls of the
     whole world that both ran (the members of a collective leave it together, to within a message's latency)."""
     world = tuple(range(traces[0].world))
@@ -99,9 +104,9 @@ def _offsets(traces: list[RankTrace]) -> tuple[dict[int, float], str]:
         offsets[t.rank] = diffs[len(diffs) // 2] if diffs else 0.0
     if not shared or len(traces) == 1:
         return offsets, ("ranks' clocks not aligned (no call of the whole world ran on every rank): every rank starts "
-                         "its step at 0")
+                         "its step at 0, and a call takes its shortest time on one rank"), False
     return offsets, (f"ranks' clocks aligned on the ends of {shared} call(s) of the whole world (median difference); a "
-                     "rank that began its step late starts with a 'late_start' span of that delay")
+                     "rank that began its step late starts with a 'late_start' span of that delay"), True
 
 
 def _groups(mapped: dict[int, list[Call]], world: int) -> dict[tuple[int, ...], str]:
@@ -139,8 +144,28 @@ def _keys(calls: list[Call]) -> list[tuple]:
     return out
 
 
-def _call_times(mapped: dict[int, list[Call]]) -> dict[tuple, float]:
-    """{(members, position): the call's measured time}: its shortest exclusive time over the members that ran it."""
+def _call_times(mapped: dict[int, list[Call]], offsets: dict[int, float]) -> tuple[dict[tuple, float], dict[tuple, float]]:
+    """On aligned clocks, per call (members, position): its time, from the last member's start (its issue or its run's
+    start, whichever is later, and not before the group's previous call ended) to the call's end, the median of its
+    members' ends; and that end (rank 0's clock)."""
+    begins: dict[tuple, list[float]] = {}
+    finishes: dict[tuple, list[float]] = {}
+    for r, calls in mapped.items():
+        for key, c in zip(_keys(calls), calls):
+            if c.start is not None and c.end is not None:
+                begins.setdefault(key, []).append(max(c.issue, c.start) - offsets[r])
+                finishes.setdefault(key, []).append(c.end - offsets[r])
+    times, ends, previous = {}, {}, {}
+    for key in sorted(finishes, key=lambda k: (k[0], k[1])):
+        end = statistics.median(finishes[key])
+        begin = max(max(begins[key]), previous.get(key[0], -math.inf))
+        times[key], ends[key], previous[key[0]] = max(0.0, end - begin), end, end
+    return times, ends
+
+
+def _shortest_times(mapped: dict[int, list[Call]]) -> dict[tuple, float]:
+    """Without aligned clocks, per call (members, position): its shortest exclusive time over the members that ran it
+    (the member that arrived last waited least)."""
     best: dict[tuple, float] = {}
     for calls in mapped.values():
         for key, t in zip(_keys(calls), _exclusive(calls)):
@@ -163,14 +188,15 @@ def _exclusive(calls: list[Call]) -> list[float | None]:
 
 
 def _rank_ops(t: RankTrace, calls: list[Call], groups: dict, times: dict[tuple, float], scale: float,
-              skew: float) -> list[dict]:
+              skew: float, ends: dict[tuple, float]) -> list[dict]:
     """This rank's operations: a late start when it began after the first rank, then compute on main between issue and
-    wait points, the calls on comm."""
+    wait points, the calls on comm. A wait lasts until the call's end (`ends`, on this rank's clock, when the clocks are
+    aligned; else this rank's own end of it): what this rank took beyond it is its own host time."""
     keys = _keys(calls)
     marks: list[tuple[float, int, str, int]] = [(c.issue, 0, "issue", k) for k, c in enumerate(calls)]
     marks += [(w, 1, "wait", k) for k, w in _waits(t, calls).items()]
     waited = {k for _, _, kind, k in marks if kind == "wait"}
-    ops: list[dict] = [{"op": "compute", "time": _us(skew), "name": "late_start"}] if skew > 0 else []
+    ops: list[dict] = [{"op": "compute", "time": _us(skew * scale), "name": "late_start"}] if skew > 0 else []
     cursor, n = t.start, 0
     for at, _, kind, k in sorted(marks):
         n = _compute(ops, at - cursor, n, scale)
@@ -187,7 +213,7 @@ def _rank_ops(t: RankTrace, calls: list[Call], groups: dict, times: dict[tuple, 
             cursor = at
         else:
             ops.append({"op": "wait", "event": f"d{k}"})
-            cursor = max(at, c.end or at)
+            cursor = max(at, ends.get(keys[k], c.end or at))
     _compute(ops, t.end - cursor, n, scale)
     return ops
 
