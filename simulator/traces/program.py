@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from bisect import bisect_right
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -239,7 +239,7 @@ def _waits(t: RankTrace, calls: list[Call]) -> dict[int, float]:
     for k, c in enumerate(calls):
         if c.end is None or not t.start < c.end < t.end:
             continue
-        i = bisect_right(starts, c.end) - 1
+        i = bisect_left(starts, c.end) - 1  # the last busy interval that began before the end
         if i >= 0 and t.busy[i][1] > c.end:
             continue  # busy at the call's end: it did not wait for it
         gap_start = max(t.busy[i][1] if i >= 0 else t.start, c.issue)

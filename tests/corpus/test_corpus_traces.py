@@ -65,6 +65,8 @@ CASES = [
     _case("step-missing", {"r0.json": DDP0, "r1.json": DDP1}, "step", "3 in r0.json", "expected 0..0", ["--step", "3"]),
     _case("scale-zero", {"r0.json": DDP0, "r1.json": DDP1}, "compute-scale", "0.0", "expected a factor > 0",
           ["--compute-scale", "0"]),
+    _case("out-missing-folder", {"r0.json": DDP0, "r1.json": DDP1}, "out", "'missing/p.yaml'",
+          "expected a file path in an existing, writable directory", ["--out", "missing/p.yaml"]),
     _case("out-suffix", {"r0.json": DDP0, "r1.json": DDP1}, "out", "'p.txt'", "expected a program file name",
           ["--out", "p.txt"]),
 ]
