@@ -18,7 +18,6 @@ whose time cannot be measured on any has none.
 from __future__ import annotations
 
 import math
-import statistics
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,19 +144,20 @@ def _keys(calls: list[Call]) -> list[tuple]:
 
 
 def _call_times(mapped: dict[int, list[Call]], offsets: dict[int, float]) -> tuple[dict[tuple, float], dict[tuple, float]]:
-    """On aligned clocks, per call (members, position): its time, from the last member's start (its issue or its run's
-    start, whichever is later, and not before the group's previous call ended) to the call's end, the median of its
-    members' ends; and that end (rank 0's clock)."""
+    """On aligned clocks, per call (members, position): its time, from the last member's issue (not before the group's
+    previous call ended; the backend's delay in starting it is part of the call as it ran) to the call's end, the
+    first of its members' ends (a member that saw it end later was late itself: its process waited for a core); and that end
+    (rank 0's clock)."""
     begins: dict[tuple, list[float]] = {}
     finishes: dict[tuple, list[float]] = {}
     for r, calls in mapped.items():
         for key, c in zip(_keys(calls), calls):
             if c.start is not None and c.end is not None:
-                begins.setdefault(key, []).append(max(c.issue, c.start) - offsets[r])
+                begins.setdefault(key, []).append(c.issue - offsets[r])
                 finishes.setdefault(key, []).append(c.end - offsets[r])
     times, ends, previous = {}, {}, {}
     for key in sorted(finishes, key=lambda k: (k[0], k[1])):
-        end = statistics.median(finishes[key])
+        end = min(finishes[key])
         begin = max(max(begins[key]), previous.get(key[0], -math.inf))
         times[key], ends[key], previous[key[0]] = max(0.0, end - begin), end, end
     return times, ends

@@ -88,19 +88,23 @@ def _write(tmp_path: Path, traces: list[dict]) -> tuple[str, ...]:
 
 def test_a_hand_made_step_by_hand(tmp_path):
     """Rank 0 issues at 2 ms, gloo runs 2.1-5 ms, its thread idles 2.2-5.05 ms; rank 1 issues at 4 ms, runs
-    4.05-5 ms, idles 4.1-5 ms. Both end the call at 5 ms (offset 0). The call: from the last start, 4.05 ms, to 5 ms:
-    0.95 ms. Rank 0: host 2 ms, host 0.2 ms, waits from 2.2 ms to 5 ms, host 5 ms (5 -> 10). Rank 1: host 4 ms, host
-    0.1 ms, waits, host 5 ms. Replay: the call starts when both arrived (4 ms), ends at 4.95 ms; then 5 ms of host:
-    9.95 ms."""
+    4.05-5 ms, idles 4.1-5 ms. Both end the call at 5 ms (offset 0). The call: from the last issue, 4 ms, to 5 ms:
+    1 ms. Rank 0: host 2 ms, host 0.2 ms, waits from 2.2 ms to 5 ms, host 5 ms (5 -> 10). Rank 1: host 4 ms, host
+    0.1 ms, waits, host 5 ms. Replay: the call starts when both arrived (4 ms), ends at 5 ms; then 5 ms of host: 10 ms.
+    Rank 1 begins its run at 4.3 ms instead: the call starts as late, so the replay charges 5 - 4 = 1 ms all the
+    same (the backend's delay is the call's)."""
     files = _write(tmp_path, [_rank(0, 2000, (2100, 5000), [(0, 2200), (5050, 10_000)]),
                               _rank(1, 4000, (4050, 5000), [(0, 4100), (5000, 10_000)])])
     result = ImportTraceRequest(files=files).run()
     imp = result.imported
-    assert imp.calls[0]["bytes"] == 4096 and imp.calls[0]["time_s"] == pytest.approx(0.95e-3)
+    assert imp.calls[0]["bytes"] == 4096 and imp.calls[0]["time_s"] == pytest.approx(1e-3)
     hosts = [(op["name"], op["time"]) for op in imp.program["ranks"][0] if op["op"] == "compute"]
     assert hosts == [("host0", "2000.000us"), ("host1", "200.000us"), ("host2", "5000.000us")]
     assert imp.step_s == pytest.approx(10e-3)
-    assert _replay(imp) == pytest.approx(9.95e-3)
+    assert _replay(imp) == pytest.approx(10e-3)
+    late = _write(tmp_path, [_rank(0, 2000, (2100, 5000), [(0, 2200), (5050, 10_000)]),
+                             _rank(1, 4000, (4300, 5000), [(0, 4100), (5000, 10_000)])])
+    assert ImportTraceRequest(files=late).run().imported.calls[0]["time_s"] == pytest.approx(1e-3)
 
 
 def test_calls_that_cannot_be_mapped_are_listed(tmp_path):
