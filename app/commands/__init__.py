@@ -10,6 +10,7 @@ from . import (
     doctor,
     draw,
     fit,
+    import_trace,
     lint_program,
     msccl,
     nccl_model,
@@ -25,5 +26,5 @@ from . import (
 )
 
 # In the order `collsim --help` lists them: learn, predict, programs of collectives, check against reality, then the app.
-COMMANDS = [algorithms, check, draw, cost, topologies, simulate, sweep, scenario, lint_program, run_program, whatif, scale,
-            verify, calibrate, compare, fit, nccl_model, predict, doctor, msccl, app]
+COMMANDS = [algorithms, check, draw, cost, topologies, simulate, sweep, scenario, import_trace, lint_program, run_program, whatif,
+            scale, verify, calibrate, compare, fit, nccl_model, predict, doctor, msccl, app]

@@ -10,7 +10,7 @@ from simulator.engine import EngineOptions
 from simulator.errors import CollsimError
 from simulator.fileio import say_written
 from simulator.program import load_program
-from simulator.program.nccl_timing import AUTO, TIMINGS
+from simulator.program.nccl_timing import AUTO, MEASURED, TIMINGS
 from simulator.program.run import MODES, ProgramDeadlock, ProgramResult, run_program
 from simulator.program.whatif import calls_timed
 from simulator.render import table
@@ -41,13 +41,15 @@ def add_timing_arg(p: argparse.ArgumentParser, default: str = "links") -> None:
     auto = (f"{AUTO} (default): nccl where every machine is a preset NCCL's model knows and no option NCCL timing "
             "refuses (--mode exact, --algo for allreduce, allgather or reduce_scatter, scale's --algos) is given, "
             "else links (the output says which and why); " if default == AUTO else "")
-    p.add_argument("--timing", default=default, choices=(AUTO, *TIMINGS) if default == AUTO else TIMINGS,
+    measured = ("; measured: each call that gives a time (a program from `collsim import-trace`) takes it, the others "
+                "are timed on the links" if default == "links" else "")
+    p.add_argument("--timing", default=default, choices=(AUTO, *TIMINGS) if default == AUTO else (*TIMINGS, MEASURED),
                    help=auto + f"links{' (default)' if default == 'links' else ''}: collsim's algorithms on the "
                         "machine's links (--algo, --mode); nccl: allreduce, allgather and reduce_scatter as NCCL runs "
                         "them on a preset machine (collsim predict: NCCL's algorithm, protocol, channels and "
                         "latencies), each call timed alone (--mode auto runs isolated; --mode exact and --algo for "
                         "those ops are refused); other calls, and machines NCCL's model does not know, stay on the "
-                        "links (docs/whatif.md)")
+                        "links (docs/whatif.md)" + measured)
 
 
 def parse_algos(values: list[str]) -> dict[str, str]:
@@ -142,13 +144,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _timed_note(totals: dict) -> str:
+    """How the calls were timed, for the header line (nothing for links)."""
+    if totals["timing"] == "nccl":
+        return f"; calls timed {calls_timed(totals)} (NCCL: as collsim predict times them)"
+    if totals["timing"] == MEASURED:
+        timed = totals["timed"]
+        rest = sum(timed.values()) - timed.get(MEASURED, 0)
+        return f"; calls timed: {timed.get(MEASURED, 0)} at their measured time, {rest} on the links"
+    return ""
+
+
 def report(result: ProgramResult, name: str, topology: str, calls: int = 12) -> None:
     """The totals, rank 0's first calls and the critical path, as text."""
     t = result.totals()
     ranks = result.program.meta.get("represents", result.program.world)  # a symmetric run runs rank 0 for all
     print(f"# {name}: {ranks} ranks on {topology}; {t['mode']} run, {t['transfers']:,} transfers, "
-          f"{t['events']:,} events" + (f"; calls timed {calls_timed(t)} (NCCL: as collsim predict times them)"
-                                       if t["timing"] == "nccl" else ""))
+          f"{t['events']:,} events" + _timed_note(t))
     print(table(["step", "compute", "communication", "exposed", "rank"],
                 [[format_time(t["step_s"]), format_time(t["compute_s"]), format_time(t["comm_s"]),
                   format_time(t["exposed_s"]), t["rank"]]]))

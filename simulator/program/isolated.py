@@ -9,7 +9,8 @@ time on a stretch of links (DDP's one comm stream), optimistic when calls overla
 Above `max_engine_ranks` members, the call's closed form (the registry's) is used with the links between the
 members (the slowest hop of the ring; for hierarchical, the hop inside a node and the hop between nodes).
 
-With timing 'nccl', allreduce, allgather and reduce_scatter calls are timed as NCCL runs them (nccl_timing.py:
+With timing 'measured', a call that gives its `time` (an imported trace's, docs/traces.md) takes it; the others are
+timed as above. With timing 'nccl', allreduce, allgather and reduce_scatter calls are timed as NCCL runs them (nccl_timing.py:
 `collsim predict` on the machine preset) wherever predict covers the call; the rest as above. `methods` counts the
 distinct shapes timed each way, `calls` the calls.
 """
@@ -25,7 +26,7 @@ from ..engine import EngineOptions, simulate
 from ..topology.model import Topology
 from .lower import _params, algorithm_for
 from .model import Op
-from .nccl_timing import TIMINGS, nccl_machine, nccl_time, placement
+from .nccl_timing import MEASURED, TIMINGS, nccl_machine, nccl_time, placement
 
 ENGINE, CLOSED_FORM, NCCL = "engine", "closed form", "nccl"
 
@@ -37,13 +38,18 @@ class IsolatedTimes:
                  max_engine_ranks: int = 128, timing: str = "links"):
         self.topology, self.options, self.choices = topology, options, dict(algorithms)
         self.gpus_per_node, self.max_engine_ranks = gpus_per_node, max_engine_ranks
-        self.nccl = timing == TIMINGS[1]
+        self.nccl, self.measured = timing == TIMINGS[1], timing == MEASURED
         self.machine = nccl_machine(topology) if self.nccl else None  # NCCL's machine, resolved once
         self.cache: dict[tuple, tuple[float, str, str]] = {}
         self.methods: dict[str, int] = {NCCL: 0, ENGINE: 0, CLOSED_FORM: 0}  # distinct shapes timed each way
         self.calls: dict[str, int] = {NCCL: 0, ENGINE: 0, CLOSED_FORM: 0}  # calls timed each way
+        if self.measured:
+            self.methods[MEASURED] = self.calls[MEASURED] = 0
 
     def __call__(self, op: Op, members: tuple[int, ...]) -> tuple[float, str]:
+        if self.measured and op.seconds is not None:  # the call's own measured time (an imported trace's)
+            self.calls[MEASURED] += 1
+            return op.seconds, MEASURED
         placed = placement(self.machine, op, members) if self.nccl else None
         key = ("nccl", op.op, op.nbytes, op.dtype, placed) if placed else None
         if key is not None and key not in self.cache:

@@ -32,7 +32,7 @@ _ALLOWED = {
     SEND: {"peer", "size", "dtype"}, RECV: {"peer", "size", "dtype"},
     RECORD: {"event"}, WAIT: {"event"},
 }
-_COLLECTIVE_FIELDS = {"group", "size", "dtype", "root", "redop", "algorithm"}
+_COLLECTIVE_FIELDS = {"group", "size", "dtype", "root", "redop", "algorithm", "time"}  # time: measured (--timing measured)
 _COMMON = {"op", "stream", "name", "after"}
 MAX_WORLD = 1 << 20
 MAX_PROGRAM_BYTES = 128 * 2**20  # twice a 512-GPU `collsim scenario hybrid` step (62 MB)
@@ -317,6 +317,8 @@ def _op(item: Any, where: str, world: int, groups: dict, gpu: str | None, mfu: f
             raise CollsimError(f"{where}: root: {kind} has no root; expected root only on {', '.join(ROOTED)}")
         if item.get("algorithm") is not None:
             fields["algorithm"] = str(item["algorithm"])
+        if item.get("time") is not None:
+            fields["seconds"] = _time(item["time"], where)
     elif kind in (SEND, RECV):
         peer = item["peer"]
         if isinstance(peer, bool) or not isinstance(peer, int) or not 0 <= peer < world:
@@ -343,15 +345,19 @@ def _size(value: Any, where: str) -> int:
         raise CollsimError(f"{where}: {exc}") from None
 
 
+def _time(value: Any, where: str) -> float:
+    try:
+        return parse_time(value, "time")
+    except CollsimError as exc:
+        raise CollsimError(f"{where}: {exc}") from None
+
+
 def _compute(item: dict, where: str, gpu: str | None, mfu: float | None) -> dict:
     if (item.get("time") is None) == (item.get("flops") is None):
         raise CollsimError(f"{where}: compute needs exactly one of time (e.g. 1.5ms) or flops (e.g. 4.2e12); "
                            f"got {'both' if item.get('time') is not None else 'neither'}")
     if item.get("time") is not None:
-        try:
-            return {"seconds": parse_time(item["time"], "time")}
-        except CollsimError as exc:
-            raise CollsimError(f"{where}: {exc}") from None
+        return {"seconds": _time(item["time"], where)}
     flops = item["flops"]
     if isinstance(flops, str):
         try:
@@ -462,6 +468,8 @@ def _op_dict(op: Op) -> dict:
         d["redop"] = op.redop
     if op.algorithm:
         d["algorithm"] = op.algorithm
+    if op.is_collective and op.seconds is not None:
+        d["time"] = op.seconds
     if op.event is not None:
         d["event"] = op.event
     return d

@@ -37,6 +37,7 @@ from ..topology.model import Topology
 from .model import Op
 
 TIMINGS = ("links", "nccl")
+MEASURED = "measured"  # run-program only: each call takes the `time` its program gives (an imported trace's)
 AUTO = "auto"  # no timing asked for: default_timing decides (collsim whatif, scale and the What-if page)
 
 
@@ -95,8 +96,13 @@ def _knows(spec: str, parse: Callable[[str], Topology] | None) -> bool:
 def check_timing(timing: str, mode: str = "isolated", algorithms: dict[str, str] | None = None) -> str:
     """The run's mode under this timing: 'nccl' times calls alone, so 'auto' runs isolated and 'exact' is refused;
     it also refuses an algorithm forced (OP=NAME in `algorithms`) on an op NCCL picks its own algorithm for."""
-    if timing not in TIMINGS:
-        raise CollsimError(f"timing: {timing!r}; expected one of {', '.join(TIMINGS)}")
+    if timing not in (*TIMINGS, MEASURED):
+        raise CollsimError(f"timing: {timing!r}; expected one of {', '.join((*TIMINGS, MEASURED))}")
+    if timing == MEASURED:
+        if mode == "exact":
+            raise CollsimError("mode: 'exact' with timing 'measured': a measured call is one step of its time; expected "
+                               "mode isolated or auto, or timing links")
+        return "isolated"
     if timing != "nccl":
         return mode
     if mode == "exact":

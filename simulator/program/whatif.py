@@ -21,7 +21,7 @@ from ..errors import CollsimError
 from ..topology import Topology, parse_topology
 from ..topology.presets import PRESET_GPUS, PRESETS
 from ..topology.spec import larger_preset
-from .nccl_timing import check_timing
+from .nccl_timing import MEASURED, TIMINGS, check_timing
 from .presets import GPUS
 from .run import ProgramResult, run_program
 from .scenarios import DDP_BUCKET, StepSpec, build_spec, generate
@@ -115,6 +115,9 @@ def topology_of(case: StepCase) -> Topology:
 def check_case_timing(case: StepCase) -> None:
     """Refuse what NCCL timing cannot honour: unknown timings, exact mode, an algorithm forced on an op NCCL picks
     (nccl_timing.check_timing), and a doubled link."""
+    if case.timing == MEASURED:  # a scenario's calls have no measured time
+        raise CollsimError(f"timing: {case.timing!r}; expected one of {', '.join(TIMINGS)} (measured is run-program's, "
+                           "for a program from collsim import-trace)")
     check_timing(case.timing, case.mode, dict(case.algorithms))
     if case.timing == "nccl" and case.double:
         raise CollsimError(f"double: {case.double!r} with timing 'nccl': NCCL's model knows only the preset's own links; "

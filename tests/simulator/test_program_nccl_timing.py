@@ -119,7 +119,7 @@ def test_run_program_counts_the_calls_each_way_and_auto_runs_isolated():
 
 
 def test_timing_values_and_modes():
-    with pytest.raises(CollsimError, match=r"^timing: 'fast'; expected one of links, nccl$"):
+    with pytest.raises(CollsimError, match=r"^timing: 'fast'; expected one of links, nccl, measured$"):
         check_timing("fast")
     with pytest.raises(CollsimError, match=r"^mode: 'exact' with timing 'nccl'"):
         run_program(prog(2, {"g": [0, 1]}, [{"op": "allreduce", "group": "g", "size": "1MiB"}]),
