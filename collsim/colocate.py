@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from simulator.errors import CollsimError
@@ -25,7 +26,7 @@ from .request import Request, Result
 
 MAX_JOBS = 64
 MAX_TRANSFERS = AUTO_LIMIT  # estimated transfers of the jobs together: the exact runs run-program's auto mode allows
-JOB_HINT = "expected PROGRAM@DEVICES such as a.yaml@0-15 or b.yaml@16,17,18,19"
+JOB_FORM = "PROGRAM@DEVICES such as a.yaml@0-15 or b.yaml@16,17,18,19"
 _RANGE = re.compile(r"\s*(\d{1,9})\s*(?:-\s*(\d{1,9})\s*)?")
 
 
@@ -69,7 +70,7 @@ class ColocateRequest(Request):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise CollsimError(f"{name}: {value!r}; expected an integer >= {low}")
         if not 2 <= len(self.jobs) <= MAX_JOBS:
-            raise CollsimError(f"jobs: {len(self.jobs)} given; expected 2 to {MAX_JOBS} jobs, each {JOB_HINT}")
+            raise CollsimError(f"jobs: {len(self.jobs)} given; expected 2 to {MAX_JOBS} jobs, each {JOB_FORM}")
         machine = parse_topology(self.topology)
         object.__setattr__(self, "machine", machine)
         object.__setattr__(self, "placements", self._placements(machine.num_devices))
@@ -80,7 +81,7 @@ class ColocateRequest(Request):
         for job in self.jobs:
             path, at, spec = str(job).rpartition("@")
             if not at or not path.strip() or not spec.strip():
-                raise CollsimError(f"job: {job!r}; {JOB_HINT}")
+                raise CollsimError(f"job: {job!r}; expected {JOB_FORM}")
             placed = parse_devices(spec, devices, f"job {job}")
             for d in placed:
                 if d in owner:
@@ -92,12 +93,18 @@ class ColocateRequest(Request):
     def run(self) -> ColocateResult:
         jobs, work = [], 0
         for k, (path, devices) in enumerate(self.placements):
-            program = load_program(path, self.max_work - work)
+            if work >= self.max_work:
+                raise CollsimError(f"jobs: {work:,} ranks, group members and operations in the programs before {path}, "
+                                   f"the limit of {self.max_work:,} for all jobs together; expected smaller programs, "
+                                   "or --max-work raises the limit")
+            if not Path(path).is_file():
+                raise CollsimError(f"job {self.jobs[k]}: no file {path!r}; expected a program file (.yaml, .yml or .json)")
+            program = load_program(path, self.max_work - work)  # what the jobs before left of the limit
             work += program_work(program)
             if program.world != len(devices):
                 raise CollsimError(f"job {self.jobs[k]}: {len(devices)} devices for a program of {program.world} ranks; "
                                    f"expected as many devices as its ranks ({program.world})")
-            jobs.append(Job(f"job{k + 1}", program, devices))
+            jobs.append(Job(self.jobs[k], program, devices))
         estimate = sum(estimate_transfers(job.program) for job in jobs)
         if estimate > MAX_TRANSFERS:
             raise CollsimError(f"jobs: about {estimate:,} transfers to run together, over the limit of {MAX_TRANSFERS:,} "

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..engine import EngineOptions
+from ..errors import CollsimError
 from ..topology.model import Topology
 from .model import Op, Program
 from .run import ProgramResult, run_program
@@ -121,9 +122,14 @@ class Colocated:
 def colocate(jobs: Sequence[Job], topology: Topology, options: EngineOptions | None = None,
              algorithms: dict[str, str] | None = None, gpus_per_node: int | None = None) -> Colocated:
     """Run the jobs together on `topology` (exact mode: calls of every job share links) and each alone on its devices."""
+    alone = []
+    for job in jobs:  # first, so that a job's mismatched calls or deadlock are named in its own ranks and groups
+        try:
+            alone.append(run_program(job.program, placed(topology, job.devices), options, algorithms, gpus_per_node,
+                                     mode="exact"))
+        except CollsimError as exc:
+            raise CollsimError(f"job {job.name}: {exc}") from None
     program, offsets = merge(jobs)
     devices = [d for job in jobs for d in job.devices]
     together = run_program(program, placed(topology, devices), options, algorithms, gpus_per_node, mode="exact")
-    alone = [run_program(job.program, placed(topology, job.devices), options, algorithms, gpus_per_node, mode="exact")
-             for job in jobs]
     return Colocated(list(jobs), together, alone, offsets)
