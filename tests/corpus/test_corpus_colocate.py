@@ -16,6 +16,8 @@ MISMATCH = ("world: 2\ngroups: {all: [0, 1]}\nranks:\n  0: [{op: allreduce, grou
             "  1: [{op: allreduce, group: all, size: 2MB}]\n")
 MACHINE = "cluster:nodes=2,gpus=2,nic=node,nics=1,bw=50GB/s,lat=1us"  # 4 devices
 FILES = {"a.yaml": RING, "b.yaml": RING, "bad.yaml": MISMATCH}
+# 64 ranks x 130 all-reduces: 130 x 2 x 64 x 63 = 1,048,320 estimated transfers a job, 2,096,640 for two: over 2M
+MANY = "world: 64\ngroups: {all: 0-63}\nranks:\n  0-63:\n" + "    - {op: allreduce, group: all, size: 1MB}\n" * 130
 
 
 def _case(tag: str, jobs: list[str], field: str, value: str | None, accepted: str | None,
@@ -51,6 +53,8 @@ CASES = [
           "over the limit of 2", ["--max-work", "8"]),
     _case("top-negative", ["a.yaml@0-1", "b.yaml@2-3"], "top", "-1", "expected an integer >= 0", ["--top=-1"]),
     _case("algo-unknown", ["a.yaml@0-1", "b.yaml@2-3"], "allreduce", "nosuch", None, ["--algo", "allreduce=nosuch"]),
+    Case("colocate-too-many-transfers", ["colocate", "--topology", "ideal:128", "m.yaml@0-63", "m.yaml@64-127"], "jobs",
+         "about 2,096,640 transfers", "over the limit of 2,000,000", {"m.yaml": MANY}, timeout_s=5.0),
     Case("colocate-topology-unknown", ["colocate", "--topology", "nosuch:9", "a.yaml@0-1", "b.yaml@2-3"], "topology",
          "nosuch", None, dict(FILES), timeout_s=5.0),
     Case("colocate-topology-missing", ["colocate", "a.yaml@0-1", "b.yaml@2-3"], "--topology", None, "required",

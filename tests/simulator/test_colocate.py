@@ -14,7 +14,7 @@ import pytest
 
 from collsim.colocate import ColocateRequest
 from simulator.errors import CollsimError
-from simulator.program import program_from_dict
+from simulator.program import Program, program_from_dict
 from simulator.program.colocate import Job, colocate, merge
 from simulator.topology import parse_topology
 
@@ -24,7 +24,7 @@ RING2 = {"world": 2, "groups": {"all": [0, 1]},
          "ranks": {"0-1": [{"op": "allreduce", "group": "all", "size": S, "dtype": "float32"}]}}
 
 
-def _ring2() -> Job:
+def _ring2() -> Program:
     return program_from_dict(RING2)
 
 
