@@ -126,6 +126,20 @@ class Trace:
         np.maximum.at(peak, grp, level - base[grp])
         return {"link": used, "bytes": carried, "busy_s": busy, "peak_flows": peak}
 
+    def link_bytes_by(self, label: np.ndarray, labels: int) -> tuple[np.ndarray, np.ndarray]:
+        """Bytes each used link carried per label: `label[t]` in 0..labels-1 for transfer t (negative: not counted);
+        returns (link ids, bytes[link, label])."""
+        ptr, links = self._route_csr
+        ids = self._network
+        per = np.diff(ptr)
+        nbytes = np.repeat(self.schedule.arrays["bytes"][ids] + self.options.header_bytes, per).astype(np.float64)
+        lab = np.repeat(np.asarray(label)[ids], per)
+        keep = lab >= 0
+        used, inv = np.unique(links[keep], return_inverse=True)
+        out = np.zeros((used.size, labels))
+        np.add.at(out, (inv, lab[keep]), nbytes[keep])
+        return used, out
+
     def link_busy_intervals(self, lid: int) -> list[tuple[float, float]]:
         """Merged [start, end) intervals during which link `lid` carried at least one flow."""
         ptr, links = self._route_csr

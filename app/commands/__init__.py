@@ -5,6 +5,7 @@ from . import (
     app,
     calibrate,
     check,
+    colocate,
     compare,
     cost,
     doctor,
@@ -26,5 +27,6 @@ from . import (
 )
 
 # In the order `collsim --help` lists them: learn, predict, programs of collectives, check against reality, then the app.
-COMMANDS = [algorithms, check, draw, cost, topologies, simulate, sweep, scenario, import_trace, lint_program, run_program, whatif,
+COMMANDS = [algorithms, check, draw, cost, topologies, simulate, sweep, scenario, import_trace, lint_program, run_program,
+            colocate, whatif,
             scale, verify, calibrate, compare, fit, nccl_model, predict, doctor, msccl, app]
