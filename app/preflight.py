@@ -25,6 +25,7 @@ OUTPUT_FORMATS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     ("sweep", "csv"): _CSV,
     ("sweep", "nccl_log"): _NCCL_LOG,
     ("scenario", "out"): _PROFILE,
+    ("import-trace", "out"): _PROFILE,
     ("run-program", "trace"): _CHROME,
     ("scale", "html"): ("HTML", (".html", ".htm")),
     ("doctor", "html"): ("HTML", (".html", ".htm")),
