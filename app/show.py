@@ -22,5 +22,5 @@ def show(result: Result, as_json: bool) -> int:
         return result.status
     print(result.text())
     for out in files:
-        say_written(f"wrote {out.what}: {out.path}" + (f" ({out.note})" if out.note else ""))
+        say_written(out.line())
     return result.status
