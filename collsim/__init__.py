@@ -7,7 +7,10 @@ and files (request.py).
 - step.StepRequest: one training step of a scenario on a machine (whatif, scale);
 - fit.FitRequest, fit.CalibrateRequest: an alpha-beta model, or a preset's free parameters, fitted to measured times;
 - doctor.DoctorRequest: is an nccl-tests log's busbw what NCCL should reach on its machine, and if not, why;
-- program.LintRequest: does a program of collectives line up and finish.
+- program.LintRequest: does a program of collectives line up and finish;
+- sweep.SweepRequest: simulated nccl-tests-like tables over sizes, one per algorithm (cases run in parallel);
+- check.CheckRequest: schedules run on numpy buffers, every rank's result checked;
+- draw.DrawRequest: an SVG picture of an algorithm, step by step.
 
 Layers, each importing only from those before it: simulator -> verify -> collsim -> app (tests/test_layers.py).
 Import the module you need (nothing is imported here, so a command that refuses its input stays quick).
