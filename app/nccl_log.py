@@ -1,18 +1,10 @@
-"""Saving collsim results (sweep, verify) as nccl-tests logs, one file per algorithm."""
+"""Saving collsim results (verify) as nccl-tests logs, one file per algorithm."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from simulator.formats.nccl_tests import ResultRow, nccl_type_name, write_log
-
-
-def log_paths(path: str, algorithms: list[str]) -> dict[str, Path]:
-    """PATH itself for one algorithm; PATH with '-ALGO' before the suffix for each of several."""
-    base = Path(path)
-    if len(algorithms) == 1:
-        return {algorithms[0]: base}
-    return {name: base.with_name(f"{base.stem}-{name}{base.suffix}") for name in algorithms}
+from simulator.formats.nccl_tests import ResultRow, log_paths, write_log
 
 
 def save_logs(path: str, op: str, ranks: int, rows: dict[str, list[ResultRow]], title: str) -> list[Path]:
@@ -22,8 +14,3 @@ def save_logs(path: str, op: str, ranks: int, rows: dict[str, list[ResultRow]], 
         write_log(target, op, ranks, rows[name], title=f"{title}, algorithm {name}")
         written.append(target)
     return written
-
-
-def result_row(nbytes: int, count: int, dtype: str, redop: str, root: int, time_s: float, wrong: int | None = 0) -> ResultRow:
-    """One row in nccl-tests' columns (type names as nccl-tests prints them)."""
-    return ResultRow(int(nbytes), int(count), nccl_type_name(dtype), redop, int(root), float(time_s), None, wrong)

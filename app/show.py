@@ -20,7 +20,9 @@ def show(result: Result, as_json: bool) -> int:
     if as_json:
         emit_json(result.data())
         return result.status
-    print(result.text())
+    text = result.text()
+    if text:  # a result whose files are the answer (draw) says only that they were written
+        print(text)
     for out in files:
-        say_written(f"wrote {out.what}: {out.path}" + (f" ({out.note})" if out.note else ""))
+        say_written(out.line())
     return result.status

@@ -8,7 +8,10 @@ and files (request.py).
 - fit.FitRequest, fit.CalibrateRequest: an alpha-beta model, or a preset's free parameters, fitted to measured times;
 - doctor.DoctorRequest: is an nccl-tests log's busbw what NCCL should reach on its machine, and if not, why;
 - program.LintRequest: does a program of collectives line up and finish;
-- colocate.ColocateRequest: several programs on one machine, together and alone: slowdowns and shared links.
+- colocate.ColocateRequest: several programs on one machine, together and alone: slowdowns and shared links;
+- sweep.SweepRequest: simulated nccl-tests-like tables over sizes, one per algorithm (cases run in parallel);
+- check.CheckRequest: schedules run on numpy buffers, every rank's result checked;
+- draw.DrawRequest: an SVG picture of an algorithm, step by step.
 
 Layers, each importing only from those before it: simulator -> verify -> collsim -> app (tests/test_layers.py).
 Import the module you need (nothing is imported here, so a command that refuses its input stays quick).

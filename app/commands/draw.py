@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from simulator.algorithms import build_schedule
-from simulator.collective import Collective
-from simulator.fileio import atomic_write, say_written
-from simulator.units import parse_size
+from collsim.draw import DrawRequest
 
 from ..args import add_algo_params, add_op, algo_params
-from ..diagram import render_svg
 from ..limits import Footprint
-from ..output import emit_json
+from ..show import show
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -33,13 +29,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    elements = args.elements if args.elements is not None else 2 * args.ranks
-    coll = Collective(args.op, args.ranks, parse_size(elements, "elements"), "int8", root=args.root)
-    schedule = build_schedule(coll, args.algo, **algo_params(args))
-    atomic_write(args.output, render_svg(schedule))
-    if args.json:
-        emit_json({"output": args.output, "op": coll.op, "algorithm": args.algo, "ranks": coll.ranks, "elements": coll.count,
-                   "steps": schedule.num_steps, "messages": len(schedule.network_transfers())})
-        return 0
-    say_written(f"wrote {args.output}: {schedule.num_steps} steps, {len(schedule.network_transfers())} messages")
-    return 0
+    request = DrawRequest(args.op, args.algo, args.ranks, args.output, args.elements, args.root,
+                          tuple(algo_params(args).items()))
+    return show(request.run(), args.json)

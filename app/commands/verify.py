@@ -189,7 +189,9 @@ ROW_FIELDS = ("op", "algorithm", "ranks", "bytes", "count", "dtype", "redop", "r
 
 def write_nccl_logs(path: str, records: list[dict], backend: str) -> None:
     """The timed rows of each (op, algorithm) as nccl-tests logs (the schedule's out-of-place time)."""
-    from ..nccl_log import result_row, save_logs
+    from simulator.formats.nccl_tests import result_row
+
+    from ..nccl_log import save_logs
 
     timed = [r for r in records if r.get("status") == "ok" and "time_s" in r]
     if not timed:

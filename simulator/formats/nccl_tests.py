@@ -620,3 +620,17 @@ def write_log(path: str | Path, op: str, ranks: int, rows: Iterable[ResultRow | 
 def nccl_type_name(dtype: str) -> str:
     """The name nccl-tests prints for a collsim dtype (float32 -> float, float16 -> half)."""
     return {"float32": "float", "float16": "half", "float64": "double"}.get(dtype, dtype)
+
+
+def log_paths(path: str, algorithms: list[str]) -> dict[str, Path]:
+    """Where each algorithm's log goes: PATH itself for one algorithm; PATH with '-ALGO' before the suffix for each of
+    several."""
+    base = Path(path)
+    if len(algorithms) == 1:
+        return {algorithms[0]: base}
+    return {name: base.with_name(f"{base.stem}-{name}{base.suffix}") for name in algorithms}
+
+
+def result_row(nbytes: int, count: int, dtype: str, redop: str, root: int, time_s: float, wrong: int | None = 0) -> ResultRow:
+    """One row in nccl-tests' columns (type names as nccl-tests prints them)."""
+    return ResultRow(int(nbytes), int(count), nccl_type_name(dtype), redop, int(root), float(time_s), None, wrong)
