@@ -71,15 +71,20 @@ def add_limit_args(parser: argparse.ArgumentParser) -> None:
                         help=f"refuse up front a request estimated to need more memory than SIZE (default {DEFAULT_MAX_MEMORY})")
 
 
-def _max_transfers(args: argparse.Namespace) -> float:
-    text = str(args.max_transfers)
+def read_limit(value: object, field: str, example: str) -> float:
+    """A limit option's value ('5e7', '2000000') as a finite count >= 1, or one line naming `field`."""
+    text = str(value)
     try:
-        value = float(text)
+        count = float(text)
     except ValueError:
-        value = float("nan")
-    if not (math.isfinite(value) and value >= 1):
-        raise CollsimError(f"max-transfers: cannot read {text!r}; expected a count >= 1 such as 5e7")
-    return value
+        count = float("nan")
+    if not (math.isfinite(count) and count >= 1):
+        raise CollsimError(f"{field}: cannot read {text!r}; expected a count >= 1 such as {example}")
+    return count
+
+
+def _max_transfers(args: argparse.Namespace) -> float:
+    return read_limit(args.max_transfers, "max-transfers", "5e7")
 
 
 def request_ranks(command: str, args: argparse.Namespace) -> list[int] | None:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import math
 
 from collsim.program import LintRequest
-from simulator.errors import CollsimError
 from simulator.program.loader import MAX_WORK
 
+from ..limits import read_limit
 from ..show import show
 
 PROGRAM_HINT = "expected a smaller program (fewer ranks, groups or operations per rank)"
@@ -23,14 +22,7 @@ def add_max_work(p: argparse.ArgumentParser) -> None:
 
 def max_work(args: argparse.Namespace) -> int:
     """--max-work as a count >= 1."""
-    text = str(args.max_work)
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not (math.isfinite(value) and value >= 1):
-        raise CollsimError(f"max-work: cannot read {text!r}; expected a count >= 1 such as 2e6")
-    return int(value)
+    return int(read_limit(args.max_work, "max-work", "2e6"))
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

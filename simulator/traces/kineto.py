@@ -249,12 +249,15 @@ def _elements(dims: Any) -> int:
     return math.prod(int(d) for d in dims) if isinstance(dims, list) else 0
 
 
+NOT_A_COLLECTIVE = "not a collective collsim maps (barrier, coalesced, all-to-all and point-to-point calls are left out)"
+
+
 def _c10d_call(e: dict, members: tuple[int, ...] | None) -> Call:
     """A c10d operator: the op from its name, the size from its tensors (Input Dims, Input type)."""
     base = e["name"][len("c10d::"):].rstrip("_")
     call = Call(e["name"], e["ts"] * US, members=members)
     if base in NOT_MAPPED or base not in ISSUES:
-        call.why = "not a collective collsim maps (barrier, coalesced, all-to-all and point-to-point calls are left out)"
+        call.why = NOT_A_COLLECTIVE
         return call
     if members is None:
         call.why = "process group unknown: distributedInfo lists groups of different ranks and the call names none"
@@ -280,7 +283,7 @@ def _param_call(e: dict) -> Call:
     call = Call(f"record_param_comms {name}", e["ts"] * US)
     base = name.rstrip("_")
     if base not in ISSUES:
-        call.why = "not a collective collsim maps (barrier, coalesced, all-to-all and point-to-point calls are left out)"
+        call.why = NOT_A_COLLECTIVE
         return call
     ranks = args.get("Process Group Ranks")
     if isinstance(ranks, str):

@@ -67,7 +67,7 @@ CASES = [
           ["--compute-scale", "0"]),
     _case("out-missing-folder", {"r0.json": DDP0, "r1.json": DDP1}, "out", "'missing/p.yaml'",
           "expected a file path in an existing, writable directory", ["--out", "missing/p.yaml"]),
-    _case("out-suffix", {"r0.json": DDP0, "r1.json": DDP1}, "out", "'p.txt'", "expected a program file name",
+    _case("out-suffix", {"r0.json": DDP0, "r1.json": DDP1}, "out", "'p.txt'", "expected a name ending in .yaml, .yml, .json",
           ["--out", "p.txt"]),
 ]
 
