@@ -3,16 +3,12 @@ inferred-dependency form (`broadcast_scatter_allgather_inferred`, through Schedu
 dependencies; engine times on a few machines too; the numpy check passes."""
 
 import pytest
-from same_times import MACHINES, assert_same_times
+from same_times import MACHINES, assert_same_times, rows
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.tree import broadcast_scatter_allgather_inferred
 from simulator.collective import Collective
 from simulator.semantics import check
-
-
-def _rows(sched):
-    return [(t.id, t.src, t.dst, t.pieces, t.reduce, t.step, t.deps) for t in sched.transfers]
 
 
 def _roots(p):
@@ -25,7 +21,7 @@ def test_array_form_is_the_inferred_form_and_correct():
             for root in _roots(p):
                 coll = Collective("broadcast", p, count, "int8", root=root)
                 fast, slow = build_schedule(coll, "scatter_allgather"), broadcast_scatter_allgather_inferred(coll)
-                assert _rows(fast) == _rows(slow), (p, count, root)
+                assert rows(fast) == rows(slow), (p, count, root)
                 assert fast.scratch_count == slow.scratch_count == 0
                 result = check(fast)
                 assert result.ok, (p, count, root, result.message)
@@ -36,7 +32,7 @@ def test_larger_array_forms_equal_the_inferred_form(p):
     for count, root in ((p - 3, 0), (7 * p + 5, p // 3)):
         coll = Collective("broadcast", p, count, "int8", root=root)
         fast = build_schedule(coll, "scatter_allgather")
-        assert _rows(fast) == _rows(broadcast_scatter_allgather_inferred(coll)), (p, count, root)
+        assert rows(fast) == rows(broadcast_scatter_allgather_inferred(coll)), (p, count, root)
         assert check(fast).ok
 
 
