@@ -30,10 +30,10 @@ lint: setup
 	$(BIN)/ruff check .
 
 test: setup lint
-	$(BIN)/python -m pytest -q -n $(WORKERS)
+	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup
 
 test-fast: setup
-	$(BIN)/python -m pytest -q -n $(WORKERS) -m "not slow"
+	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup -m "not slow"
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -21,6 +21,7 @@ def _counts(p):
     return sorted({0, 1, p - 1, p + 1, 3 * p + 2, p * p + 3, 5 * p * p - 2})
 
 
+@pytest.mark.slow
 def test_array_form_is_the_inferred_form_and_correct():
     for p in range(1, 34):
         for count in _counts(p):
@@ -32,6 +33,7 @@ def test_array_form_is_the_inferred_form_and_correct():
             assert result.ok, (p, count, result.message)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", [48, 64, 100, 128])
 def test_larger_array_forms_equal_the_inferred_form(p):
     for count in (p - 3, 7 * p + 5):

@@ -32,6 +32,7 @@ def _inferred(coll):
     return b.build()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", sorted(PHASES))
 def test_array_form_is_the_inferred_form_and_correct(op):
     for p in range(1, 34):

@@ -20,6 +20,7 @@ def _plain(sched):
     return [(t.id, t.src, t.dst, t.pieces, t.reduce, t.step, t.deps) for t in sched.transfers]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", range(1, 34))
 def test_array_form_is_the_inferred_form_and_correct(p):
     for group in (d for d in range(1, p + 1) if p % d == 0):

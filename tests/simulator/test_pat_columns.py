@@ -23,6 +23,7 @@ def _counts(p):
     return sorted({0, 1, p - 1, p + 1, 3 * p + 2, 7 * p - 2})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op, rs", OPS)
 def test_array_form_is_the_inferred_form_and_correct(op, rs):
     for p in range(1, 34):
@@ -37,6 +38,7 @@ def test_array_form_is_the_inferred_form_and_correct(op, rs):
                 assert result.ok, (p, count, aggregate, result.message)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op, rs", OPS)
 @pytest.mark.parametrize("p", [48, 64, 100, 128])
 def test_larger_array_forms_equal_the_inferred_form(op, rs, p):

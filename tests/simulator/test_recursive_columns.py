@@ -106,6 +106,7 @@ HALVING = [("reduce_scatter", "recursive_halving", _halving_inferred), ("allredu
            ("reduce", "rabenseifner", _reduce_rabenseifner_inferred)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op, name, inferred", HALVING)
 def test_halving_array_form_is_the_inferred_form_and_correct(op, name, inferred):
     for p in range(1, 40):
@@ -125,6 +126,7 @@ def test_halving_engine_times_equal_the_inferred_form(op, name, inferred, p, spe
     assert_same_times(build_schedule(coll, name), inferred(coll), spec, ports, gamma)
 
 
+@pytest.mark.slow
 def test_allgather_doubling_array_form_is_the_inferred_form_and_correct():
     # the fold-out carries every block but the extra's own: two pieces, one when that block is empty
     for p in list(range(1, 34)) + [48, 100, 127]:

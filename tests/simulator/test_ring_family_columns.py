@@ -51,6 +51,7 @@ def _bidirectional_objects(coll):
     return b.build()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", sorted(PHASES))
 def test_nccl_ring_arrays_equal_the_object_and_inferred_forms(op):
     for p in (1, 2, 3, 5, 8, 12, 17):

@@ -15,6 +15,7 @@ def _roots(p):
     return sorted({0, min(1, p - 1), p // 2, p - 1})
 
 
+@pytest.mark.slow
 def test_array_form_is_the_inferred_form_and_correct():
     for p in range(1, 34):
         for count in sorted({0, 1, p - 1, p + 1, 3 * p + 2, 7 * p - 2}):
@@ -27,6 +28,7 @@ def test_array_form_is_the_inferred_form_and_correct():
                 assert result.ok, (p, count, root, result.message)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", [48, 64, 100, 128])
 def test_larger_array_forms_equal_the_inferred_form(p):
     for count, root in ((p - 3, 0), (7 * p + 5, p // 3)):

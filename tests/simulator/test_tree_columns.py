@@ -33,6 +33,7 @@ def _binomial_inferred(coll):
     return b.build()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", ["broadcast", "reduce", "allreduce"])
 def test_binomial_array_form_is_the_inferred_form_and_correct(op):
     for p in range(1, 40):
@@ -132,6 +133,7 @@ def _roots(p):
     return sorted({0, min(1, p - 1), p // 2, p - 1})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op, inferred", SUBTREE)
 def test_binomial_subtree_array_form_is_the_inferred_form_and_correct(op, inferred):
     # subtrees wrap past rank p - 1 when the root is not 0: a transfer then carries two pieces

@@ -25,6 +25,8 @@ from verify.program import verify_program  # noqa: E402
 
 TIMEOUT = 3.0
 START_UP = 60.0  # allowance for spawning and initialising the ranks on a loaded machine
+# real gloo worlds: slow, and one at a time on one xdist worker (--dist loadgroup)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("processes")]
 
 
 def prog(name):
