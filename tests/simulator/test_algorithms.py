@@ -60,6 +60,7 @@ def test_other_reductions(redop):
             assert result.ok, result.message
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_cases(data):

@@ -76,6 +76,7 @@ def test_schedule_matches_numpy_and_native(worlds, spec, p):
             assert r["max_abs_err"] == 0.0, r  # integers, data movement and small-integer sums are bit-exact
 
 
+@pytest.mark.slow  # its `worlds` fixture runs the gloo worlds (about a minute)
 def test_float_rounding_is_exercised(worlds):
     """Random float data makes reduction order visible: some error is non-zero yet within the bound."""
     errs = [r["max_abs_err"] for r in worlds[4][("allreduce", "ring")] if r["mode"] == "random" and r["dtype"] == "float16"]
