@@ -1,10 +1,13 @@
 # Entry points: `make app` (set up, then open the app on its first lesson), `make demo` / `make table` (set up, then
-# the default comparison table) and `make test` (set up, then the tests).
+# the default comparison table), `make test` (set up, then ruff and every test) and `make test-fast` (set up, then the
+# tests not marked slow). Both run on pytest-xdist workers: WORKERS=auto (the default) starts one per core,
+# WORKERS=4 four, WORKERS=0 runs in this process (docs/testing.md).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+WORKERS ?= auto
 
-.PHONY: setup app demo table test lint clean
+.PHONY: setup app demo table test test-fast lint clean
 
 setup: $(VENV)/.installed
 
@@ -27,7 +30,10 @@ lint: setup
 	$(BIN)/ruff check .
 
 test: setup lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup -m "not slow"
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,4 +1,4 @@
-"""Engine times of two schedules compared bit for bit on a few machines (array builders against inferred forms)."""
+"""Array builders against their inferred forms: transfer rows, and engine times compared bit for bit on a few machines."""
 
 import numpy as np
 
@@ -18,3 +18,26 @@ def assert_same_times(fast, slow, spec: str, ports: int, gamma: float) -> None:
     for k in ("start", "arrive", "end"):
         assert np.array_equal(getattr(a, k), getattr(b, k)), k
     assert a.time == b.time
+
+
+def rows(sched) -> list[tuple]:
+    """Each transfer of `sched` as (id, src, dst, pieces, reduce, step, deps)."""
+    return [(t.id, t.src, t.dst, t.pieces, t.reduce, t.step, t.deps) for t in sched.transfers]
+
+
+def without_joins(sched):
+    """Transfers of the array form with the joins taken out, ids renumbered, each dependency on a join replaced by
+    the join's own dependencies (what the inferring builder writes)."""
+    ts = sched.transfers
+    join = sched.arrays.get("join")
+    is_join = np.zeros(len(ts), dtype=bool) if join is None else join
+    new_id = np.cumsum(~is_join) - 1
+    out = []
+    for t in ts:
+        if is_join[t.id]:
+            continue
+        deps = set()
+        for d in t.deps:
+            deps.update(ts[d].deps if is_join[d] else (d,))
+        out.append((int(new_id[t.id]), t.src, t.dst, t.pieces, t.reduce, t.step, tuple(sorted(int(new_id[d]) for d in deps))))
+    return out, ~is_join

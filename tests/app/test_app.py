@@ -75,6 +75,7 @@ def test_the_default_page_is_the_first_lesson():
     assert at.query_params["lesson"] == "a"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["views/lessons.py", "views/step.py", "views/cost.py", "views/contention.py",
                                   "views/whatif.py", "views/reality.py", "views/doctor.py"])
 def test_every_page_opens_with_a_figure_and_no_error(path):
@@ -188,6 +189,7 @@ def test_bad_topology_and_size_are_friendly_errors(step):
     _ok(step)
 
 
+@pytest.mark.slow
 def test_every_op_and_algorithm_at_1_to_9_ranks_runs_without_exception(step):
     step.text_input(key="step.topo").input("switch").run()
     cases = 0
@@ -295,6 +297,7 @@ def test_cost_chunks_change_the_pipelined_lines(cost):
     cost.selectbox(key="cost.op").set_value("allreduce").run()
 
 
+@pytest.mark.slow
 def test_cost_sliders_move_the_crossover_and_stay_in_the_url(cost):
     cost.select_slider(key="cost.p").set_value(16).run()
     cost.select_slider(key="cost.alpha").set_value("10us").run()
@@ -412,6 +415,7 @@ def test_contention_times_equal_simulate_before_and_after():
     assert top["utilisation"] == pytest.approx(top["bytes"] / 12.5e9 / loaded, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_whatif_default_is_nccl_as_collsim_predict_times_it():
     from simulator.nccl.predict import predict
 
@@ -491,6 +495,7 @@ def _whatif_json(capsys, scenario: str, machines: str, *extra: str) -> list[dict
     return json.loads(capsys.readouterr().out)["rows"]
 
 
+@pytest.mark.slow
 def test_whatif_training_step_shows_what_collsim_whatif_prints(capsys):
     machines = ["dgx-h100:nodes=2", "hgx-b200:nodes=2", "dgx-a100:nodes=2"]
     at = _page("views/whatif.py", {"kind": "a training step", "scenario": "fsdp", "m2": machines[2]})
@@ -531,6 +536,7 @@ def test_whatif_training_step_shows_what_collsim_whatif_prints(capsys):
     assert at.query_params["scenario"] == "tp" and at.query_params["tp"] == "8"
 
 
+@pytest.mark.slow
 def test_reality_shows_every_size_of_the_log_with_its_out_of_sample_error():
     from simulator.formats.nccl_tests import read_log
 
@@ -606,6 +612,7 @@ def test_url_round_trip(path, query, key, value):
         assert at.query_params[name] == text
 
 
+@pytest.mark.slow
 def test_cost_every_op_at_1_to_9_ranks_runs_without_exception(cost):
     cost.text_input(key="cost.sizes").input("1KiB:1MiB:32").run()
     cost.text_input(key="cost.topo").input("switch").run()
@@ -623,6 +630,7 @@ def test_cost_every_op_at_1_to_9_ranks_runs_without_exception(cost):
     cost.text_input(key="cost.sizes").input("1KiB:1GiB:4").run()
 
 
+@pytest.mark.slow
 def test_contention_every_op_and_algorithm_runs_without_exception():
     """Every (op, algorithm) at 1, 4 and 7 ranks (the step page covers 1..9); no second topology, to keep it short."""
     at = _page("views/contention.py")

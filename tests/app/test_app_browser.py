@@ -23,6 +23,7 @@ if CHROMIUM is None:
     pytest.skip("no chromium on PATH (.ci/run installs Debian's chromium)", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # a real Streamlit server and Chromium: about 4 minutes
 EXCEPTION = "[data-testid='stException']"
 # url path (with a query string, as a teacher would link it) -> text the page shows once drawn
 PAGES = {

@@ -13,6 +13,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args,field", [
     (["cost", "--op", "allreduc", "--ranks", "8"], "op"),
     (["cost", "--op", "allreduce", "--algo", "rings", "--ranks", "8"], "algo"),
@@ -62,6 +63,7 @@ def test_check_all_passes_and_lists_refusals_without_failing(capsys):
     assert all(r["status"] == "pass" for r in results if r["algorithm"] not in grouped)
 
 
+@pytest.mark.slow
 def test_help_reads_well():
     done = _run("--help")
     assert done.returncode == 0

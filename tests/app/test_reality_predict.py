@@ -40,6 +40,7 @@ def test_every_bundled_log_defaults_to_a_machine_with_room_for_its_ranks():
     assert default_preset(None) == ""
 
 
+@pytest.mark.slow
 def test_the_page_statistic_is_the_benchmark_predict_column():
     """Log 03: the page's median / worst |error| over sizes >= 1 MiB equal benchmarks/preset_accuracy.py's."""
     from benchmarks.preset_accuracy import CASES, evaluate
@@ -54,6 +55,7 @@ def test_the_page_statistic_is_the_benchmark_predict_column():
     assert bench["spec"] == default_preset(name) == "p5:nodes=2"
 
 
+@pytest.mark.slow
 def test_a_log_the_nvls_step_was_fitted_on_is_predicted_as_the_benchmark_holds_it_out():
     """Log 04 (one p5 node, NVLS): the page fits the NVLS step cost on the other NVLS logs, as the benchmark does."""
     from benchmarks.preset_accuracy import CASES, evaluate
@@ -105,6 +107,7 @@ def test_accuracy_is_over_sizes_of_one_mib_and_more_only():
     assert predict_accuracy(Measured("hand", "allreduce", 8, ((1024, 1.0),)), [P(1024, 2.0)]) is None
 
 
+@pytest.mark.slow
 def test_the_label_says_when_a_preset_constant_was_fitted_on_this_log():
     log = read_bundled("12_rtx4090_pcie_1node_2gpu_allreduce.txt")
     label, caption = predict_summary(log, "rtx4090-pcie", predict_log(log, "rtx4090-pcie"))

@@ -90,6 +90,7 @@ def test_scale_table_and_html(tmp_path, capsys):
     assert "plotly" in html.read_text()[:5000].lower()
 
 
+@pytest.mark.slow
 def test_whatif_timing_nccl_on_a_ddp_step_of_two_h100_nodes(capsys):
     """`--timing nccl` times the buckets as collsim predict does; `links` with collsim's flat ring (the default)."""
     argv = ["whatif", "ddp", "--machines", "dgx-h100:nodes=2", "--model", "llama2-7b", "--jobs", "1", "--json"]
@@ -107,6 +108,7 @@ def test_whatif_timing_nccl_on_a_ddp_step_of_two_h100_nodes(capsys):
     assert f"calls timed {nccl['timed']['nccl']} NCCL" in text and "no doubled-bandwidth reruns with NCCL timing" in text
 
 
+@pytest.mark.slow
 def test_whatif_and_scale_default_to_nccl_timing_on_presets_nccl_knows(capsys):
     """No --timing: NCCL timing where NCCL's model knows every machine; links where one is a builder, or where an
     option NCCL timing refuses is given; the JSON and the text say which timing ran and why."""

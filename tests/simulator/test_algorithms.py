@@ -21,6 +21,7 @@ def _check(spec, p, nbytes, dtype="int8", root=0, **params):
     assert result.ok, result.message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", SPECS, ids=IDS)
 def test_every_rank_count_and_odd_sizes(spec):
     """Sizes 0, 1 byte, primes and sizes not divisible by p, on every rank count."""
@@ -37,6 +38,7 @@ def test_dtypes(spec, dtype):
         _check(spec, p, 4 * 8 * 37, dtype)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", [s for s in SPECS if s.params], ids=[f"{s.op}-{s.name}" for s in SPECS if s.params])
 def test_parameters(spec):
     for param in spec.params:
@@ -58,6 +60,7 @@ def test_other_reductions(redop):
             assert result.ok, result.message
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_cases(data):

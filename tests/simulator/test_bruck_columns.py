@@ -7,7 +7,7 @@ dependencies from the data; the array form writes them (`_alltoall_waits`) and m
 
 import numpy as np
 import pytest
-from same_times import MACHINES, assert_same_times
+from same_times import MACHINES, assert_same_times, rows
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.bruck import alltoall_blocks, alltoall_bruck_inferred
@@ -17,31 +17,29 @@ from simulator.schedule import BUFFERS
 from simulator.semantics import check
 
 
-def _rows(sched):
-    return [(t.id, t.src, t.dst, t.pieces, t.reduce, t.step, t.deps) for t in sched.transfers]
-
-
 def _counts(p):
     return sorted({0, 1, p - 1, p + 1, 3 * p + 2, p * p + 3, 5 * p * p - 2})
 
 
+@pytest.mark.slow
 def test_array_form_is_the_inferred_form_and_correct():
     for p in range(1, 34):
         for count in _counts(p):
             coll = Collective("alltoall", p, count, "int8")
             fast, slow = build_schedule(coll, "bruck"), alltoall_bruck_inferred(coll)
-            assert _rows(fast) == _rows(slow), (p, count)
+            assert rows(fast) == rows(slow), (p, count)
             assert fast.scratch_count == slow.scratch_count == 2 * count
             result = check(fast)
             assert result.ok, (p, count, result.message)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", [48, 64, 100, 128])
 def test_larger_array_forms_equal_the_inferred_form(p):
     for count in (p - 3, 7 * p + 5):
         coll = Collective("alltoall", p, count, "int8")
         fast = build_schedule(coll, "bruck")
-        assert _rows(fast) == _rows(alltoall_bruck_inferred(coll)), (p, count)
+        assert rows(fast) == rows(alltoall_bruck_inferred(coll)), (p, count)
         assert check(fast).ok
 
 

@@ -73,6 +73,7 @@ def test_fit_recovers_planted_parameters_on_one_node():
     assert got.net_efficiency == (1.0, 1.0, 1.0)
 
 
+@pytest.mark.slow
 def test_fit_never_exceeds_the_links_or_goes_below_nccls_latency():
     """Measured times twice as fast as the preset allows: the bounds hold (efficiency 1, no negative latency)."""
     preset_times = _times(build_preset("p5"), SIZES, 8)
@@ -146,6 +147,7 @@ def test_cli_holdout_errors_are_only_on_sizes_the_fit_did_not_see(capsys):
     assert all(r["train"] == (r["bytes"] < 32 << 20) for r in again["per_size"])
 
 
+@pytest.mark.slow
 def test_cli_preset_calibration_writes_a_file_predict_takes(tmp_path, capsys):
     out_file = tmp_path / "my-p5.yaml"
     out = _cli_json(["fit", str(LOG04), "--preset", "p5", "--train-sizes", "1MiB:16MiB", "--out", str(out_file), "--json"],
@@ -158,6 +160,7 @@ def test_cli_preset_calibration_writes_a_file_predict_takes(tmp_path, capsys):
     assert pred["ranks"] == 16 and len(pred["rows"]) == 3
 
 
+@pytest.mark.slow
 def test_a_calibration_keeps_the_nccl_release_it_was_fitted_with(tmp_path):
     # a log from NCCL 2.20.3 is fitted with that release's latency tables (tree Simple 28 us per step); the file keeps
     # the release and predict on it uses those tables unless told otherwise

@@ -20,6 +20,7 @@ def _ok(op, name, p, nbytes, **params):
     assert result.ok, f"{op}/{name} p={p} n={nbytes} {params}: {result.message}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", ["allreduce", "allgather", "reduce_scatter"])
 def test_nccl_ring_semantics_every_p(op):
     for p in RANKS:
@@ -28,6 +29,7 @@ def test_nccl_ring_semantics_every_p(op):
                 _ok(op, "nccl_ring", p, nbytes, channels=channels, node=node)
 
 
+@pytest.mark.slow
 def test_rails_semantics_every_p():
     for p in RANKS:
         groups = sorted({g for g in (1, 2, 4, 8, p) if p % g == 0})

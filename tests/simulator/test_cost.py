@@ -110,6 +110,7 @@ def test_closed_form_is_the_schedules_time(spec):
                     assert abs(sim - pred) <= 0.25 * sim, where
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(spec=st.sampled_from(all_specs()), p=st.integers(1, 300), n=st.integers(0, 10**10),
        alpha=st.floats(0, 1e-2, allow_subnormal=False),

@@ -6,6 +6,7 @@ The inferred form is what ScheduleBuilder finds from the data for the same messa
 
 import numpy as np
 import pytest
+from same_times import without_joins
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.columns import NONE, Columns
@@ -31,24 +32,7 @@ def _inferred(coll):
     return b.build()
 
 
-def _without_joins(sched):
-    """Transfers of the array form with the joins taken out, ids renumbered, each dependency on a join replaced by
-    the join's own dependencies (what the inferring builder writes)."""
-    ts = sched.transfers
-    join = sched.arrays.get("join")
-    is_join = np.zeros(len(ts), dtype=bool) if join is None else join
-    new_id = np.cumsum(~is_join) - 1
-    out = []
-    for t in ts:
-        if is_join[t.id]:
-            continue
-        deps = set()
-        for d in t.deps:
-            deps.update(ts[d].deps if is_join[d] else (d,))
-        out.append((int(new_id[t.id]), t.src, t.dst, t.pieces, t.reduce, t.step, tuple(sorted(int(new_id[d]) for d in deps))))
-    return out, ~is_join
-
-
+@pytest.mark.slow
 @pytest.mark.parametrize("op", sorted(PHASES))
 def test_array_form_is_the_inferred_form_and_correct(op):
     for p in range(1, 34):
@@ -58,7 +42,7 @@ def test_array_form_is_the_inferred_form_and_correct(op):
             result = check(fast)
             assert result.ok, result.message
             slow = _inferred(coll)
-            got, _ = _without_joins(fast)
+            got, _ = without_joins(fast)
             want = [(t.id, t.src, t.dst, t.pieces, t.reduce, t.step, t.deps) for t in slow.transfers]
             assert got == want, (op, p, count)
             plain = fast.without_joins()
@@ -82,7 +66,7 @@ CASES = [("allreduce", 8, "switch:8", 1, 0.0), ("allreduce", 8, "switch:8", 1, 1
 def test_engine_times_equal_the_inferred_form(op, p, spec, ports, gamma):
     coll = Collective(op, p, 4 * (p * 1000 + 3))
     fast, slow = build_schedule(coll, "direct"), _inferred(coll)
-    _, keep = _without_joins(fast)
+    _, keep = without_joins(fast)
     options = EngineOptions(gamma=gamma, ports=ports)
     a, b = simulate(fast, parse_topology(spec), options), simulate(slow, parse_topology(spec), options)
     for k in ("start", "arrive", "end"):

@@ -46,6 +46,7 @@ MACHINES = ["switch:8", "ring:8", "cluster:nodes=2,gpus=4,net_bw=12GB/s", "dgx-h
 PROTOCOLS = [None, MessageModel.uniform(0.0, 2.0), MessageModel((Regime(0, 4096, 2e-6, 1.0), Regime(4096, None, 0.0, 1.1)))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("machine", MACHINES)
 def test_bounds_never_exceed_the_engine(machine):
     topo = parse_topology(machine)

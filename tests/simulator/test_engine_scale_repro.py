@@ -5,7 +5,7 @@ from __future__ import annotations
 import engine_ref
 import numpy as np
 import pytest
-from test_engine_scale_battery import nudged, shuffled
+from scale_cases import nudged, shuffled
 
 from simulator.algorithms import build_schedule
 from simulator.collective import Collective

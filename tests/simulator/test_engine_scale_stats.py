@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_engine_scale_battery import CASES, _ids, shuffled
+from scale_cases import CASES, case_id, shuffled
 
 from simulator.algorithms import build_schedule
 from simulator.collective import Collective
@@ -40,7 +40,7 @@ def dict_walk(trace) -> list[int]:
     return path[::-1]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[_ids(c) for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
 def test_critical_path_equals_the_dictionary_walk(case):
     op, algo, p, spec, ports, contention, nbytes, gamma, shuffle = case
     topo = parse_topology(spec)

@@ -101,6 +101,7 @@ def _not_slower(better, worse, algo, proto, sizes=SIZES):
 PICKS = [("Ring", "LL128"), ("Ring", "Simple"), ("Tree", "Simple"), ("NVLSTree", "Simple")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["dgx-h100:nodes=2", "hgx-b200:nodes=3"])
 @pytest.mark.parametrize("algo, proto", PICKS)
 def test_more_nic_bandwidth_is_never_slower(spec, algo, proto):
@@ -118,6 +119,7 @@ def test_more_nics_is_never_slower(algo):
 
 
 # two SUs (33 nodes) cross the spines; rings there take minutes to time, so the trees (at fewer sizes)
+@pytest.mark.slow
 @pytest.mark.parametrize("nodes, algo, proto, sizes", [(5, "Tree", "Simple", SIZES), (5, "NVLSTree", "Simple", SIZES),
                                                        (33, "Tree", "LL128", SIZES[:2]), (33, "NVLSTree", "Simple", SIZES)])
 def test_adaptive_routing_is_never_slower_than_hashed_or_static(nodes, algo, proto, sizes):
@@ -129,6 +131,7 @@ def test_adaptive_routing_is_never_slower_than_hashed_or_static(nodes, algo, pro
 # Max-min sharing is not monotone in capacity: without PXN, 256 MiB Ring Simple runs 1526 us with adaptive spines and
 # 1511 us with hashed ones (a collision delays one ring's flow, which then shares less with the others). A property of
 # the engine's fluid sharing, not of the fabric; strict, so that it shows when the engine changes.
+@pytest.mark.slow
 @pytest.mark.parametrize("algo, proto", [pytest.param("Ring", "Simple", marks=pytest.mark.xfail(
     strict=True, reason="max-min sharing is not monotone: adaptive 1526 us vs ecmp 1511 us at 256 MiB without PXN")),
     ("Tree", "Simple")])
@@ -149,6 +152,7 @@ def test_without_pxn_cross_rail_pairs_cross_the_spines_and_adaptive_is_still_nev
 NODES = {"dgx-h100": [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 32, 33, 64], "hgx-b200": [1, 2, 3, 4, 5, 7, 8, 9, 16]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(NODES))
 def test_no_jump_over_2x_between_neighbouring_node_counts_unless_the_pick_changes(name):
     counts = NODES[name]

@@ -6,7 +6,7 @@ dependencies from the data; the array form adds one join per rank before the in-
 
 import numpy as np
 import pytest
-from test_direct_columns import _without_joins
+from same_times import without_joins
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.hierarchical import hierarchical_inferred
@@ -20,6 +20,7 @@ def _plain(sched):
     return [(t.id, t.src, t.dst, t.pieces, t.reduce, t.step, t.deps) for t in sched.transfers]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", range(1, 34))
 def test_array_form_is_the_inferred_form_and_correct(p):
     for group in (d for d in range(1, p + 1) if p % d == 0):
@@ -29,7 +30,7 @@ def test_array_form_is_the_inferred_form_and_correct(p):
             result = check(fast)
             assert result.ok, (p, group, count, result.message)
             want = _plain(hierarchical_inferred(coll, group))
-            got, _ = _without_joins(fast)
+            got, _ = without_joins(fast)
             assert got == want, (p, group, count)
             assert _plain(fast.without_joins()) == want
 
@@ -60,7 +61,7 @@ CASES = [(8, 2, "switch:8", 1, 0.0), (8, 4, "switch:8", 1, 1e-10), (16, 4, "clus
 def test_engine_times_equal_the_inferred_form(p, group, spec, ports, gamma):
     coll = Collective("allreduce", p, 4 * (p * 1000 + 3))
     fast, slow = build_schedule(coll, "hierarchical", group=group), hierarchical_inferred(coll, group)
-    _, keep = _without_joins(fast)
+    _, keep = without_joins(fast)
     options = EngineOptions(gamma=gamma, ports=ports)
     a, b = simulate(fast, parse_topology(spec), options), simulate(slow, parse_topology(spec), options)
     for k in ("start", "arrive", "end"):

@@ -25,6 +25,7 @@ def test_sweep_log_fits_back_to_the_machine_it_simulated(tmp_path, capsys):
     assert fit["bandwidth_Bps"] == pytest.approx(20e9, rel=0.02)
 
 
+@pytest.mark.slow
 def test_verify_log_reads_back(tmp_path, capsys):
     pytest.importorskip("torch")
     log = tmp_path / "verify.log"

@@ -193,6 +193,7 @@ _MANGLES = st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(["drop", "
                     max_size=6)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(which=st.integers(0, len(LOGS) - 1), mangles=_MANGLES)
 def test_fuzz_mangled_logs_give_a_result_or_a_clear_error(shared_data, which, mangles):

@@ -19,6 +19,7 @@ def _ok(p, nbytes, **params):
     assert result.ok, f"nccl_tree p={p} n={nbytes} {params}: {result.message}"
 
 
+@pytest.mark.slow
 def test_semantics_every_p():
     for p in list(range(1, 34)) + [64]:
         for group in sorted({g for g in (1, 2, 8, p) if p % g == 0}):
@@ -75,6 +76,7 @@ def test_small_message_latency_grows_with_log2_nodes():
         assert row.time_s == pytest.approx(want * 1e-6, abs=5e-9)  # LL's 16 wire bytes per hop: ~1 ns in all
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset, nodes", [("dgx-h100", 2), ("dgx-h100", 8), ("dgx-h100", 32), ("hgx-b200", 4),
                                            ("p5", 8)])
 def test_small_sizes_within_15_percent_of_nccls_model(preset, nodes):

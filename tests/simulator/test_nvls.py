@@ -19,6 +19,7 @@ from simulator.topology.spec import parse_topology
 RANKS = list(range(1, 34)) + [64]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", ["allreduce", "allgather", "reduce_scatter"])
 def test_the_column_build_is_what_the_schedule_builder_would_infer(op):
     # same transfers in the same order, the same dependencies as sets, as the ScheduleBuilder version (dependencies
@@ -36,6 +37,7 @@ def test_the_column_build_is_what_the_schedule_builder_would_infer(op):
                            (b.id, b.src, b.dst, b.pieces, b.reduce, b.step, set(b.deps)), (p, nbytes, chunks, window)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", RANKS)
 def test_numpy_check_every_rank_count_and_odd_sizes(p):
     sizes = (0, 1, 97, 3 * p + 1) if p <= 33 else (0, 5 * p + 3)
@@ -45,6 +47,7 @@ def test_numpy_check_every_rank_count_and_odd_sizes(p):
             assert result.ok, result.message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", RANKS)
 @pytest.mark.parametrize("op", ["allgather", "reduce_scatter"])
 def test_numpy_check_allgather_and_reduce_scatter(p, op):

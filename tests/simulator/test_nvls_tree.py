@@ -21,6 +21,7 @@ def _groups(p):
     return sorted({divisors[0], divisors[len(divisors) // 2], divisors[-1], max(d for d in divisors if d <= 8)})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", RANKS)
 def test_numpy_check_every_rank_count_grouping_and_odd_sizes(p):
     sizes = (0, 1, 97, 3 * p + 1) if p <= 33 else (0, 5 * p + 3)
@@ -32,6 +33,7 @@ def test_numpy_check_every_rank_count_grouping_and_odd_sizes(p):
                 assert result.ok, (group, nbytes, chunks, result.message)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("redop", ["sum", "prod", "max", "min"])
 def test_dtypes_and_reductions(redop):
     for dtype in ("int32", "float16", "bfloat16", "float64"):
@@ -41,6 +43,7 @@ def test_dtypes_and_reductions(redop):
             assert result.ok, (p, group, result.message)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p, group", [(2, 1), (5, 1), (8, 8), (6, 3), (16, 8), (20, 4), (24, 8), (40, 8), (64, 8), (10, 5)])
 def test_the_column_build_is_the_schedule_builder_would_infer(p, group):
     # same transfers in the same order, the same dependencies as sets, as the ScheduleBuilder version (dependencies

@@ -50,6 +50,7 @@ def test_whatif_cases_in_two_processes_equal_the_serial_run():
     assert all(row["step_s"] > 0 for row in serial)
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_gives_the_serial_numbers():
     distributed = pytest.importorskip("distributed")
     from app.commands.sweep import sweep_case

@@ -14,6 +14,7 @@ OPS = ("allgather", "reduce_scatter")
 RANKS = list(range(1, 34)) + [64]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", OPS)
 def test_numpy_check_every_rank_count_and_aggregation(op):
     for p in RANKS:

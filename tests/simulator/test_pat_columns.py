@@ -8,7 +8,7 @@ with `merged_piece_columns`. Engine times on a few machines are equal too, and t
 
 import numpy as np
 import pytest
-from same_times import MACHINES, assert_same_times
+from same_times import MACHINES, assert_same_times, rows
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.forms import lg
@@ -19,14 +19,11 @@ from simulator.semantics import check
 OPS = [("allgather", False), ("reduce_scatter", True)]
 
 
-def _rows(sched):
-    return [(t.id, t.src, t.dst, t.pieces, t.reduce, t.step, t.deps) for t in sched.transfers]
-
-
 def _counts(p):
     return sorted({0, 1, p - 1, p + 1, 3 * p + 2, 7 * p - 2})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op, rs", OPS)
 def test_array_form_is_the_inferred_form_and_correct(op, rs):
     for p in range(1, 34):
@@ -34,20 +31,21 @@ def test_array_form_is_the_inferred_form_and_correct(op, rs):
             for aggregate in (None, 1, 3):
                 coll = Collective(op, p, count, "int8")
                 fast, slow = build_schedule(coll, "pat", aggregate=aggregate), pat_inferred(coll, aggregate, rs)
-                assert _rows(fast) == _rows(slow), (p, count, aggregate)
+                assert rows(fast) == rows(slow), (p, count, aggregate)
                 assert fast.scratch_count == slow.scratch_count == 0
                 assert fast.params == slow.params
                 result = check(fast)
                 assert result.ok, (p, count, aggregate, result.message)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op, rs", OPS)
 @pytest.mark.parametrize("p", [48, 64, 100, 128])
 def test_larger_array_forms_equal_the_inferred_form(op, rs, p):
     for count, aggregate in ((p - 3, None), (7 * p + 5, None), (5 * p + 1, 4)):
         coll = Collective(op, p, count, "int8")
         fast = build_schedule(coll, "pat", aggregate=aggregate)
-        assert _rows(fast) == _rows(pat_inferred(coll, aggregate, rs)), (p, count, aggregate)
+        assert rows(fast) == rows(pat_inferred(coll, aggregate, rs)), (p, count, aggregate)
         assert check(fast).ok
 
 

@@ -150,6 +150,7 @@ def test_one_node_nvls_logs_within_the_goal(shared_data, name, spec, nvls_step_s
     assert err[len(err) // 2] <= 0.15 and err[-1] <= 0.40
 
 
+@pytest.mark.slow
 def test_two_node_logs_largest_size_within_15_percent(shared_data):
     # 03 (p5) runs NVLS-tree there, NCCL's pick, at NCCL's per-channel cap
     for name, spec in (("01_h100_a3mega_2node_16gpu_tcpxo_allreduce.txt", "a3-mega:nodes=2"),
@@ -223,6 +224,7 @@ def test_p4de_runs_simple_only_as_the_efa_plugin_sets_it():
     assert {r.proto for r in predict(parse_topology("p4de:nodes=2"), "allreduce", [1 << 10, 16 << 20])} == {"Simple"}
 
 
+@pytest.mark.slow
 def test_p4de_log_within_the_goal(shared_data):
     # docs/accuracy.md: log 02 (2 x p4de) at median <= 15%, worst <= 40% over sizes >= 1 MiB, nothing fitted to it
     err = sorted(abs(e) for e in _errors(shared_data, "02_a100_p4de_2node_16gpu_efa_allreduce.txt", "p4de:nodes=2"))
@@ -377,6 +379,7 @@ def _plans(preset: str, size: int):
             for algo, proto in candidates(system, "allreduce", size)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset, size", [("dgx-a100:nodes=4", 1 << 20), ("dgx-a100:nodes=4", 1 << 30),
                                           ("p4de:nodes=2", 4 << 20), ("a3-mega:nodes=2", 8 << 20)])
 def test_fastest_is_the_min_of_running_every_candidate(preset, size, monkeypatch):

@@ -119,6 +119,7 @@ def test_hybrid_layout_is_nodes_by_gpus():
     assert {op.peer for op in program.ops(21) if op.is_p2p} == {5}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario, gpus, extra", [("ddp", 4, {}), ("fsdp", 4, {}), ("tp", 4, {}), ("tp-sp", 2, {}),
                                                    ("pp", 4, {}), ("ep", 4, {"model": "mixtral-8x7b"}),
                                                    ("hybrid", 16, {"tp": 4, "pp": 2, "gpus_per_node": 4}),

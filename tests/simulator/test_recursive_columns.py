@@ -6,7 +6,7 @@ steps and the phases of phases.py, as the builders were written before the array
 """
 
 import pytest
-from same_times import MACHINES, assert_same_times
+from same_times import MACHINES, assert_same_times, rows
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.phases import (
@@ -38,10 +38,6 @@ def _doubling_inferred(coll):
     return b.build()
 
 
-def _rows(sched):
-    return [(t.id, t.src, t.dst, t.pieces, t.reduce, t.step, t.deps) for t in sched.transfers]
-
-
 def test_doubling_array_form_is_the_inferred_form_and_correct():
     for p in range(1, 40):
         for count in (0, 1, p - 1, 3 * p + 2):
@@ -49,7 +45,7 @@ def test_doubling_array_form_is_the_inferred_form_and_correct():
             fast, slow = build_schedule(coll, "recursive_doubling"), _doubling_inferred(coll)
             result = check(fast)
             assert result.ok, result.message
-            assert _rows(fast) == _rows(slow), (p, count)
+            assert rows(fast) == rows(slow), (p, count)
             assert fast.scratch_count == slow.scratch_count
 
 
@@ -110,6 +106,7 @@ HALVING = [("reduce_scatter", "recursive_halving", _halving_inferred), ("allredu
            ("reduce", "rabenseifner", _reduce_rabenseifner_inferred)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op, name, inferred", HALVING)
 def test_halving_array_form_is_the_inferred_form_and_correct(op, name, inferred):
     for p in range(1, 40):
@@ -119,7 +116,7 @@ def test_halving_array_form_is_the_inferred_form_and_correct(op, name, inferred)
                 fast = build_schedule(coll, name)
                 result = check(fast)
                 assert result.ok, result.message
-                assert _rows(fast) == _rows(inferred(coll)), (p, count, root)
+                assert rows(fast) == rows(inferred(coll)), (p, count, root)
 
 
 @pytest.mark.parametrize("op, name, inferred", HALVING)
@@ -129,13 +126,14 @@ def test_halving_engine_times_equal_the_inferred_form(op, name, inferred, p, spe
     assert_same_times(build_schedule(coll, name), inferred(coll), spec, ports, gamma)
 
 
+@pytest.mark.slow
 def test_allgather_doubling_array_form_is_the_inferred_form_and_correct():
     # the fold-out carries every block but the extra's own: two pieces, one when that block is empty
     for p in list(range(1, 34)) + [48, 100, 127]:
         for count in sorted({0, 1, 2, p - 1, p + 1, 3 * p + 2, 7 * p - 2}):
             coll = Collective("allgather", p, count, "int8")
             fast, slow = build_schedule(coll, "recursive_doubling"), allgather_recursive_doubling_inferred(coll)
-            assert _rows(fast) == _rows(slow), (p, count)
+            assert rows(fast) == rows(slow), (p, count)
             assert fast.scratch_count == slow.scratch_count == 0
             result = check(fast)
             assert result.ok, (p, count, result.message)

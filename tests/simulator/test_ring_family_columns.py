@@ -7,6 +7,7 @@ dependencies from the data. Engine times on a few machines are equal too.
 
 import numpy as np
 import pytest
+from same_times import rows
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.channels import rail_orders, split_seg
@@ -19,10 +20,6 @@ from simulator.schedule import ScheduleBuilder
 from simulator.topology import parse_topology
 
 PHASES = {"allreduce": (True, True), "allgather": (False, True), "reduce_scatter": (True, False)}
-
-
-def _rows(sched):
-    return [(t.id, t.src, t.dst, t.pieces, t.reduce, t.step, t.deps) for t in sched.transfers]
 
 
 def _inferred(sched):
@@ -54,6 +51,7 @@ def _bidirectional_objects(coll):
     return b.build()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", sorted(PHASES))
 def test_nccl_ring_arrays_equal_the_object_and_inferred_forms(op):
     for p in (1, 2, 3, 5, 8, 12, 17):
@@ -62,8 +60,8 @@ def test_nccl_ring_arrays_equal_the_object_and_inferred_forms(op):
                 coll = Collective(op, p, count, "int8")
                 fast = build_schedule(coll, "nccl_ring", chunks=chunks, channels=channels, node=node)
                 want = _channels_objects(coll, rail_orders(p, node, channels), chunks, *PHASES[op])
-                assert _rows(fast) == want, (op, p, channels, node, chunks, count)
-                assert _rows(_inferred(fast)) == want, (op, p, channels, node, chunks, count)
+                assert rows(fast) == want, (op, p, channels, node, chunks, count)
+                assert rows(_inferred(fast)) == want, (op, p, channels, node, chunks, count)
 
 
 def test_bidirectional_ring_arrays_equal_the_object_and_inferred_forms():
@@ -71,9 +69,9 @@ def test_bidirectional_ring_arrays_equal_the_object_and_inferred_forms():
         for count in (0, 1, p - 1, p, 2 * p + 1, 9 * p + 5):
             coll = Collective("allgather", p, count, "int8")
             fast = build_schedule(coll, "bidirectional_ring")
-            want = _rows(_bidirectional_objects(coll))
-            assert _rows(fast) == want, (p, count)
-            assert _rows(_inferred(fast)) == want, (p, count)
+            want = rows(_bidirectional_objects(coll))
+            assert rows(fast) == want, (p, count)
+            assert rows(_inferred(fast)) == want, (p, count)
 
 
 def test_concat_columns_order_renumbers_dependencies():

@@ -37,6 +37,7 @@ def test_counts_over_predicts_cap_are_refused_and_run_once_it_is_lifted(monkeypa
     assert size["ratio"] == pytest.approx(size["predict_s"] / size["model_s"], rel=1e-12)
 
 
+@pytest.mark.slow
 def test_one_log_and_two_nodes_end_to_end(tmp_path, capsys):
     shutil.copy(DATA / "12_rtx4090_pcie_1node_2gpu_allreduce.txt", tmp_path)
     page = tmp_path / "page.md"

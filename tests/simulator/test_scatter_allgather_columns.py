@@ -3,7 +3,7 @@ inferred-dependency form (`broadcast_scatter_allgather_inferred`, through Schedu
 dependencies; engine times on a few machines too; the numpy check passes."""
 
 import pytest
-from same_times import MACHINES, assert_same_times
+from same_times import MACHINES, assert_same_times, rows
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.tree import broadcast_scatter_allgather_inferred
@@ -11,32 +11,30 @@ from simulator.collective import Collective
 from simulator.semantics import check
 
 
-def _rows(sched):
-    return [(t.id, t.src, t.dst, t.pieces, t.reduce, t.step, t.deps) for t in sched.transfers]
-
-
 def _roots(p):
     return sorted({0, min(1, p - 1), p // 2, p - 1})
 
 
+@pytest.mark.slow
 def test_array_form_is_the_inferred_form_and_correct():
     for p in range(1, 34):
         for count in sorted({0, 1, p - 1, p + 1, 3 * p + 2, 7 * p - 2}):
             for root in _roots(p):
                 coll = Collective("broadcast", p, count, "int8", root=root)
                 fast, slow = build_schedule(coll, "scatter_allgather"), broadcast_scatter_allgather_inferred(coll)
-                assert _rows(fast) == _rows(slow), (p, count, root)
+                assert rows(fast) == rows(slow), (p, count, root)
                 assert fast.scratch_count == slow.scratch_count == 0
                 result = check(fast)
                 assert result.ok, (p, count, root, result.message)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", [48, 64, 100, 128])
 def test_larger_array_forms_equal_the_inferred_form(p):
     for count, root in ((p - 3, 0), (7 * p + 5, p // 3)):
         coll = Collective("broadcast", p, count, "int8", root=root)
         fast = build_schedule(coll, "scatter_allgather")
-        assert _rows(fast) == _rows(broadcast_scatter_allgather_inferred(coll)), (p, count, root)
+        assert rows(fast) == rows(broadcast_scatter_allgather_inferred(coll)), (p, count, root)
         assert check(fast).ok
 
 

@@ -15,6 +15,7 @@ CASES = [("ring", "allreduce", None), ("ring", "allgather", None), ("pat", "allg
          ("pat", "reduce_scatter", 1), ("nvls_tree", "allreduce", None)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("nodes", [2, 4, 8, 16])
 def test_within_15_percent_of_nccls_model(nodes):
     # each algorithm forced as NCCL_ALGO would: predict takes NCCL's fastest protocol for it, the model's min over them

@@ -58,6 +58,7 @@ def compare(spec: str, op: str, sizes: list[int], algo: str | None = None) -> li
     return notes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", ["dgx-h100", "p5"])
 def test_nccl_tree_scaled_from_fewer_nodes_matches_the_full_run(preset):
     # NCCL's tree across nodes (nccl_tree) on 64 = 2^6 nodes: timed on 8, 16 and 32 nodes with the full machine's
@@ -83,6 +84,7 @@ def test_rings_are_not_scaled_within_the_budget():
     assert compare("dgx-h100:nodes=25", "allgather", [4096]) == [""]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", ["dgx-h100", "hgx-b200", "p5"])
 def test_nvls_tree_of_one_chunk_is_affine_in_log2_nodes(preset):
     # on 2048 nodes the NVLS-tree runs one chunk per half-shard (the piece budget); the engine with those pieces on 8,
@@ -99,6 +101,7 @@ def test_nvls_tree_of_one_chunk_is_affine_in_log2_nodes(preset):
     assert apart < 1e-9 and value == pytest.approx(engine(64), rel=1e-9)
 
 
+@pytest.mark.slow
 def test_nvls_tree_of_several_chunks_is_not_scaled():
     # on 64 nodes the NVLS-tree pipelines 4 chunks; 8, 16 and 32 nodes do not agree on a line: the full run is taken
     assert compare("hgx-b200:nodes=64", "allreduce", [1 << 30]) == [""]
@@ -156,6 +159,7 @@ def test_too_many_gpus_refused_before_building(capsys):
         predict(parse_topology("gb200-nvl72:nodes=228"), "allreduce", [1 << 20])  # 16,416 GPUs
 
 
+@pytest.mark.slow
 def test_over_the_budget_off_a_power_of_two_is_scaled_and_marked():
     # 1,500 nodes is not a power of two: the NVLS-tree's scaling is not proven there, and its full run is over the
     # budget: the answer is interpolated in log2 nodes and says so

@@ -6,8 +6,7 @@ The inferred form is what ScheduleBuilder finds from the data for the same messa
 """
 
 import pytest
-from same_times import MACHINES, assert_same_times
-from test_recursive_columns import _rows
+from same_times import MACHINES, assert_same_times, rows
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.phases import binomial_broadcast, binomial_reduce, chunked, relative_group
@@ -34,6 +33,7 @@ def _binomial_inferred(coll):
     return b.build()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", ["broadcast", "reduce", "allreduce"])
 def test_binomial_array_form_is_the_inferred_form_and_correct(op):
     for p in range(1, 40):
@@ -43,7 +43,7 @@ def test_binomial_array_form_is_the_inferred_form_and_correct(op):
                 fast, slow = build_schedule(coll, "binomial"), _binomial_inferred(coll)
                 result = check(fast)
                 assert result.ok, result.message
-                assert _rows(fast) == _rows(slow), (p, count, root)
+                assert rows(fast) == rows(slow), (p, count, root)
 
 
 CASES = [("allreduce", 8, "switch:8", 1, 0.0), ("allreduce", 12, "ring:12", 1, 1e-10),
@@ -90,7 +90,7 @@ def test_double_binary_tree_array_form_is_the_inferred_form_and_correct(chunks):
             fast = build_schedule(coll, "double_binary_tree", chunks=chunks)
             result = check(fast)
             assert result.ok, result.message
-            assert _rows(fast) == _rows(_dbt_inferred(coll, chunks)), (p, count)
+            assert rows(fast) == rows(_dbt_inferred(coll, chunks)), (p, count)
 
 
 @pytest.mark.parametrize("p, spec, ports, gamma, chunks", [
@@ -120,7 +120,7 @@ def test_pipelined_chain_array_form_is_the_inferred_form(chunks):
                 coll = Collective("broadcast", p, count, "int8", root=root)
                 fast = build_schedule(coll, "pipelined_chain", chunks=chunks)
                 assert check(fast).ok
-                assert _rows(fast) == _rows(_chain_inferred(coll, chunks)), (p, count, root)
+                assert rows(fast) == rows(_chain_inferred(coll, chunks)), (p, count, root)
     coll = Collective("broadcast", 12, 4 * 12003, root=5)
     fast = build_schedule(coll, "pipelined_chain", chunks=chunks)
     assert_same_times(fast, _chain_inferred(coll, chunks), "ring:12", 1, 0.0)
@@ -133,6 +133,7 @@ def _roots(p):
     return sorted({0, min(1, p - 1), p // 2, p - 1})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op, inferred", SUBTREE)
 def test_binomial_subtree_array_form_is_the_inferred_form_and_correct(op, inferred):
     # subtrees wrap past rank p - 1 when the root is not 0: a transfer then carries two pieces
@@ -141,7 +142,7 @@ def test_binomial_subtree_array_form_is_the_inferred_form_and_correct(op, inferr
             for root in _roots(p):
                 coll = Collective(op, p, count, "int8", root=root)
                 fast, slow = build_schedule(coll, "binomial"), inferred(coll)
-                assert _rows(fast) == _rows(slow), (p, count, root)
+                assert rows(fast) == rows(slow), (p, count, root)
                 assert fast.scratch_count == slow.scratch_count == 0
                 result = check(fast)
                 assert result.ok, (p, count, root, result.message)

@@ -1,7 +1,7 @@
 """verify --program on real gloo process groups: deadlocks end in time naming every rank's pending call, swaps are caught.
 
 Process start-up dominates on two shared cores, so only a few small programs run here; the
-static checker's corpus (test_program_corpus.py) covers the rest.
+static checker's corpus (tests/program_corpus.py, checked in tests/simulator/test_program_corpus.py) covers the rest.
 """
 
 import multiprocessing
@@ -11,13 +11,12 @@ import time
 
 import pytest
 import yaml
+from program_corpus import CORPUS
 
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 if not dist.is_available() or not dist.is_gloo_available():
     pytest.skip("torch.distributed with gloo is not available", allow_module_level=True)
-
-from test_program_corpus import CORPUS  # noqa: E402
 
 from app.cli import main  # noqa: E402
 from simulator.program import check_program, program_from_dict  # noqa: E402
@@ -26,6 +25,8 @@ from verify.program import verify_program  # noqa: E402
 
 TIMEOUT = 3.0
 START_UP = 60.0  # allowance for spawning and initialising the ranks on a loaded machine
+# real gloo worlds: slow, and one at a time on one xdist worker (--dist loadgroup)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("processes")]
 
 
 def prog(name):

@@ -14,6 +14,8 @@ from simulator.profile import LinkProfile
 from verify.steptrace import chrome_trace, engine_trace, error_terms, predicted_intervals
 
 pytest.importorskip("torch")
+# rank processes run one at a time on one xdist worker (--dist loadgroup): their timeouts and timings assume it
+pytestmark = pytest.mark.xdist_group("processes")
 
 
 def _check_schema(data: dict, ranks: int) -> dict[tuple[int, str], list[dict]]:
@@ -40,6 +42,7 @@ def _check_schema(data: dict, ranks: int) -> dict[tuple[int, str], list[dict]]:
     return tracks
 
 
+@pytest.mark.slow
 def test_compare_trace_has_both_tracks_for_every_rank(tmp_path: Path, capsys) -> None:
     out = tmp_path / "steps.json"
     argv = ["compare", "--op", "allreduce", "--algo", "ring", "--ranks", "3", "--alpha", "20us", "--bandwidth", "2GB/s",

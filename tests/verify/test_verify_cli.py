@@ -9,6 +9,9 @@ import pytest
 from app.cli import main
 from simulator.profile import load_profile
 
+# rank processes run one at a time on one xdist worker (--dist loadgroup): their timeouts and timings assume it
+pytestmark = pytest.mark.xdist_group("processes")
+
 
 def run_cli(capsys, *argv):
     code = main(list(argv))
@@ -93,6 +96,7 @@ def test_compare_names_what_the_file_has(capsys, tmp_path):
 
 
 
+@pytest.mark.slow
 def test_verify_calibrate_compare_end_to_end(capsys, tmp_path):
     """One real gloo run of each command: verify's JSON/CSV, a profile the simulator loads, compare against both."""
     pytest.importorskip("torch")
@@ -159,6 +163,7 @@ def test_engine_prediction_is_used_when_installed():
         assert t == pytest.approx(_closed_ring_allreduce(4, n, 1e-4, 1 / 2e9), rel=1e-9)
 
 
+@pytest.mark.slow
 def test_the_same_command_runs_under_torchrun():
     """torchrun (env:// rendezvous, --standalone picks a free port) starts the ranks; rank 0 prints the JSON."""
     pytest.importorskip("torch")

@@ -18,6 +18,9 @@ if not Path("/proc/self/stat").exists():
     pytest.skip("needs /proc to find child processes", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[2]
+# real rank processes: slow, and run one at a time on one xdist worker (--dist loadgroup) so that their timeouts
+# are not raced by each other's start-up
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("processes")]
 LONG_VERIFY = ["verify", "--ranks", "2", "--op", "allreduce", "--algo", "ring", "--sizes", "1MiB", "--iters", "1000000",
                "--warmup", "0", "--budget", "1000", "--timeout", "60"]
 

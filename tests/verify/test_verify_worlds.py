@@ -21,6 +21,9 @@ from simulator.errors import CollsimError  # noqa: E402
 from verify.launch import last_world_pids, run_local  # noqa: E402
 from verify.runner import VerifyRequest, verify_job  # noqa: E402
 
+# rank processes run one at a time on one xdist worker (--dist loadgroup): their timeouts and timings assume it
+pytestmark = pytest.mark.xdist_group("processes")
+
 DTYPES = ("float32", "float16", "bfloat16", "int32", "int64")
 EXACT_SIZES = (0, 56, 776)  # bytes: 0, then 7 and 97 int64 elements (14/194 float32, 28/388 half): uneven blocks
 RANDOM_SIZES = (4100,)  # 1025 float32: float rounding checked against the bound
@@ -54,6 +57,7 @@ def _requests(world, *requests):
     return [record for req in requests for record in verify_job(world, req)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p", [2, 3, 4])
 @pytest.mark.parametrize("spec", SPECS, ids=[f"{s.op}-{s.name}" for s in SPECS])
 def test_schedule_matches_numpy_and_native(worlds, spec, p):
@@ -72,12 +76,14 @@ def test_schedule_matches_numpy_and_native(worlds, spec, p):
             assert r["max_abs_err"] == 0.0, r  # integers, data movement and small-integer sums are bit-exact
 
 
+@pytest.mark.slow  # its `worlds` fixture runs the gloo worlds (about a minute)
 def test_float_rounding_is_exercised(worlds):
     """Random float data makes reduction order visible: some error is non-zero yet within the bound."""
     errs = [r["max_abs_err"] for r in worlds[4][("allreduce", "ring")] if r["mode"] == "random" and r["dtype"] == "float16"]
     assert errs and max(errs) > 0
 
 
+@pytest.mark.slow
 def test_broken_schedules_are_caught():
     """A schedule missing its last transfer, or copying where it should reduce, fails the check."""
     req = VerifyRequest(cases=CASES, sizes=(776,), dtypes=("int32",), mode="exact", sabotage="drop-last")
@@ -92,6 +98,7 @@ def test_broken_schedules_are_caught():
         assert r["wrong"] > 0 and r["first_error"]
 
 
+@pytest.mark.slow
 def test_a_skipped_send_ends_within_the_timeout_with_rank_step_and_peer():
     timeout = 3.0
     req = VerifyRequest(cases=(("allreduce", "ring", {}),), sizes=(776,), skip_send_rank=0)
@@ -110,6 +117,7 @@ def test_a_skipped_send_ends_within_the_timeout_with_rank_step_and_peer():
             os.kill(pid, 0)
 
 
+@pytest.mark.slow
 def test_a_crashing_rank_is_named_rather_than_the_ranks_left_waiting_for_it():
     req = VerifyRequest(cases=(("allreduce", "ring", {}),), sizes=(776,), fail_rank=2)
     with pytest.raises(CollsimError, match=r"^rank 2: RuntimeError: injected failure on rank 2"):
@@ -117,6 +125,7 @@ def test_a_crashing_rank_is_named_rather_than_the_ranks_left_waiting_for_it():
     assert not multiprocessing.active_children()
 
 
+@pytest.mark.slow
 def test_a_rank_error_is_reported_once_and_cleans_up():
     req = VerifyRequest(cases=(("allreduce", "ring", {}),), sizes=(776,), sabotage="no-such-sabotage")
     with pytest.raises(CollsimError, match="sabotage: unknown 'no-such-sabotage'"):
@@ -132,6 +141,7 @@ def test_nccl_world_runs_ring_allreduce():
     assert all(r["correct"] for r in records)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pattern", ["pingpong", "ring"])
 def test_calibration_recovers_a_known_alpha_and_beta(pattern):
     """Every message is delayed by a known alpha + n beta (sleep) on top of gloo's own, much smaller, cost."""
@@ -150,6 +160,7 @@ def test_calibration_recovers_a_known_alpha_and_beta(pattern):
     assert profile.model.alpha == cal.fit.alpha_s and profile.bandwidth_Bps == pytest.approx(1 / cal.fit.beta_s_per_byte)
 
 
+@pytest.mark.slow
 def test_executor_calibration_times_one_shift_step():
     from verify.calibrate import CalibrateRequest, combine, pingpong_job, shift_schedule
 
