@@ -64,8 +64,11 @@ def start_verify(tmp_path: Path) -> tuple[subprocess.Popen, Path, set[int]]:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT)}
+    # as from a terminal: SIGINT at its default, whatever this process inherited (an xdist worker, or a shell's
+    # background job, ignores it, and an ignored SIGINT is inherited and rightly kept by verify: verify/launch.py)
     proc = subprocess.Popen([sys.executable, "-m", "app.cli", *LONG_VERIFY], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     worlds = lambda: list(tmp.glob("collsim-verify-*"))
     _wait_for(lambda: proc.poll() is not None or any((w / "store").exists() for w in worlds()), 120, "the ranks to start")
     assert proc.poll() is None, proc.communicate()
