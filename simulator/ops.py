@@ -14,7 +14,9 @@ From these the spec derives, for any Collective: input counts, the in-place offs
 layout, whose output starts empty), the expected end state as `Part`s (which inputs each result
 region combines), result regions, and whether the size is per rank or total (nccl-tests' meaning).
 It also holds the numbers and names other code needs: the busbw factor, the bandwidth lower bound,
-the torch.distributed call and the MSCCL name. Adding a collective is one entry in `SPECS`.
+the torch.distributed call, the MSCCL name and the algorithm a program runs by default. Adding a
+collective is one entry in `SPECS`, written with keywords (the fields are keyword-only), plus its
+algorithms in simulator/algorithms/.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class Part:
     sources: tuple[tuple[int, int], ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OpSpec:
     """Everything about one collective; see the module docstring for the layout words."""
 
@@ -61,6 +63,7 @@ class OpSpec:
     torch: str  # torch.distributed function
     torch_args: Callable[[Any], tuple]  # its positional arguments from verify.native's NativeArgs (group= is added)
     msccl: str  # MSCCL's <algo coll=...>
+    program_default: str  # the algorithm a program's call runs unless it or the run names one (simulator/algorithms)
     msccl_per_rank: bool = False  # MSCCL's nchunksperloop counts one rank's block (executor sizeMultiplier 1)
     aliases: tuple[str, ...] = ()
     bound: Callable[[int], float] | None = None  # bytes some port must carry, x n; None: the bus factor
@@ -170,22 +173,30 @@ def _ring(p: int) -> float:
 
 
 SPECS: dict[str, OpSpec] = {s.name: s for s in (
-    OpSpec("allreduce", "full", "full", "all", "all", True, lambda p: 2 * (p - 1) / p,
-           "all_reduce", lambda a: (a.recv, a.op), "allreduce", aliases=("all_reduce",)),
-    OpSpec("allgather", "block", "full", "all", "all", False, _ring,
-           "all_gather_into_tensor", lambda a: (a.recv, a.send), "allgather", aliases=("all_gather",)),
-    OpSpec("reduce_scatter", "full", "block", "all", "all", True, _ring,
-           "reduce_scatter_tensor", lambda a: (a.recv, a.send, a.op), "reducescatter", aliases=("reducescatter",)),
-    OpSpec("broadcast", "full", "full", "root", "all", False, lambda p: 1.0,
-           "broadcast", lambda a: (a.recv, a.root), "broadcast", aliases=("bcast",)),
-    OpSpec("reduce", "full", "full", "all", "root", True, lambda p: 1.0,
-           "reduce", lambda a: (a.recv, a.root, a.op), "reduce"),
-    OpSpec("alltoall", "pairs", "full", "all", "all", False, _ring,
-           "all_to_all_single", lambda a: (a.recv, a.send, a.recv_splits, a.send_splits), "alltoall", aliases=("all_to_all",)),
-    OpSpec("gather", "block", "full", "all", "root", False, _ring,
-           "gather", lambda a: (a.send, a.blocks, a.root), "gather", msccl_per_rank=True),
-    OpSpec("scatter", "full", "block", "root", "all", False, _ring,
-           "scatter", lambda a: (a.recv, a.blocks, a.root), "scatter", msccl_per_rank=True),
+    OpSpec(name="allreduce", send="full", recv="full", senders="all", receivers="all", reduces=True,
+           bus_factor=lambda p: 2 * (p - 1) / p, torch="all_reduce", torch_args=lambda a: (a.recv, a.op),
+           msccl="allreduce", program_default="ring", aliases=("all_reduce",)),
+    OpSpec(name="allgather", send="block", recv="full", senders="all", receivers="all", reduces=False,
+           bus_factor=_ring, torch="all_gather_into_tensor", torch_args=lambda a: (a.recv, a.send),
+           msccl="allgather", program_default="ring", aliases=("all_gather",)),
+    OpSpec(name="reduce_scatter", send="full", recv="block", senders="all", receivers="all", reduces=True,
+           bus_factor=_ring, torch="reduce_scatter_tensor", torch_args=lambda a: (a.recv, a.send, a.op),
+           msccl="reducescatter", program_default="ring", aliases=("reducescatter",)),
+    OpSpec(name="broadcast", send="full", recv="full", senders="root", receivers="all", reduces=False,
+           bus_factor=lambda p: 1.0, torch="broadcast", torch_args=lambda a: (a.recv, a.root),
+           msccl="broadcast", program_default="pipelined_chain", aliases=("bcast",)),
+    OpSpec(name="reduce", send="full", recv="full", senders="all", receivers="root", reduces=True,
+           bus_factor=lambda p: 1.0, torch="reduce", torch_args=lambda a: (a.recv, a.root, a.op),
+           msccl="reduce", program_default="binomial"),
+    OpSpec(name="alltoall", send="pairs", recv="full", senders="all", receivers="all", reduces=False,
+           bus_factor=_ring, torch="all_to_all_single", torch_args=lambda a: (a.recv, a.send, a.recv_splits, a.send_splits),
+           msccl="alltoall", program_default="direct", aliases=("all_to_all",)),
+    OpSpec(name="gather", send="block", recv="full", senders="all", receivers="root", reduces=False,
+           bus_factor=_ring, torch="gather", torch_args=lambda a: (a.send, a.blocks, a.root),
+           msccl="gather", msccl_per_rank=True, program_default="direct"),
+    OpSpec(name="scatter", send="full", recv="block", senders="root", receivers="all", reduces=False,
+           bus_factor=_ring, torch="scatter", torch_args=lambda a: (a.recv, a.blocks, a.root),
+           msccl="scatter", msccl_per_rank=True, program_default="direct"),
 )}
 
 ALIASES: dict[str, str] = {alias: s.name for s in SPECS.values() for alias in s.aliases}

@@ -21,7 +21,7 @@ NATIVE_NAMES = {name: spec.torch for name, spec in SPECS.items()}
 class NativeCall:
     """`run()` performs the collective; `reset()` restores its inputs; `result()` is the full 'out' layout."""
 
-    run: Callable[[], None]
+    run: Callable[[], object]  # the torch call's return: a Work with async_op, else None
     reset: Callable[[], None]
     result: Callable[[], object]
 
@@ -46,8 +46,12 @@ class NativeArgs:
     op: object  # torch.distributed.ReduceOp
 
 
-def native_call(coll: Collective, rank: int, my_input, group=None) -> NativeCall:
-    """Buffers and closures for the native collective of `coll` on this rank (my_input already on the device)."""
+def native_call(coll: Collective, rank: int, my_input, group=None, *, torch_root: int | None = None,
+                async_op: bool = False) -> NativeCall:
+    """Buffers and closures for the native collective of `coll` on this rank (my_input already on the device).
+
+    `rank` and coll.root count within the group; `torch_root` is the root as torch.distributed names it (a global
+    rank; default coll.root, right when the group is the whole world)."""
     import torch
     import torch.distributed as dist
 
@@ -80,7 +84,7 @@ def native_call(coll: Collective, rank: int, my_input, group=None) -> NativeCall
     def blocks_of(t):
         return [t.narrow(0, r * width, width) for r in range(p)] if rank == root and t is not None else None
 
-    args = NativeArgs(None, None, None, None, None, root, redop(coll.redop))
+    args = NativeArgs(None, None, None, None, None, root if torch_root is None else torch_root, redop(coll.redop))
     reset, result = (lambda: None), (lambda: full)
     if spec.send == "pairs":  # consecutive splits by peer on both sides
         args.send, args.recv = my_input, full
@@ -106,5 +110,5 @@ def native_call(coll: Collective, rank: int, my_input, group=None) -> NativeCall
         buf = args.send = args.recv = my_input.clone()
         reset, result = (lambda: buf.copy_(my_input)), (lambda: buf)
     fn = getattr(dist, spec.torch)
-    call = lambda: fn(*spec.torch_args(args), group=group)
+    call = lambda: fn(*spec.torch_args(args), group=group, async_op=async_op)
     return NativeCall(call, reset, result)

@@ -21,14 +21,13 @@ import numpy as np
 from ..algorithms import build_schedule, get, names_for
 from ..collective import ROOTED, Collective
 from ..errors import CollsimError
+from ..ops import lookup
 from ..schedule import Piece, Schedule, new_transfer
 from ..topology.model import Topology
 from .graph import meetings, program_dependencies
 from .model import COMPUTE, Op, Program
 
 COMPUTE_BW = 1e12  # bytes per second on a compute lane: one byte is one picosecond
-DEFAULT_ALGORITHMS = {"allreduce": "ring", "allgather": "ring", "reduce_scatter": "ring", "alltoall": "direct",
-                      "broadcast": "pipelined_chain", "reduce": "binomial", "gather": "direct", "scatter": "direct"}
 MAX_TRANSFERS = 20_000_000  # a lowering larger than this is refused up front (memory)
 
 
@@ -142,8 +141,9 @@ class _Builder:
 
 
 def algorithm_for(op: Op, size: int, choices: dict[str, str]) -> str:
-    """The algorithm a collective runs: its own, else the run's choice for the op, else the default (one that can)."""
-    name = op.algorithm or choices.get(op.op) or DEFAULT_ALGORITHMS.get(op.op) or names_for(op.op)[0]
+    """The algorithm a collective runs: its own, else the run's choice for the op, else the op's program default
+    (simulator/ops.py), else one that can."""
+    name = op.algorithm or choices.get(op.op) or lookup(op.op).program_default
     spec = get(op.op, name)
     if spec.refusal(size):
         name = next(n for n in names_for(op.op) if not get(op.op, n).refusal(size))

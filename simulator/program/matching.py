@@ -15,6 +15,7 @@ from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
 
+from ..collective import REDUCING
 from ..units import format_size
 from .graph import labels, meetings, program_dependencies
 from .model import Op, Program, paused_gc
@@ -36,7 +37,7 @@ def _shape(op: Op) -> dict:
     shape = {"op": op.op, "size": format_size(op.nbytes or 0), "dtype": op.dtype}
     if op.root is not None:
         shape["root"] = op.root
-    if op.is_collective and op.op in ("allreduce", "reduce_scatter", "reduce"):
+    if op.is_collective and op.op in REDUCING:
         shape["redop"] = op.redop
     if op.name:
         shape["name"] = op.name

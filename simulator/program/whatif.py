@@ -19,14 +19,13 @@ from dataclasses import dataclass, field, replace
 from ..engine import EngineOptions
 from ..errors import CollsimError
 from ..topology import Topology, parse_topology
-from ..topology.presets import PRESET_GPUS, PRESETS
+from ..topology.presets import PRESETS
 from ..topology.spec import larger_preset
 from .nccl_timing import MEASURED, TIMINGS, check_timing
 from .presets import GPUS
 from .run import ProgramResult, run_program
 from .scenarios import DDP_BUCKET, StepSpec, build_spec, generate
 
-GPU_OF_PRESET = {name: gpu for name, gpu in PRESET_GPUS.items() if gpu in GPUS}  # those with a GPU preset of program/presets.py
 LINK_KINDS = ("nic", "nvlink")
 
 
@@ -64,12 +63,13 @@ def preset_name(spec: str) -> str:
 
 
 def gpu_for(spec: str, gpu: str | None) -> str:
-    """The GPU preset of a case: given, else the machine preset's, else an error naming the choice."""
+    """The GPU preset of a case: given, else the machine preset's (its declaration's gpu, when program/presets.py
+    has that GPU), else an error naming the choice."""
     if gpu:
         return gpu
-    name = preset_name(spec)
-    if name in GPU_OF_PRESET:
-        return GPU_OF_PRESET[name]
+    preset = PRESETS.get(preset_name(spec))
+    if preset is not None and preset.gpu in GPUS:
+        return preset.gpu
     raise CollsimError(f"gpu: machine {spec!r} has no GPU preset of its own; expected --gpu ({', '.join(GPUS)})")
 
 

@@ -95,6 +95,7 @@ class Preset:
     multinode: bool = True
     machine: Machine | None = None
     fabric: bool = True
+    gpu: str | None = None  # its GPU family when it has one GPU model (its summary names it; GPU_FAMILIES in formats/nccl_tests.py)
 
 
 @dataclass(frozen=True)
@@ -229,67 +230,67 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("dgx-a100", "8x A100 SXM, NVSwitch (NVLink 3: 300 GB/s per direction per GPU), 8x 200G HDR IB", 8,
            _nvswitch_box("dgx-a100", 8, 300 * GB, pcie=PCIE4),
            machine=Machine("ampere", net="hdr200", source="NVIDIA DGX A100 datasheet: NVLink 3 600 GB/s bidirectional "
-                           "per GPU, 8x ConnectX-6 200 Gb/s HDR")),
+                           "per GPU, 8x ConnectX-6 200 Gb/s HDR"), gpu="a100"),
     Preset("dgx-h100", "8x H100 SXM, NVSwitch (NVLink 4: 450 GB/s per direction per GPU), 8x 400G NDR IB", 8,
            _nvswitch_box("dgx-h100", 8, 450 * GB),
            machine=Machine("hopper", source="NVIDIA DGX H100 datasheet: NVLink 4 900 GB/s bidirectional per GPU, "
-                           f"8x ConnectX-7 400 Gb/s; {SUPERPOD_H100}")),
+                           f"8x ConnectX-7 400 Gb/s; {SUPERPOD_H100}"), gpu="h100"),
     Preset("dgx-h200", "8x H200 SXM, NVSwitch (NVLink 4: 450 GB/s per direction per GPU), 8x 400G NDR IB", 8,
            _nvswitch_box("dgx-h200", 8, 450 * GB),
            machine=Machine("hopper", source="NVIDIA DGX H200 datasheet: 8x H200 141 GB, NVLink 4 900 GB/s bidirectional "
-                           f"per GPU (4x NVSwitch), 8x single-port ConnectX-7 400 Gb/s; {SUPERPOD_H100}")),
+                           f"per GPU (4x NVSwitch), 8x single-port ConnectX-7 400 Gb/s; {SUPERPOD_H100}"), gpu="h200"),
     Preset("hgx-b200", "8x B200, NVSwitch (NVLink 5: 900 GB/s per direction per GPU), 8x 400G NICs", 8,
            _nvswitch_box("hgx-b200", 8, 900 * GB),
            machine=Machine("blackwell", source="NVIDIA HGX B200 page: NVLink 5 1.8 TB/s per GPU; 8x 400G NICs "
                            "(the Vultr report of log 07 names 8x NDR 400G ConnectX-7); NVIDIA DGX SuperPOD B200 "
                            "reference architecture: 32 nodes per scalable unit, one leaf per rail (2 SUs: 16 leaves, "
-                           "8 spines), non-blocking NDR")),
+                           "8 spines), non-blocking NDR"), gpu="b200"),
     Preset("hgx-b300", "8x B300, NVSwitch (NVLink 5: 900 GB/s per direction per GPU), 8x 800G ConnectX-8", 8,
            _nvswitch_box("hgx-b300", 8, 900 * GB, pcie=PCIE6, su=72),
            machine=Machine("blackwell", net="xdr800", source="NVIDIA HGX B300 page and DGX B300 datasheet: 8x Blackwell "
                            "Ultra, NVLink 5 1.8 TB/s per GPU, 8x ConnectX-8 SuperNIC 800 Gb/s (PCIe Gen6); NVIDIA DGX "
                            "SuperPOD B300 XDR reference architecture: 72 nodes per scalable unit, 8 leaves (one per "
-                           "rail) and 4 spines per SU, Quantum-X800, non-blocking")),
+                           "rail) and 4 spines per SU, Quantum-X800, non-blocking"), gpu="b300"),
     Preset("gb200-nvl72", "72x B200 in one NVLink 5 domain (900 GB/s per direction per GPU), 72x 400G NICs; "
            "racks = nodes", 72, _nvswitch_box("gb200-nvl72", 72, 900 * GB, nvlink_latency=0.5e-6, su=8, rails_per_leaf=4),
            machine=Machine("blackwell", nics_per_node=72, source="NVIDIA GB200 NVL72 page: 1.8 TB/s NVLink per GPU, "
                            "130 TB/s for 72 GPUs; 4 ConnectX-7 400 Gb/s per compute tray (one per GPU); NVIDIA DGX "
                            "SuperPOD GB200 reference architecture: 8 racks per scalable unit, NDR 400 Gb/s compute "
-                           "fabric")),
+                           "fabric"), gpu="b200"),
     Preset("gb300-nvl72", "72x B300 in one NVLink 5 domain (900 GB/s per direction per GPU), 72x 800G ConnectX-8; "
            "racks = nodes", 72,
            _nvswitch_box("gb300-nvl72", 72, 900 * GB, nvlink_latency=0.5e-6, pcie=PCIE6, su=8, rails_per_leaf=4),
            machine=Machine("blackwell", net="xdr800", nics_per_node=72, source="NVIDIA GB300 NVL72 page: 72 Blackwell "
                            "Ultra GPUs, 130 TB/s NVLink (1.8 TB/s per GPU), ConnectX-8 SuperNIC 800 Gb/s per GPU "
                            "(Quantum-X800 InfiniBand); racks joined as the GB200 reference architecture's (8 racks per "
-                           "scalable unit: assumed)")),
+                           "scalable unit: assumed)"), gpu="b300"),
     Preset("gb200-nvl4", "GB200 compute trays of 4 GPUs in one NVLink 5 domain (MNNVL): nodes = trays, up to 18", 4,
            _nvl_trays, machine=Machine("blackwell", nics_per_node=None, source="NVIDIA GB200 NVL72 page (4 GPUs per "
                                        "compute tray, 1.8 TB/s NVLink per GPU); OCI BM.GPU.GB200.4 shape (log 05)"),
-           fabric=False),
+           fabric=False, gpu="b200"),
     Preset("p4de", "AWS p4de.24xlarge: 8x A100 80GB, NVSwitch (300 GB/s per direction per GPU), 4x 100G EFA", 8,
            _nvswitch_box("p4de", 8, 300 * GB, pcie=PCIE4, nics=4),
            machine=Machine("ampere", net="efa100", nics_per_node=4, source="AWS EC2 P4 instance page: 8x A100, "
                            f"600 GB/s NVSwitch, 400 Gbps EFA (4x 100 Gbps); {AWS_OFI_NCCL}; {EFA_P4_SIMPLE}",
-                           protocols=("Simple",), net_latency_us=EFA_PLUGIN_LATENCY_US)),
+                           protocols=("Simple",), net_latency_us=EFA_PLUGIN_LATENCY_US), gpu="a100"),
     Preset("p5", "AWS p5.48xlarge: 8x H100, NVSwitch (450 GB/s per direction per GPU), 32x 100G EFA (4 per GPU)", 8,
            _nvswitch_box("p5", 8, 450 * GB, nics=32),
            machine=Machine("hopper", net="efa100", nics_per_node=32, source="AWS EC2 P5 instance page: 8x H100, "
                            f"900 GB/s NVSwitch, 3200 Gbps EFAv2 (32x 100 Gbps); {AWS_OFI_NCCL}",
-                           net_latency_us=EFA_PLUGIN_LATENCY_US)),
+                           net_latency_us=EFA_PLUGIN_LATENCY_US), gpu="h100"),
     Preset("p6-b200", "AWS p6-b200.48xlarge: 8x B200, NVSwitch (900 GB/s per direction per GPU), 8x 400G EFA v4", 8,
            _nvswitch_box("p6-b200", 8, 900 * GB),
            machine=Machine("blackwell", net="efa400", source="AWS EC2 P6 instance page: p6-b200.48xlarge, 8x B200, "
                            "1,800 GB/s NVLink per GPU, 3,200 Gbps EFAv4 (8 network cards of 400 Gbps; stas00/"
                            f"ml-engineering network/README.md reads rate=400 Gb/sec on each rdmap device); {AWS_OFI_NCCL_P6}",
-                           buffsize=8 << 20, net_latency_us=EFA_P6_PLUGIN_LATENCY_US)),
+                           buffsize=8 << 20, net_latency_us=EFA_P6_PLUGIN_LATENCY_US), gpu="b200"),
     Preset("a3-mega", "GCP a3-megagpu-8g: 8x H100, NVSwitch (450 GB/s per direction per GPU), 8x 200G TCPXO NICs", 8,
            _nvswitch_box("a3-mega", 8, 450 * GB),
            machine=Machine("hopper", net="tcpxo200", source="Google Cloud GPU machine types: a3-megagpu-8g, 8x H100, "
                            "8 GPU NICs of 200 Gbps with GPUDirect-TCPXO (1,800 Gbps in total with the host NIC); NCCL "
                            "profile of the TCPXO plugin (nccl-env-profile.sh, GKE guide 'Maximize GPU network bandwidth "
                            "with GPUDirect-TCPXO'): NCCL_PROTO=Simple, NCCL_BUFFSIZE=8388608, NCCL_NVLS_ENABLE=0",
-                           protocols=("Simple",), buffsize=8 << 20, nvls=False)),
+                           protocols=("Simple",), buffsize=8 << 20, nvls=False), gpu="h100"),
     Preset("pcie-8gpu", "8 GPUs on PCIe 4.0 x16 (31.5 GB/s per direction), 2 sockets joined by UPI, no NVLink", 8,
            _pcie_box, multinode=False, machine=Machine("ampere", link="pcie", nics_per_node=None,
                                                        source="PCI-SIG PCIe 4.0; Intel Xeon Scalable UPI")),
@@ -297,16 +298,13 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            _rtx4090, multinode=False, machine=Machine("ampere", link="pcie", nics_per_node=None,
                                                       source="PCI-SIG PCIe 4.0 x16; NVIDIA disables P2P on GeForce "
                                                              "cards, so NCCL stages through host memory (SHM "
-                                                             "transport); SHM load rate FITTED on logs 12 and 13")),
-    Preset("mi300x", "8x MI300X, xGMI fully connected (64 GB/s per direction per GPU pair), 8x 400G NICs", 8, _mi300x),
+                                                             "transport); SHM load rate FITTED on logs 12 and 13"), gpu="rtx4090"),
+    Preset("mi300x", "8x MI300X, xGMI fully connected (64 GB/s per direction per GPU pair), 8x 400G NICs", 8, _mi300x, gpu="mi300x"),
     Preset("tpu-v4-4x4x4", "TPU-v4-like 4x4x4 3-D torus slice, 50 GB/s per ICI link per direction", 64, _tpu,
            multinode=False),
 )}
 MACHINE_PRESETS = tuple(n for n, p in PRESETS.items() if p.machine is not None)  # those NCCL's model knows (a Machine)
-# The GPU family of each preset that has one GPU model (its summary names it; GPU_FAMILIES in formats/nccl_tests.py)
-PRESET_GPUS = {"dgx-a100": "a100", "dgx-h100": "h100", "dgx-h200": "h200", "hgx-b200": "b200", "hgx-b300": "b300",
-               "gb200-nvl72": "b200", "gb300-nvl72": "b300", "gb200-nvl4": "b200", "p4de": "a100", "p5": "h100",
-               "p6-b200": "b200", "a3-mega": "h100", "rtx4090-pcie": "rtx4090", "mi300x": "mi300x"}
+PRESET_GPUS = {n: p.gpu for n, p in PRESETS.items() if p.gpu}  # the GPU family of each preset with one GPU model
 
 
 HOST_STAGED = ("rtx4090-pcie",)  # presets whose GPUs reach each other through host memory (shm=RATE sets the load rate)

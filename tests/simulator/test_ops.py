@@ -202,8 +202,9 @@ def test_a_new_collective_is_one_entry(monkeypatch):
     """A root-less gather of blocks to every rank, declared once, works in Collective, semantics and pictures."""
     from app.diagram import render_svg
 
-    entry = OpSpec("allgather_copy", "block", "full", "all", "all", False, lambda p: (p - 1) / p,
-                   "all_gather_into_tensor", lambda a: (a.recv, a.send), "allgather")
+    entry = OpSpec(name="allgather_copy", send="block", recv="full", senders="all", receivers="all", reduces=False,
+                   bus_factor=lambda p: (p - 1) / p, torch="all_gather_into_tensor", torch_args=lambda a: (a.recv, a.send),
+                   msccl="allgather", program_default="direct")
     monkeypatch.setitem(SPECS, entry.name, entry)
     c = Collective("allgather_copy", 3, 6, "int8")
     assert c.in_count == [2, 2, 2] and c.busbw_factor == pytest.approx(2 / 3)
