@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from collsim.whatif import fallback_note, resolve_timing, step_request
 from simulator.errors import CollsimError
 from simulator.fileio import atomic_write, say_written
 from simulator.parallel import check_parallel, run_cases
@@ -15,7 +16,7 @@ from simulator.units import format_time
 
 from ..output import emit_json
 from .run_program import add_timing_arg
-from .whatif import add_step_args, fallback_note, resolve_timing, step_case
+from .whatif import add_step_args, step_template
 
 DEFAULT_ALGOS = "ring,hierarchical,double_binary_tree"
 NCCL_LABEL = "nccl"  # the one row per GPU count with NCCL timing (NCCL picks each call's algorithm)
@@ -76,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     check_parallel(args.jobs, args.dask)
     counts = gpu_counts(args.gpus, PRESETS[args.preset].gpus_per_node)
     machines = [machine_spec(args.preset, args.net, g) for g in counts]
-    timing = resolve_timing(args, machines, [f"--algos {args.algos}"] if args.algos is not None else [])
+    timing = resolve_timing(step_template(args), machines, [f"--algos {args.algos}"] if args.algos is not None else [])
+    args.timing = timing.timing
     algos = _algos(args)
     given = list(args.algo)  # with NCCL timing as given (one forced on an op NCCL picks for is refused)
     base_algos = [a for a in given if not a.startswith(("allreduce=", "all_reduce="))]
@@ -84,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     for g, machine in zip(counts, machines):
         for algo in algos:
             args.algo = [*base_algos, f"allreduce={algo}"] if algo != NCCL_LABEL else given
-            cases.append(step_case(args, machine, gpus=g, label=algo))
+            cases.append(step_request(step_template(args), machine=machine, gpus=g, label=algo))
     rows = run_cases(evaluate, cases, args.jobs, args.dask, "scale")
     if args.html:
         atomic_write(args.html, _html(rows, args))
