@@ -18,13 +18,14 @@ def cli_json(capsys, *argv: str) -> dict:
 
 
 def test_whatif_page_builds_the_request_the_command_line_builds(capsys):
-    from app.commands.whatif import step_case
-    from app.ui.whatif_model import step_case_for, step_row
+    from app.commands.whatif import request
+    from app.ui.whatif_model import step_case_for, step_row, step_whatif
 
     argv = ["whatif", "ddp", "--machines", "dgx-h100", "--mode", "isolated", "--timing", "links", "--no-sensitivity",
             "--jobs", "1"]
-    cli_request = step_case(build_parser().parse_args(argv), "dgx-h100", label="dgx-h100")
-    assert step_case_for("dgx-h100", "ddp", "llama2-7b", mode="isolated", timing="links") == cli_request
+    cli_request = request(build_parser().parse_args(argv))
+    assert step_whatif("dgx-h100", "ddp", "llama2-7b", mode="isolated", timing="links") == cli_request
+    assert step_case_for("dgx-h100", "ddp", "llama2-7b", mode="isolated", timing="links") == cli_request.cases[0]
     row = cli_json(capsys, *argv)["rows"][0]
     page = step_row("dgx-h100", "ddp", "llama2-7b", mode="isolated", timing="links")
     assert page["step_s"] == row["step_s"] and page["exposed_s"] == row["exposed_s"] and page["tokens"] == row["tokens"]

@@ -4,22 +4,16 @@ from __future__ import annotations
 
 import argparse
 
+from collsim.run_program import RunProgramRequest
 from simulator.algorithms import get
 from simulator.collective import OPS, normalize_op
-from simulator.engine import EngineOptions
 from simulator.errors import CollsimError
-from simulator.fileio import say_written
-from simulator.program import load_program
 from simulator.program.nccl_timing import AUTO, MEASURED, TIMINGS
-from simulator.program.run import MODES, ProgramDeadlock, ProgramResult, run_program
-from simulator.program.whatif import calls_timed
-from simulator.render import table
-from simulator.topology import Topology, ideal, parse_topology
-from simulator.topology.spec import larger_preset
-from simulator.units import format_time, parse_bandwidth, parse_time
+from simulator.program.run import MODES, ProgramDeadlock
 
 from ..limits import Footprint
 from ..output import emit_json
+from ..show import show
 from .lint_program import PROGRAM_HINT, add_max_work, max_work
 
 
@@ -64,32 +58,6 @@ def parse_algos(values: list[str]) -> dict[str, str]:
     return out
 
 
-def engine_options(args: argparse.Namespace) -> EngineOptions:
-    """Engine options from the shared flags."""
-    if args.ports < 0:
-        raise CollsimError(f"ports: {args.ports}; expected an integer >= 1, or 0 for unlimited")
-    try:
-        gamma = float(args.gamma)
-    except ValueError:
-        raise CollsimError(f"gamma: {args.gamma!r} is not a number; expected seconds per byte such as 1e-11") from None
-    options = EngineOptions(gamma=gamma, ports=args.ports, contention=not args.no_contention)
-    options.check(1, ideal(1, 0.0, 1.0))
-    return options
-
-
-def machine(spec: str | None, world: int, alpha: str | None = None, bandwidth: str | None = None) -> Topology:
-    """The topology of a run, with --alpha/--bandwidth applied."""
-    topo = parse_topology(spec) if spec else ideal(world, 2e-6, 25e9)
-    lat = parse_time(alpha, "alpha") if alpha else None
-    bw = parse_bandwidth(bandwidth) if bandwidth else None
-    if lat is not None or bw is not None:
-        topo = topo.with_links(lat, bw)
-    larger = larger_preset(spec, world) if spec else None
-    topo.check_ranks(world, "topology", f"a topology of at least {world} devices for the program's {world} ranks"
-                     + (f", such as {larger}" if larger else ""))
-    return topo
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run-program", help="run a program of collectives on the engine: step time, exposed communication, critical path",
@@ -116,65 +84,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run, _memory_hint=PROGRAM_HINT, _footprint=Footprint())
 
 
+def request(args: argparse.Namespace) -> RunProgramRequest:
+    """The run-program request of the command line."""
+    return RunProgramRequest(args.file, max_work(args), args.topology, args.alpha, args.bandwidth,
+                             tuple(sorted(parse_algos(args.algo).items())), args.gpus_per_node, args.ports, args.gamma,
+                             not args.no_contention, args.mode, args.timing, args.trace, args.calls)
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.calls < 0:
-        raise CollsimError(f"calls: {args.calls}; expected an integer >= 0 (calls of rank 0 to list, 0 = none)")
-    program = load_program(args.file, max_work(args))
-    set_links = [(name, value) for name, value in (("alpha", args.alpha), ("bandwidth", args.bandwidth)) if value]
-    if args.timing == "nccl" and set_links:
-        name, value = set_links[0]
-        raise CollsimError(f"{name}: {value!r} with timing 'nccl': NCCL's model knows only the preset's own links; "
-                           f"expected no --{name}, or timing links")
-    topology = machine(args.topology, program.world, args.alpha, args.bandwidth)
+    req = request(args)
     try:
-        result = run_program(program, topology, engine_options(args), parse_algos(args.algo), args.gpus_per_node,
-                             mode=args.mode, timing=args.timing)
+        result = req.run()
     except ProgramDeadlock as exc:
         if args.json:
             emit_json({"file": args.file, "ok": False, "problems": [p.to_dict() for p in exc.problems]})
         raise
-    if args.trace:
-        result.to_chrome(args.trace)
-    if args.json:
-        emit_json({"file": args.file, "topology": topology.name, "ok": True, **result.summary()})
-        return 0
-    report(result, args.file, topology.name, args.calls)
-    if args.trace:
-        say_written(f"# wrote {args.trace}")
-    return 0
-
-
-def _timed_note(totals: dict) -> str:
-    """How the calls were timed, for the header line (nothing for links)."""
-    if totals["timing"] == "nccl":
-        return f"; calls timed {calls_timed(totals)} (NCCL: as collsim predict times them)"
-    if totals["timing"] == MEASURED:
-        timed = totals["timed"]
-        rest = sum(timed.values()) - timed.get(MEASURED, 0)
-        return f"; calls timed: {timed.get(MEASURED, 0)} at their measured time, {rest} on the links"
-    return ""
-
-
-def report(result: ProgramResult, name: str, topology: str, calls: int = 12) -> None:
-    """The totals, rank 0's first calls and the critical path, as text."""
-    t = result.totals()
-    ranks = result.program.meta.get("represents", result.program.world)  # a symmetric run runs rank 0 for all
-    print(f"# {name}: {ranks} ranks on {topology}; {t['mode']} run, {t['transfers']:,} transfers, "
-          f"{t['events']:,} events" + _timed_note(t))
-    print(table(["step", "compute", "communication", "exposed", "rank"],
-                [[format_time(t["step_s"]), format_time(t["compute_s"]), format_time(t["comm_s"]),
-                  format_time(t["exposed_s"]), t["rank"]]]))
-    rows = [[o["label"], o["algorithm"] or "", format_time(o["start"]), format_time(o["end"]), format_time(o["end"] - o["start"])]
-            for o in result.collectives() if o["rank"] == 0 and o["end"] is not None][:max(calls, 0)]
-    if rows:
-        print("# rank 0's calls")
-        print(table(["call", "algorithm", "start", "end", "time"], rows))
-    path = result.critical_path()
-    if path:
-        comp = sum(x["end_s"] - x["start_s"] for x in path if x["kind"] == "compute")
-        comm = sum(x["end_s"] - x["start_s"] for x in path if x["kind"] != "compute")
-        print(f"# critical path: {len(path)} segments, {format_time(comp)} of compute, {format_time(comm)} of communication; "
-              f"the last {min(len(path), 8)}:")
-        print(table(["what", "kind", "from", "to", "links"],
-                    [[s["what"], s["kind"], format_time(s["start_s"]), format_time(s["end_s"]), ", ".join(s.get("links", []))[:60]]
-                     for s in path[-8:]]))
+    return show(result, args.json)

@@ -6,11 +6,13 @@ from collections.abc import Callable
 
 from collsim.predict import PredictRequest
 from collsim.step import StepRequest
+from collsim.whatif import WhatifRequest
 from simulator.algorithms import build_schedule, get, names_for
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
 from simulator.engine.bound import PairCosts, lower_bound, safe
 from simulator.errors import CollsimError
+from simulator.program.whatif import StepCase
 from simulator.schedule import Schedule
 from simulator.topology.model import Topology
 from simulator.topology.presets import MACHINE_PRESETS
@@ -154,14 +156,15 @@ def default_step_timing(machines: list[str]) -> str:
     return default_timing(machines, parse=_machine).timing
 
 
-def step_case_for(machine: str, scenario: str, model: str, gpu: str = "", tp: int = 0, mfu: float = 0.4,
-                  mode: str = "isolated", timing: str = "links") -> StepRequest:
-    """The training-step request `collsim whatif SCENARIO --machines MACHINE --model ... --mode ... --timing ...` makes,
-    with the request's own defaults for everything the page does not set (tp 0 or gpu '' = the scenario's or
-    machine's default)."""
-    request = StepRequest(scenario=scenario, machine=machine.strip(), model=model, gpu=gpu or None, tp=int(tp) or None,
-                          mfu=float(mfu), mode=mode, timing=timing, label=machine.strip())
-    gpus = machine_ranks(machine)
+def step_whatif(machine: str, scenario: str, model: str, gpu: str = "", tp: int = 0, mfu: float = 0.4,
+                mode: str = "isolated", timing: str = "links") -> WhatifRequest:
+    """The request `collsim whatif SCENARIO --machines MACHINE --model ... --mode ... --timing ... --no-sensitivity
+    --jobs 1` makes, with the request's own defaults for everything the page does not set (tp 0 or gpu '' = the
+    scenario's or machine's default), within this page's bounds."""
+    gpus = machine_ranks(machine)  # the page's bounds (and its field name, machine) first
+    step = StepCase(scenario=scenario, machine="", model=model, gpu=gpu or None, tp=int(tp) or None, mfu=float(mfu),
+                    mode=mode, timing=timing)
+    request = WhatifRequest(step, (machine.strip(),), sensitivity=False, jobs=1)
     if mode != "isolated" and gpus > MAX_EXACT_GPUS:
         raise CollsimError(f"mode: {mode!r} on the {gpus} GPUs of {machine.strip()!r} is over this page's limit of "
                            f"{MAX_EXACT_GPUS} GPUs for runs that expand every call; expected 'isolated', or "
@@ -169,10 +172,16 @@ def step_case_for(machine: str, scenario: str, model: str, gpu: str = "", tp: in
     return request
 
 
+def step_case_for(machine: str, scenario: str, model: str, gpu: str = "", tp: int = 0, mfu: float = 0.4,
+                  mode: str = "isolated", timing: str = "links") -> StepRequest:
+    """The machine's training-step request, as step_whatif's request makes it."""
+    return step_whatif(machine, scenario, model, gpu, tp, mfu, mode, timing).cases[0]
+
+
 def step_row(machine: str, scenario: str, model: str, gpu: str = "", tp: int = 0, mfu: float = 0.4,
              mode: str = "isolated", timing: str = "links") -> dict:
-    """One machine's training step, as `collsim whatif` evaluates it (simulator.program.whatif.evaluate)."""
-    return step_case_for(machine, scenario, model, gpu, tp, mfu, mode, timing).run().row
+    """One machine's training step, as `collsim whatif` evaluates it (collsim/whatif.py WhatifRequest)."""
+    return step_whatif(machine, scenario, model, gpu, tp, mfu, mode, timing).run().rows[0]
 
 
 def step_table_row(row: dict) -> dict:
