@@ -15,7 +15,7 @@ from pathlib import Path
 
 from app.commands.scale import machine_spec
 from simulator.fileio import atomic_write
-from simulator.nccl.predict import MAX_RANKS
+from simulator.nccl.predict import MAX_GPUS as MAX_RANKS
 from simulator.parallel import run_cases
 from simulator.program.whatif import StepCase, evaluate
 from simulator.units import format_time

@@ -271,7 +271,8 @@ def _regime(request: DoctorRequest, slow_large: bool, slow_small: bool) -> str:
 
 def _topology_facts(request: DoctorRequest) -> tuple[int, int | None, float | None, str]:
     """Nodes, NICs per node, one NIC's rate (GB/s) and the network's name of the machine judged."""
-    preset, nodes, net = request.predict.topology.preset or (None, 1, None)
+    origin = request.predict.topology.origin
+    preset, nodes, net = (origin.preset, origin.nodes, origin.net) if origin is not None else (None, 1, None)
     machine = preset.machine if preset is not None else None
     nics = machine.nics_per_node if machine is not None else None
     rate = NETWORKS[net][0] / 1e9 if net in NETWORKS else None

@@ -153,9 +153,9 @@ def test_timing_nccl_refuses_what_it_cannot_honour():
 
     with pytest.raises(CollsimError, match=r"^double: 'nic' with timing 'nccl'"):
         evaluate(StepCase("ddp", "dgx-h100:nodes=2", double="nic", timing="nccl"))
-    with pytest.raises(CollsimError, match=r"^timing: 'fast'; expected one of links, nccl$"):
+    with pytest.raises(CollsimError, match=r"^timing: 'fast'; expected one of links, nccl, measured$"):
         evaluate(StepCase("ddp", "dgx-h100", timing="fast"))
-    with pytest.raises(CollsimError, match=r"^timing: 'fast'; expected one of links, nccl$"):
+    with pytest.raises(CollsimError, match=r"^timing: 'fast'; expected one of links, nccl, measured$"):
         step_case_for("dgx-h100", "ddp", "llama2-7b", timing="fast")
     assert step_case_for("dgx-h100", "ddp", "llama2-7b", timing="nccl").timing == "nccl"
 
