@@ -257,14 +257,25 @@ def test_stdout_on_a_full_device_is_one_line_and_writes_no_file(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def _cpu_seconds(pid: int) -> float:
+    """CPU seconds a running process has used (/proc/PID/stat utime + stime); 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def test_two_sweeps_on_one_csv_the_later_one_refuses(tmp_path):
     """A slow sweep checks out.csv at its start; a fast one started later writes it first; the slow one must then
     refuse, naming the file, and leave the fast one's rows (it would otherwise silently replace them)."""
     def start(argv: list[str]) -> subprocess.Popen:
         return subprocess.Popen([PY, "-m", "app.cli", *argv, "--csv", "out.csv", "--jobs", "1"], cwd=tmp_path,
                                 env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    slow = start(SLOW_SWEEP[:-4] + ["--sizes", "1MiB:64MiB:4", "--topology", "dgx-h100:nodes=32"])  # 4 cases, ~3 s
-    time.sleep(2.5)  # the slow one has imported and checked its outputs
+    slow = start(SLOW_SWEEP[:-4] + ["--sizes", "1MiB:1GiB:2", "--topology", "dgx-h100:nodes=32"])  # 11 cases, ~8 s
+    deadline = time.monotonic() + 60
+    while _cpu_seconds(slow.pid) < 1.5 and slow.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # past its imports (~0.3 s of CPU) and output checks: it is simulating, whatever the load
     fast = start(FAST_SWEEP)
     fast_out, fast_err = fast.communicate(timeout=60)
     slow_out, slow_err = slow.communicate(timeout=60)
