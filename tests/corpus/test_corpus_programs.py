@@ -58,6 +58,9 @@ CASES = [
          {"p.yaml": _program(4, "0-3", op="{op: allreduce, group: g, size: true}")}, timeout_s=2.0),
     Case("run-program-calls-negative", ["run-program", "p.yaml", "--calls=-1"], "calls", "-1", "expected an integer >= 0",
          {"p.yaml": GOOD}, timeout_s=2.0),
+    *[Case(f"{cmd[0]}-max-work-{tag}", [*cmd, "p.yaml", "--max-work", value], "max-work", f"'{value}'",
+           "expected a count >= 1 such as 2e6", {"p.yaml": GOOD}, timeout_s=2.0)
+      for cmd in PROGRAM_COMMANDS for tag, value in (("zero", "0"), ("text", "many"), ("inf", "inf"))],
     Case("run-program-sigterm-while-reading", ["run-program", "big.yaml"], "terminated (SIGTERM)", None,
          "no output file written", {"big.yaml": BIG}, signal=(signal.SIGTERM, 1.5), timeout_s=6.0),
     Case("lint-program-sigint-while-reading", ["lint-program", "big.yaml"], "interrupted (SIGINT)", None,
