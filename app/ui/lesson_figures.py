@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import streamlit as st
 
+from app import lessons as L
 from app.lessons import HIER_TOPOLOGY, TEXTBOOK, deadlock_program, hierarchy_times, straggler_times
 from app.stepper import grid_html, legend_html, step_sentences
 from app.ui.urlstate import UrlState
@@ -29,14 +32,14 @@ def _step_through(url: UrlState, algo: str, ranks: int, start: int) -> None:
 
 
 @st.cache_resource(max_entries=8)
-def _explorer(algorithms: tuple, sizes: tuple):
+def _explorer(algorithms: tuple, sizes: tuple, ranks: int = 8):
     from app.explorer import explore
 
-    return explore("allreduce", 8, list(sizes), TEXTBOOK, algorithms=list(algorithms))
+    return explore("allreduce", ranks, list(sizes), TEXTBOOK, algorithms=list(algorithms))
 
 
 def _a(url: UrlState) -> None:
-    _step_through(url, "ring", 4, 3)
+    _step_through(url, "ring", L.A_RANKS, L.A_RANKS - 1)
 
 
 def _b(url: UrlState) -> None:
@@ -52,9 +55,11 @@ def _b(url: UrlState) -> None:
 def _c(url: UrlState) -> None:
     from app.explorer import explorer_figure
 
-    _step_through(url, "recursive_doubling", 8, 1)
-    ex = _explorer(("ring", "recursive_doubling", "binomial", "double_binary_tree"), tuple(1 << k for k in range(6, 23)))
+    _step_through(url, "recursive_doubling", L.C_RANKS, 1)
+    ex = _explorer(("ring", "recursive_doubling", "binomial", "double_binary_tree"), tuple(1 << k for k in range(6, 23)),
+                   L.C_RANKS)
     st.plotly_chart(explorer_figure(ex), key="lesson.c.figure")
+    st.caption(f"{L.C_RANKS} ranks, alpha 2 us, 25 GB/s, closed forms: below about 64 KiB the fewest steps win.")
 
 
 @st.cache_data(max_entries=4)
@@ -109,9 +114,7 @@ def _f(url: UrlState) -> None:
     same = st.toggle("same order on both ranks (the fix)", key=url.flag("fixed", False))
     program = deadlock_program(not same)
     problems = check_program(program)
-    order = {0: "grads (dp), then loss (metrics)", 1: "grads (dp), then loss (metrics)" if same else
-             "loss (metrics), then grads (dp)"}
-    st.markdown("\n".join(f"- rank {r} calls {text}" for r, text in order.items()))
+    st.markdown("\n".join(f"- rank {r} calls {text}" for r, text in L.call_order(program).items()))
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=[0, 2], y=[0, 0], mode="markers+text", text=["rank 0", "rank 1"], textposition="top center",
                              marker=dict(size=40, color="#ebf4ff", line=dict(color="#2b6cb0", width=2)), showlegend=False))
@@ -133,7 +136,113 @@ def _f(url: UrlState) -> None:
         st.markdown("**checker:** no problems; both all-reduces meet and the program finishes.")
 
 
-_FIGURES = {"a": _a, "b": _b, "c": _c, "d": _d, "e": _e, "f": _f}
+def _size_axis(fig, sizes) -> None:
+    """A log size axis ticked in B/KiB/MiB/GiB."""
+    from simulator.units import format_size
+
+    fig.update_xaxes(type="log", tickvals=list(sizes), ticktext=[format_size(n) for n in sizes], title="size")
+
+
+def _busbw_rows(spec: str, sizes: tuple, label: str, algo: str | None = None) -> list[dict]:
+    nodes, per_node = L.gpus(spec)
+    return [{"size": p.bytes, "busbw (GB/s)": L.busbw(p.bytes, p.time_s, nodes * per_node), "curve": label,
+             "NCCL pick": f"{p.nccl_algo}/{p.proto}"} for p in L.predicted(spec, sizes, algo=algo)]
+
+
+def _measured_rows(log: str, sizes: tuple, label: str) -> list[dict]:
+    found = L.measured_busbw(log)
+    return [{"size": n, "busbw (GB/s)": found[n], "curve": label, "NCCL pick": ""} for n in sizes if n in found]
+
+
+def _busbw_figure(rows: list[dict], sizes: tuple, lines: dict[str, float], title: str):
+    import plotly.express as px
+
+    fig = px.line(pd.DataFrame(rows), x="size", y="busbw (GB/s)", color="curve", markers=True, hover_data=["NCCL pick"],
+                  title=title)
+    for text, value in lines.items():
+        fig.add_hline(y=value, line_dash="dot", line_color="#718096", annotation_text=text,
+                      annotation_position="top left")
+    _size_axis(fig, sizes)
+    fig.update_layout(legend=dict(orientation="h", y=-0.25), margin=dict(b=90))
+    return fig
+
+
+NVLS_SIZES = tuple(1 << k for k in range(20, 34, 2))
+
+
+@st.cache_data(max_entries=2)
+def _nvls_rows() -> list[dict]:
+    return (_busbw_rows(L.NVLS_PRESET, NVLS_SIZES, "collsim predict: NCCL's pick") +
+            _busbw_rows(L.NVLS_PRESET, NVLS_SIZES, "collsim predict: NCCL_ALGO=Ring", algo="Ring") +
+            _measured_rows(L.NVLS_LOG, NVLS_SIZES, f"measured, log {L.NVLS_LOG[:2]}"))
+
+
+def _g(url: UrlState) -> None:
+    nvlink = L.link_rates(L.NVLS_PRESET)["nvlink"]
+    p = L.gpus(L.NVLS_PRESET)[1]
+    lines = {f"NVLink {nvlink:.0f} GB/s": nvlink, "NVLS's ceiling 2(p-1)/(p+1) x NVLink": 2 * (p - 1) / (p + 1) * nvlink}
+    st.plotly_chart(_busbw_figure(_nvls_rows(), NVLS_SIZES, lines, f"all-reduce busbw on one {L.NVLS_PRESET} node"),
+                    key="lesson.g.figure")
+    st.markdown(f"Bytes through one GPU's link each way for an all-reduce of n bytes on {p} GPUs: ring 2(p-1)/p n = "
+                f"{2 * (p - 1) / p:.3f} n; NVLS (1 + 1/p) n = {1 + 1 / p:.3f} n (up: n into the switch's reduction, n/p "
+                "of stores; down: n/p of sums, n (p-1)/p of multicasts).")
+
+
+NODE_SIZES = tuple(1 << k for k in range(20, 34, 2))
+NODE_PREDICTED = (64 << 20, 1 << 30, 8 << 30)  # predict on four nodes takes about a second a size on 2 cores
+
+
+@st.cache_data(max_entries=2)
+def _nodes_rows() -> list[dict]:
+    rows = []
+    for spec, log in (L.NODES_ONE, L.NODES_MANY):
+        rows += _measured_rows(log, NODE_SIZES, f"measured, log {log[:2]} ({math.prod(L.gpus(spec))} GPUs)")
+        rows += _busbw_rows(spec, NODE_PREDICTED, f"collsim predict on {spec}")
+    return rows
+
+
+def _h(url: UrlState) -> None:
+    rates = L.link_rates(L.NODES_MANY[0])
+    lines = {f"one node's NICs: {rates['nics']:.0f} GB/s": rates["nics"], f"NVLink {rates['nvlink']:.0f} GB/s":
+             rates["nvlink"]}
+    st.plotly_chart(_busbw_figure(_nodes_rows(), NODE_SIZES, lines, f"all-reduce busbw: one B200 node and {L.gpus(L.NODES_MANY[0])[0]}"),
+                    key="lesson.h.figure")
+
+
+PROTO_SIZES = tuple(1 << k for k in range(10, 31, 2))
+
+
+@st.cache_data(max_entries=2)
+def _proto_rows() -> list[dict]:
+    rows = []
+    for proto in (*L.PROTOS, None):
+        for p in L.predicted(L.PROTO_PRESET, PROTO_SIZES, proto=proto):
+            rows.append({"size": p.bytes, "time (us)": p.time_s * 1e6, "NCCL pick": f"{p.nccl_algo}/{p.proto}",
+                         "curve": f"{proto} forced" if proto else "NCCL's pick"})
+    return rows
+
+
+def _i(url: UrlState) -> None:
+    import plotly.express as px
+
+    from simulator.nccl.protocols import protocol
+    from simulator.units import format_size
+
+    fig = px.line(pd.DataFrame(_proto_rows()), x="size", y="time (us)", color="curve", markers=True, log_y=True,
+                  hover_data=["NCCL pick"], title=f"collsim predict: all-reduce on one {L.PROTO_PRESET} node")
+    fig.add_vline(x=L.PROTO_SIZE, line_dash="dot", line_color="#718096",
+                  annotation_text=f"the question: {format_size(L.PROTO_SIZE)}")
+    _size_axis(fig, PROTO_SIZES)
+    fig.update_layout(legend=dict(orientation="h", y=-0.25), margin=dict(b=90))
+    st.plotly_chart(fig, key="lesson.i.figure")
+    costs = [protocol(p) for p in L.PROTOS]
+    st.dataframe(pd.DataFrame([{"protocol": c.name, "launch (us)": c.base_s * 1e6, "per NVLink step (us)": c.intra_s * 1e6,
+                                "per network step (us)": c.net_s * 1e6, "wire bytes per byte": c.byte_factor}
+                               for c in costs]), hide_index=True)
+    st.caption("NCCL's ring costs (simulator/nccl/tuning.py, from NCCL's src/graph/tuning.cc).")
+
+
+_FIGURES = {"a": _a, "b": _b, "c": _c, "d": _d, "e": _e, "f": _f, "g": _g, "h": _h, "i": _i}
 
 
 def show(key: str, url: UrlState) -> None:

@@ -1,10 +1,10 @@
-"""Lessons: six guided pages, each a prediction to make, a live figure and two exercises; ?lesson=a..f links to one."""
+"""Lessons: nine guided pages, each a prediction to make, a live figure and two exercises; ?lesson=a..i links to one."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from app.lessons import BY_KEY, LESSONS, check
+from app.lessons import BY_KEY, LESSONS, check, said
 from app.ui import lesson_figures
 from app.ui.common import friendly
 from app.ui.urlstate import UrlState
@@ -32,9 +32,9 @@ url.show_notes()
 with friendly():
     if checked_key in st.session_state:
         if check(lesson, st.session_state[checked_key]):
-            st.success(f"Right. {lesson.explain}")
+            st.success(f"Right. {lesson.reveal()}")
         else:
-            st.warning(f"Not quite: you said {st.session_state[checked_key]}. {lesson.explain}")
+            st.warning(f"Not quite: you said {said(st.session_state[checked_key])}. {lesson.reveal()}")
     reveal = checked_key in st.session_state or st.toggle("show the figure before predicting", key=f"lesson.peek.{key}")
     if reveal:
         st.subheader("See it")
