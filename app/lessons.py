@@ -72,11 +72,23 @@ HIER_TOPOLOGY = "cluster:nodes=4,gpus=4,net_bw=12.5GB/s"
 HIER_SIZE = 4096
 
 
+def closed_forms_4k() -> dict[str, float]:
+    """Closed-form seconds of a 4 KiB allreduce on 8 ranks (alpha 2 us, 25 GB/s): ring and recursive doubling."""
+    return {name.replace("_", " "): float(predict("allreduce", name, 8, [4096], TEXTBOOK)[0])
+            for name in ("ring", "recursive_doubling")}
+
+
 def faster_at_4k() -> str:
     """Ring or recursive doubling: the faster closed form for a 4 KiB allreduce on 8 ranks."""
-    ring = float(predict("allreduce", "ring", 8, [4096], TEXTBOOK)[0])
-    rd = float(predict("allreduce", "recursive_doubling", 8, [4096], TEXTBOOK)[0])
-    return "ring" if ring < rd else "recursive doubling"
+    times = closed_forms_4k()
+    return min(times, key=times.get)
+
+
+def faster_reveal() -> str:
+    times = closed_forms_4k()
+    return (f"{faster_at_4k().capitalize()}. Ring: 14 x 2 us + 14/8 x 4 KiB / 25 GB/s = {times['ring'] * 1e6:.1f} us. "
+            f"Recursive doubling: 3 x 2 us + 3 x 4 KiB / 25 GB/s = {times['recursive doubling'] * 1e6:.1f} us. At 4 KiB "
+            "latency dominates.")
 
 
 def hierarchy_times(nbytes: int = HIER_SIZE) -> dict[str, float]:
@@ -90,6 +102,18 @@ def hierarchy_times(nbytes: int = HIER_SIZE) -> dict[str, float]:
 def hierarchy_winner() -> str:
     times = hierarchy_times()
     return min(times, key=times.get)
+
+
+def hierarchy_reveal() -> str:
+    times = hierarchy_times()
+    return (f"{hierarchy_winner().capitalize()}: the engine runs both on this machine, flat ring "
+            f"{times['flat ring'] * 1e6:.1f} us, hierarchical {times['hierarchical'] * 1e6:.1f} us. The flat ring pays "
+            "30 latencies, hierarchical fewer, and the network carries less.")
+
+
+def straggler_reveal() -> str:
+    return (f"{straggler_extra_us():.0f} us, all of it: each step of the ring waits for the late rank's chunk, so the "
+            "finish moves by the full delay (compare the two timelines).")
 
 
 def straggler_times(delay: float = 50e-6) -> tuple[float, float]:
@@ -283,7 +307,7 @@ LESSONS = (
            "cells fill as `A0+B0+C0+D0` (written `Σ0..3`).",
            f"Ring all-reduce on {A_RANKS} ranks: after the reduce-scatter half (step {A_RANKS - 1}), how many chunks does "
            f"each rank hold fully summed (all {A_RANKS} ranks in it)?",
-           lambda: 1, f"Reduce-scatter leaves exactly one finished chunk per rank ({A_RANKS} chunks over {A_RANKS} "
+           lambda: 1, f"1: reduce-scatter leaves exactly one finished chunk per rank ({A_RANKS} chunks over {A_RANKS} "
            "ranks); the all-gather then copies each finished chunk to everyone.",
            (("How many steps does ring all-reduce take on p ranks?", "2(p-1): p-1 for the reduce-scatter, p-1 for "
              f"the all-gather ({schedule_steps('ring', A_RANKS)} on {A_RANKS} ranks, as the stepper shows)."),
@@ -294,8 +318,7 @@ LESSONS = (
            "2(p-1)/p x n, which is the lower bound, so it wins **large** messages. But it takes 2(p-1) steps, each "
            "paying alpha, so it loses **small** messages to algorithms with log2(p) steps.",
            "8 ranks, alpha = 2 us, bandwidth = 25 GB/s, a 4 KiB all-reduce: which is faster?",
-           faster_at_4k, "Ring: 14 x 2 us + 14/8 x 4 KiB / 25 GB/s = 28.3 us. Recursive doubling: 3 x 2 us + "
-           "3 x 4 KiB / 25 GB/s = 6.5 us. At 4 KiB latency dominates.",
+           faster_at_4k, faster_reveal,
            (("Where do ring and recursive doubling cross on 8 ranks (alpha 2 us, 25 GB/s)?",
              "Ring = 14 alpha + 1.75 n beta, recursive doubling = 3 alpha + 3 n beta; equal when 11 alpha = 1.25 n beta, "
              "n = 11 x 2 us x 25 GB/s / 1.25 = 440,000 bytes (about 430 KiB). The cost explorer marks it."),
@@ -308,7 +331,7 @@ LESSONS = (
            "log2(p) steps each. NCCL's double binary tree keeps every rank busy in both trees.",
            f"How many steps does recursive-doubling all-reduce take on {C_RANKS} ranks?",
            lambda: schedule_steps("recursive_doubling", C_RANKS),
-           lambda: f"log2({C_RANKS}) = {schedule_steps('recursive_doubling', C_RANKS)} exchanges; after step k every "
+           lambda: f"{schedule_steps('recursive_doubling', C_RANKS)}: log2({C_RANKS}) exchanges; after step k every "
            "rank holds the sum of 2^k ranks.",
            (("How many steps on 6 ranks (not a power of two)?", "4: one step folds the 2 extra ranks into partners, "
              "log2(4) = 2 exchanges, one step sends the result back (MPICH's scheme)."),
@@ -321,8 +344,7 @@ LESSONS = (
            "the node again.",
            f"On {HIER_TOPOLOGY} (16 ranks; the network at half the default bandwidth), which finishes a 4 KiB "
            "all-reduce first?",
-           hierarchy_winner, "The engine runs both on this machine: the flat ring pays 30 latencies, hierarchical "
-           "fewer, and the network carries less.",
+           hierarchy_winner, hierarchy_reveal,
            (("Which wins at 64 MiB, and why?", "Hierarchical again, by about 4.5x in the engine (10.1 ms against "
              "2.3 ms): every step of the flat ring waits for the chunks crossing the slow network, while hierarchical "
              "moves most bytes over NVLink and crosses the network only in its middle phase (see the bars)."),
@@ -335,8 +357,7 @@ LESSONS = (
            "uses it.",
            f"Ring all-reduce of 1 MiB on ring:8 takes {straggler_times(0.0)[0] * 1e6:.1f} us in the engine. If rank 3 "
            "starts 50 us late, how many microseconds later does the whole collective finish? (within 15%)",
-           straggler_extra_us, "All of it: each step of the ring waits for the late rank's chunk, so the finish moves "
-           "by the full delay (compare the two timelines).",
+           straggler_extra_us, straggler_reveal,
            (("What if half of one link's bandwidth is taken by other traffic (switch:8, 64 MiB)?",
              "The ring's time about doubles (4.7 ms to 9.4 ms in the engine): every step sends one chunk over that link, "
              "and the ring moves at the speed of its slowest link."),

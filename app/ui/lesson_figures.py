@@ -11,6 +11,7 @@ from app import lessons as L
 from app.lessons import HIER_TOPOLOGY, TEXTBOOK, deadlock_program, hierarchy_times, straggler_times
 from app.stepper import grid_html, legend_html, step_sentences
 from app.ui.urlstate import UrlState
+from simulator.units import format_size
 
 
 @st.cache_resource(max_entries=8)
@@ -26,6 +27,7 @@ def _step_through(url: UrlState, algo: str, ranks: int, start: int) -> None:
     n = stepper.num_steps
     i = st.slider(f"step (0..{n})", 0, n, key=url.integer("s", 0, n, start))
     st.markdown(f"**Step {i} of {n}** — " + (f"phase: {stepper.phases[i]}" if i else "start"))
+    st.caption(f"{algo.replace('_', ' ')} all-reduce on {ranks} ranks, one row per rank")
     st.markdown(grid_html(stepper, i), unsafe_allow_html=True)
     st.markdown(legend_html(ranks), unsafe_allow_html=True)
     st.markdown("\n".join(f"- {s}" for s in step_sentences(stepper, i)[:8]))
@@ -59,7 +61,8 @@ def _c(url: UrlState) -> None:
     ex = _explorer(("ring", "recursive_doubling", "binomial", "double_binary_tree"), tuple(1 << k for k in range(6, 23)),
                    L.C_RANKS)
     st.plotly_chart(explorer_figure(ex), key="lesson.c.figure")
-    st.caption(f"{L.C_RANKS} ranks, alpha 2 us, 25 GB/s, closed forms: below about 64 KiB the fewest steps win.")
+    st.caption(f"{L.C_RANKS} ranks, alpha 2 us, 25 GB/s, closed forms. " + "; ".join(
+        f"{new} beats {old} from {n:,} B" for n, old, new in ex.crossovers))
 
 
 @st.cache_data(max_entries=4)
@@ -138,8 +141,6 @@ def _f(url: UrlState) -> None:
 
 def _size_axis(fig, sizes) -> None:
     """A log size axis ticked in B/KiB/MiB/GiB."""
-    from simulator.units import format_size
-
     fig.update_xaxes(type="log", tickvals=list(sizes), ticktext=[format_size(n) for n in sizes], title="size")
 
 
@@ -154,6 +155,12 @@ def _measured_rows(log: str, sizes: tuple, label: str) -> list[dict]:
     return [{"size": n, "busbw (GB/s)": found[n], "curve": label, "NCCL pick": ""} for n in sizes if n in found]
 
 
+def _asked(fig, size: int) -> None:
+    """A dotted vertical line at the size the lesson's question asks about."""
+    fig.add_vline(x=size, line_dash="dot", line_color="#718096", annotation_text=f"the question: {format_size(size)}",
+                  annotation_position="bottom right")
+
+
 def _busbw_figure(rows: list[dict], sizes: tuple, lines: dict[str, float], title: str):
     import plotly.express as px
 
@@ -163,11 +170,12 @@ def _busbw_figure(rows: list[dict], sizes: tuple, lines: dict[str, float], title
         fig.add_hline(y=value, line_dash="dot", line_color="#718096", annotation_text=text,
                       annotation_position="top left")
     _size_axis(fig, sizes)
+    _asked(fig, L.BIG)
     fig.update_layout(legend=dict(orientation="h", y=-0.25), margin=dict(b=90))
     return fig
 
 
-NVLS_SIZES = tuple(1 << k for k in range(20, 34, 2))
+NVLS_SIZES = tuple(1 << k for k in range(21, 34, 2))  # 2 MiB .. 8 GiB (L.BIG)
 
 
 @st.cache_data(max_entries=2)
@@ -188,7 +196,7 @@ def _g(url: UrlState) -> None:
                 "of stores; down: n/p of sums, n (p-1)/p of multicasts).")
 
 
-NODE_SIZES = tuple(1 << k for k in range(20, 34, 2))
+NODE_SIZES = tuple(1 << k for k in range(21, 34, 2))
 NODE_PREDICTED = (64 << 20, 1 << 30, 8 << 30)  # predict on four nodes takes about a second a size on 2 cores
 
 
@@ -226,12 +234,10 @@ def _i(url: UrlState) -> None:
     import plotly.express as px
 
     from simulator.nccl.protocols import protocol
-    from simulator.units import format_size
-
     fig = px.line(pd.DataFrame(_proto_rows()), x="size", y="time (us)", color="curve", markers=True, log_y=True,
                   hover_data=["NCCL pick"], title=f"collsim predict: all-reduce on one {L.PROTO_PRESET} node")
-    fig.add_vline(x=L.PROTO_SIZE, line_dash="dot", line_color="#718096",
-                  annotation_text=f"the question: {format_size(L.PROTO_SIZE)}")
+    fig.update_traces(selector=dict(name="NCCL's pick"), line=dict(dash="dot", width=4))
+    _asked(fig, L.PROTO_SIZE)
     _size_axis(fig, PROTO_SIZES)
     fig.update_layout(legend=dict(orientation="h", y=-0.25), margin=dict(b=90))
     st.plotly_chart(fig, key="lesson.i.figure")

@@ -2,17 +2,13 @@
 
 Every page is opened from its URL, checked for Streamlit's exception element and photographed (into
 pytest's tmp_path, or into $COLLSIM_SCREENSHOTS when set, e.g. docs/img for the README); on the Step
-through page the play button must advance the step by itself.
+through page the play button must advance the step by itself. The server and browser fixtures are in
+tests/app/conftest.py; tests/app/test_lessons_browser.py walks every lesson.
 """
 
 import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -22,7 +18,6 @@ playwright = pytest.importorskip("playwright.sync_api", reason="playwright is in
 if CHROMIUM is None:
     pytest.skip("no chromium on PATH (.ci/run installs Debian's chromium)", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow  # a real Streamlit server and Chromium: about 4 minutes
 EXCEPTION = "[data-testid='stException']"
 # url path (with a query string, as a teacher would link it) -> text the page shows once drawn
@@ -38,44 +33,6 @@ PAGES = {
 }
 # screenshots of a second view of a page get their own name (the README shows app_step.png)
 SHOT_NAMES = {"whatif?kind": "app_whatif_step.png", "step?op=alltoall&algo=bruck": "app_step_bruck.png"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server():
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
-                             "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(120):
-        try:
-            urllib.request.urlopen(url + "/_stcore/health", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start within 60 s")
-    yield url
-    proc.terminate()
-    proc.wait(10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
-        yield chromium
-        chromium.close()
 
 
 def _photograph(page, path: Path) -> None:
@@ -132,7 +89,7 @@ def test_a_link_restores_the_lesson_and_the_check_works(server, browser, tmp_pat
     page = browser.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(f"{server}/?lesson=c")
     page.get_by_text("Lesson (c)").first.wait_for(timeout=90000)
-    page.get_by_label(re.compile("your answer")).fill("4")
+    page.get_by_label(re.compile("your answer")).fill("3")  # recursive doubling on 8 ranks: log2(8) steps
     page.get_by_label(re.compile("your answer")).press("Enter")
     page.get_by_role("button", name="Check my prediction").click()
     page.get_by_text("Right.").first.wait_for(timeout=30000)
