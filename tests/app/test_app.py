@@ -261,7 +261,7 @@ def test_cost_lines_that_coincide_say_so(cost):
     cost.select_slider(key="cost.p").set_value(8).run()
     cost.text_input(key="cost.sizes").input("1KiB:1GiB:4").run()
     names = {t["name"] for t in _charts(cost)[0]["data"]}
-    # on 8 ranks direct and hierarchical (one group of 8) send what the ring sends, in as many steps (README's table)
+    # on 8 ranks direct and hierarchical (one group of 8) send what the ring sends, in as many steps (docs/usage.md's `make demo` table)
     assert {"direct (= ring)", "hierarchical (= ring)", "ring", "rabenseifner"} <= names
 
 

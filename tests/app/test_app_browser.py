@@ -1,7 +1,7 @@
 """The app as a person sees it: a real Streamlit server and headless Chromium (installed by .ci/run).
 
 Every page is opened from its URL, checked for Streamlit's exception element and photographed (into
-pytest's tmp_path, or into $COLLSIM_SCREENSHOTS when set, e.g. docs/img for the README); on the Step
+pytest's tmp_path, or into $COLLSIM_SCREENSHOTS when set, e.g. docs/img for docs/app.md); on the Step
 through page the play button must advance the step by itself. The server and browser fixtures are in
 tests/app/conftest.py; tests/app/test_lessons_browser.py walks every lesson.
 """
@@ -31,7 +31,7 @@ PAGES = {
     "step?op=alltoall&algo=bruck&p=8&topo=ring&s=2": "Scratch buffer",
     "reality": "Model vs reality",
 }
-# screenshots of a second view of a page get their own name (the README shows app_step.png)
+# screenshots of a second view of a page get their own name (docs/app.md shows app_step.png)
 SHOT_NAMES = {"whatif?kind": "app_whatif_step.png", "step?op=alltoall&algo=bruck": "app_step_bruck.png"}
 
 
