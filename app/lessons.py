@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 from simulator.algorithms import build_schedule
 from simulator.collective import Collective
@@ -172,14 +173,18 @@ PROTO_SIZE = 64 << 10                                    # lesson (i)'s small me
 PROTOS = ("LL", "LL128", "Simple")
 
 
+@cache
 def _machine(spec: str):
     from simulator.nccl.machine import parse_machine
 
     return parse_machine(spec)
 
 
+@cache
 def link_rates(spec: str) -> dict[str, float]:
-    """GB/s each way of a preset's links: 'nvlink' (one GPU to its NVSwitch), 'nic' (one NIC), 'nics' (a node's)."""
+    """GB/s each way of a preset's links: 'nvlink' (one GPU to its NVSwitch), 'nic' (one NIC), 'nics' (a node's).
+
+    Cached: treat the dict as read-only."""
     machine = _machine(spec)
     topo, kinds = machine.topology, machine.topology.node_kinds
     rate = {}
@@ -212,14 +217,16 @@ def predicted(spec: str, sizes, algo: str | None = None, proto: str | None = Non
     return predict(_machine(spec), "allreduce", list(sizes), algo=algo, proto=proto)
 
 
+@cache
 def predicted_busbw(spec: str, size: int, algo: str | None = None) -> tuple[float, str]:
     """busbw (GB/s) `collsim predict` gives for one all-reduce size on `spec`, and NCCL's algorithm/protocol for it."""
     one = predicted(spec, [size], algo=algo)[0]
     return busbw(size, one.time_s, math.prod(gpus(spec))), f"{one.nccl_algo}/{one.proto}"
 
 
+@cache
 def measured_busbw(log_name: str) -> dict[int, float]:
-    """A bundled nccl-tests log's out-of-place busbw (GB/s) per size in bytes, read from tests/data."""
+    """A bundled nccl-tests log's out-of-place busbw (GB/s) per size in bytes, read from tests/data (cached: read-only)."""
     from app.ui.reality_model import LOGS
     from simulator.formats.nccl_tests import read_log
 
@@ -238,9 +245,9 @@ def nvls_reveal() -> str:
     p = gpus(NVLS_PRESET)[1]
     return (f"{nvls_answer().capitalize()}: `collsim predict` on {NVLS_PRESET} picks {pick} for {format_size(BIG)} and "
             f"gives busbw {nvls:.0f} GB/s, {nvls / nvlink:.2f}x the {nvlink:.0f} GB/s NVLink; forced to a ring "
-            f"(NCCL_ALGO=Ring) {ring:.0f} GB/s. A real p5 node measured {measured_busbw(NVLS_LOG)[BIG]:.0f} GB/s "
+            f"(NCCL_ALGO=Ring) {ring:.0f} GB/s. A real {NVLS_PRESET} node measured {measured_busbw(NVLS_LOG)[BIG]:.0f} GB/s "
             f"(log {NVLS_LOG[:2]}). busbw multiplies algbw by 2(p-1)/p, the bytes a *ring* moves per GPU; with NVLS the switch adds "
-            f"the {p} GPUs' data, so each GPU's link carries about (1 + 1/p) n each way instead of 2(p-1)/p n, and "
+            f"the {p} GPUs' data, so each GPU's link carries at most (1 + 1/p) n each way (n + n/p up, n down) instead of 2(p-1)/p n, and "
             f"busbw can reach 2(p-1)/(p+1) = {2 * (p - 1) / (p + 1):.2f}x the link rate.")
 
 
