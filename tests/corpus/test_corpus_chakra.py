@@ -1,4 +1,5 @@
-"""Bad Chakra execution traces for `collsim import-trace` and bad input to `collsim export-chakra` (issue 24): each
+"""Bad Chakra execution traces for `collsim import-trace`, bad input to `collsim export-chakra` and to `collsim scenario
+moe` (issue 24): each
 refused with one line naming the file or field, the bad value and what is accepted, before anything is written. Built
 from ASTRA-sim's 4-rank all-reduce example in tests/data/chakra, cut, renamed or swapped, and from nodes made here."""
 
@@ -88,6 +89,16 @@ CASES = [
         pb.AttributeProto(name="pg_name", string_val="1")])), [AR[1]]), "g.json": json.dumps({"1": [1]})},
         "group", "rank 0 is not a member of group 'pg1' [1]", "expected a group that contains this rank",
         ["--comm-groups", "g.json"]),
+    Case("moe-routing-unknown", ["scenario", "moe", "--model", "mixtral-8x7b", "--gpus", "8", "--routing", "pareto"],
+         "routing", "'pareto'", "expected uniform, zipf:S"),
+    Case("moe-routing-too-skewed", ["scenario", "moe", "--model", "mixtral-8x7b", "--gpus", "8", "--routing", "zipf:3"],
+         "routing", "zipf s=3", "expected a flatter distribution"),
+    Case("moe-dense-model", ["scenario", "moe", "--model", "llama2-7b", "--gpus", "8"], "model", "Llama-2 7B has no experts",
+         "expected a MoE model"),
+    Case("moe-ep-not-all", ["scenario", "moe", "--model", "mixtral-8x7b", "--gpus", "8", "--ep", "4"], "ep", "4",
+         "expected --ep 8 or none"),
+    Case("moe-routing-file", ["scenario", "moe", "--model", "mixtral-8x7b", "--gpus", "2", "--routing", "r.json"],
+         "routing", "r.json", "expected a list of 8 token counts per expert", {"r.json": "[1, 2, 3]"}),
     Case("chakra-export-out-dir-is-a-file", ["export-chakra", "p.yaml", "--out-dir", "f"], "out-dir", "'f' is a file",
          "expected a directory", {"p.yaml": (DATA / "programs" / "ddp2.yaml").read_text(), "f": "x"}, timeout_s=5.0),
     Case("chakra-export-bad-prefix", ["export-chakra", "p.yaml", "--out-dir", "d", "--prefix", "a/b"], "prefix", "'a/b'",
