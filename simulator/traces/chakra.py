@@ -279,11 +279,11 @@ def _groups(ranks: dict[int, list[Node]], world: int, meta: dict,
             if "group" in n.item:
                 used.setdefault(n.item["group"], set()).add(rank)
     own = _own_groups(meta)
-    groups, names, guessed = {}, {}, []
-    for pg in sorted(used, key=lambda p: (len(p), p)):
-        if pg in own:
-            name, members = own[pg]
-        elif given is not None and pg in given:
+    groups = {name: members for name, members in own.values()}  # collsim's export: every group, called or not
+    names = {pg: name for pg, (name, _) in own.items()}
+    guessed = []
+    for pg in sorted((p for p in used if p not in own), key=lambda p: (len(p), p)):
+        if given is not None and pg in given:
             name, members = f"pg{pg}", list(given[pg])
         elif pg in WORLD_PGS:
             name, members = "world", list(range(world))

@@ -188,3 +188,14 @@ def test_dependencies_on_other_streams_become_one_event_each(tmp_path):
         ("wait", "comm", "n1"), ("allreduce", "comm", None), ("record", "comm", "n2"),
         ("wait", "comm1", "n1"), ("allreduce", "comm1", None), ("record", "comm1", "n3"),
         ("wait", "compute", "n2"), ("wait", "compute", "n3"), ("compute", "compute", None)]
+
+
+def test_round_trip_of_a_moe_step(tmp_path):
+    """Sends and receives on a stream per peer, events joining them, and a group no call uses."""
+    from simulator.program.moe import MoeSpec, generate_moe, parse_routing
+    from simulator.program.presets import get_gpu, get_model
+
+    model = get_model("mixtral-8x7b")
+    data = program_to_dict(generate_moe(MoeSpec(model, get_gpu("h100"), 4, 64, parse_routing("zipf:1", 8, 4), 1)))
+    files, _ = _export(data, tmp_path, "moe")
+    assert program_to_dict(ImportTraceRequest(files=tuple(files)).run().program) == program_to_dict(program_from_dict(data))
