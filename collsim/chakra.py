@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.errors import CollsimError
-from simulator.program import Program, load_program
+from simulator.program import Program, check_program, load_program
 from simulator.program.loader import MAX_WORK, dump_program, program_from_dict
 from simulator.readfile import read_data
 from simulator.render import table
@@ -49,6 +49,10 @@ def import_chakra(files: tuple[str, ...], out: str | None, comm_groups: str | No
     imported = import_traces(traces, groups, scale)
     _check_group_ranks(groups, imported.program["world"], comm_groups)
     program = program_from_dict(imported.program, source=out or "imported program")
+    problems = check_program(program)  # traces of different steps, or ranks swapped, show here
+    if problems:
+        imported.notes.append(f"{len(problems)} problem(s) of matching or order, the first: {problems[0].kind}: "
+                              f"{problems[0].message} (collsim lint-program lists them)")
     return ChakraImportResult(files, out, imported, program)
 
 

@@ -199,3 +199,15 @@ def test_round_trip_of_a_moe_step(tmp_path):
     data = program_to_dict(generate_moe(MoeSpec(model, get_gpu("h100"), 4, 64, parse_routing("zipf:1", 8, 4), 1)))
     files, _ = _export(data, tmp_path, "moe")
     assert program_to_dict(ImportTraceRequest(files=tuple(files)).run().program) == program_to_dict(program_from_dict(data))
+
+
+def test_traces_that_do_not_match_are_imported_with_a_note(tmp_path):
+    """Rank 0's trace all-reduces 1 KiB, rank 1's 2 KiB: the program is written and the mismatch said."""
+    lib = pb
+    for r in range(2):
+        node = lib.Node(id=1, type=lib.COMM_COLL_NODE, attr=[
+            lib.AttributeProto(name="comm_type", int64_val=lib.ALL_REDUCE),
+            lib.AttributeProto(name="comm_size", int64_val=1024 * (r + 1))])
+        write_et(str(tmp_path / f"m.{r}.et"), [lib.GlobalMetadata(), node])
+    notes = ImportTraceRequest(files=(str(tmp_path / "m.0.et"), str(tmp_path / "m.1.et"))).run().imported.notes
+    assert any(n.startswith("1 problem(s) of matching or order, the first: mismatch") and "2KiB" in n for n in notes)
