@@ -151,7 +151,11 @@ class ExportChakraResult(Result):
                 self.traces], "comm_groups": self.groups, "pg_names": dict(zip(self.program.groups, self.groups))}
 
     def files(self) -> list[OutputFile]:
-        Path(self.request.out_dir).mkdir(parents=True, exist_ok=True)
+        try:
+            Path(self.request.out_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CollsimError(f"out-dir: cannot make {self.request.out_dir!r}: {exc.strerror or exc}; expected a "
+                               "directory that can be made and written") from None
         prefix = str(Path(self.request.out_dir) / (self.request.prefix or Path(self.request.path).stem))
         out = [OutputFile(self._name(r), f"Chakra trace of rank {r}", _writer(msgs)) for r, msgs in self.traces.items()]
         out.append(OutputFile(str(Path(self.request.out_dir) / COMM_GROUP_FILE), "ASTRA-sim comm groups",

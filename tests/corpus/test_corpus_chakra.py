@@ -110,6 +110,9 @@ CASES = [
          "run by collsim colocate", {"j.yaml": "jobs: []\n"}, timeout_s=5.0),
     Case("chakra-export-out-dir-is-a-file", ["export-chakra", "p.yaml", "--out-dir", "f"], "out-dir", "'f' is a file",
          "expected a directory", {"p.yaml": (DATA / "programs" / "ddp2.yaml").read_text(), "f": "x"}, timeout_s=5.0),
+    Case("chakra-export-out-dir-under-a-file", ["export-chakra", "p.yaml", "--out-dir", "f/sub"], "out-dir",
+         "cannot make 'f/sub'", "expected a directory that can be made and written",
+         {"p.yaml": (DATA / "programs" / "ddp2.yaml").read_text(), "f": "x"}, timeout_s=5.0),
     Case("chakra-export-bad-prefix", ["export-chakra", "p.yaml", "--out-dir", "d", "--prefix", "a/b"], "prefix", "'a/b'",
          "expected a file name without '/'", {"p.yaml": (DATA / "programs" / "ddp2.yaml").read_text()}, timeout_s=5.0),
 ]
