@@ -31,7 +31,7 @@ def pb() -> Any:
     """chakra's generated classes; protobuf is an optional dependency (collsim[traces])."""
     try:
         from . import et_def_pb2
-    except ImportError as exc:  # no protobuf, or one older than the generated code needs
+    except Exception as exc:  # no protobuf (ImportError), or one older than the generated code needs (VersionError)
         raise CollsimError(f"chakra: reading and writing Chakra traces needs protobuf >= 7.35.1 ({exc}); expected "
                            "pip install 'collsim[traces]'") from None
     return et_def_pb2
