@@ -211,3 +211,15 @@ def test_traces_that_do_not_match_are_imported_with_a_note(tmp_path):
         write_et(str(tmp_path / f"m.{r}.et"), [lib.GlobalMetadata(), node])
     notes = ImportTraceRequest(files=(str(tmp_path / "m.0.et"), str(tmp_path / "m.1.et"))).run().imported.notes
     assert any(n.startswith("1 problem(s) of matching or order, the first: mismatch") and "2KiB" in n for n in notes)
+
+
+def test_node_budget_is_refused_while_reading(tmp_path):
+    """The limit on nodes over all traces (MAX_NODES) counts as the file is read: here a budget of 2 for 3 nodes."""
+    from simulator.errors import CollsimError
+    from simulator.traces.chakra_io import read_et
+
+    path = str(tmp_path / "b.0.et")
+    write_et(path, [pb.GlobalMetadata()] + [pb.Node(id=i, type=pb.COMP_NODE) for i in range(3)])
+    assert len(read_et(path, 0, budget=3).nodes) == 3
+    with pytest.raises(CollsimError, match="over 2 nodes, the limit of 2,000,000 over all traces"):
+        read_et(path, 0, budget=2)
