@@ -17,6 +17,7 @@ from simulator.program import load_program
 from simulator.program.colocate import Colocated, Job, colocate
 from simulator.program.loader import MAX_WORK, program_work
 from simulator.program.run import AUTO_LIMIT, estimate_transfers
+from simulator.readfile import read_data
 from simulator.render import table
 from simulator.topology import parse_topology
 from simulator.topology.model import Topology
@@ -49,6 +50,48 @@ def parse_devices(text: str, devices: int, where: str) -> tuple[int, ...]:
         dup = next(d for d in out if d in seen or seen.add(d))
         raise CollsimError(f"{where}: device {dup} is listed twice; expected each device once")
     return out
+
+
+JOBS_FIELDS = ("jobs", "name", "description")
+JOB_FIELDS = ("program", "devices")
+
+
+def jobs_from_file(path: str) -> tuple[str, ...]:
+    """A jobs file's `jobs:` as PROGRAM@DEVICES strings (the command line's form), programs relative to the file."""
+    data = read_data(path, "jobs")
+    if not isinstance(data, dict) or "jobs" not in data:
+        raise CollsimError(f"jobs: {path}: no jobs section; expected a mapping with jobs: [{{program: a.yaml, devices: 0-15}}, "
+                           "...]")
+    unknown = [k for k in data if k not in JOBS_FIELDS]
+    if unknown:
+        raise CollsimError(f"jobs: {path}: unknown field {unknown[0]!r}; expected {', '.join(JOBS_FIELDS)}")
+    items = data["jobs"]
+    if not isinstance(items, list) or not 2 <= len(items) <= MAX_JOBS:
+        raise CollsimError(f"jobs: {path}: jobs: {_short(items)}; expected a list of 2 to {MAX_JOBS} jobs, each "
+                           "{program: FILE, devices: 0-15}")
+    return tuple(_job_of(item, k, path) for k, item in enumerate(items))
+
+
+def _job_of(item: Any, k: int, path: str) -> str:
+    where = f"jobs: {path}: jobs[{k}]"
+    if not isinstance(item, dict) or sorted(item) != sorted(JOB_FIELDS):
+        raise CollsimError(f"{where}: {_short(item)}; expected a mapping of exactly program and devices, e.g. "
+                           "{program: a.yaml, devices: 0-15}")
+    program, devices = item["program"], item["devices"]
+    if not isinstance(program, str) or not program.strip():
+        raise CollsimError(f"{where}.program: {_short(program)}; expected a program file name (.yaml, .yml or .json)")
+    if isinstance(devices, list) and devices and all(isinstance(d, int) and not isinstance(d, bool) for d in devices):
+        devices = ",".join(map(str, devices))
+    elif isinstance(devices, int) and not isinstance(devices, bool):
+        devices = str(devices)
+    if not isinstance(devices, str) or not devices.strip():
+        raise CollsimError(f"{where}.devices: {_short(devices)}; expected devices such as 0-15, 0,2,4 or [0, 1, 2, 3]")
+    return f"{Path(path).parent / program}@{devices}"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,12 @@ from typing import Any
 from simulator.errors import CollsimError
 from simulator.program.loader import dump_program, program_from_dict
 from simulator.render import table
+from simulator.traces.chakra_io import is_chakra
 from simulator.traces.kineto import read_trace
 from simulator.traces.program import Imported, build
 from simulator.units import format_size, format_time
 
+from .chakra import import_chakra
 from .request import OutputFile, Request, Result
 
 MAX_FILES = 4096  # ranks' traces in one import
@@ -27,12 +29,15 @@ OUT_SUFFIXES = (".yaml", ".yml", ".json")
 @dataclass(frozen=True)
 class ImportTraceRequest(Request):
     """`files`: one Kineto JSON trace per rank (.json or .json.gz); `step`: which ProfilerStep span (0 = the first);
-    `compute_scale`: every compute span x this factor (calls keep their measured times); `out`: the program file."""
+    `compute_scale`: every compute span x this factor (calls keep their measured times); `out`: the program file.
+    Chakra execution traces (<prefix>.<rank>.et, gzip or not) instead: collsim/chakra.py, `comm_groups` ASTRA-sim's
+    comm-group file naming their process groups' ranks."""
 
     files: tuple[str, ...]
     out: str | None = None
     step: int = 0
     compute_scale: float = 1.0
+    comm_groups: str | None = None
 
     def check(self) -> None:
         if not self.files:
@@ -46,8 +51,24 @@ class ImportTraceRequest(Request):
             raise CollsimError(f"compute-scale: {scale!r}; expected a factor > 0, e.g. 0.01 for compute 100 times faster")
         if self.out is not None and not self.out.lower().endswith(OUT_SUFFIXES):
             raise CollsimError(f"out: {self.out!r}; expected a program file name ending in {', '.join(OUT_SUFFIXES)}")
+        self._check_format()
 
-    def run(self) -> ImportTraceResult:
+    def _check_format(self) -> None:
+        """All traces PyTorch profiler JSON, or all Chakra (.et); what applies to one kind only is refused for the other."""
+        chakra = [f for f in self.files if is_chakra(f)]
+        if chakra and len(chakra) < len(self.files):
+            other = next(f for f in self.files if not is_chakra(f))
+            raise CollsimError(f"files: {chakra[0]!r} is a Chakra trace but {other!r} is not; expected one kind of trace "
+                               "for every rank (all .et, or all PyTorch profiler .json/.json.gz)")
+        if chakra and self.step != 0:
+            raise CollsimError(f"step: {self.step}; Chakra traces hold one step, expected no --step with .et files")
+        if not chakra and self.comm_groups is not None:
+            raise CollsimError(f"comm-groups: {self.comm_groups!r}; ASTRA-sim's comm-group file names the process groups "
+                               "of Chakra traces; expected .et files with it (PyTorch traces name their groups)")
+
+    def run(self) -> Result:
+        if is_chakra(self.files[0]):
+            return import_chakra(self.files, self.out, self.comm_groups, float(self.compute_scale))
         imported = build([read_trace(f, self.step) for f in self.files], float(self.compute_scale))
         program = program_from_dict(imported.program, source=self.out or "imported program")  # the loader's checks
         return ImportTraceResult(self, imported, dump_program(program, None) if self.out is None or

@@ -30,7 +30,7 @@ Fingerprint = tuple[int, int, int, int] | None  # (device, inode, size, mtime in
 class _Run:
     """What one all_or_nothing block holds back: files, 'wrote' lines, and the outputs' state when it started."""
 
-    files: dict[Path, str] = field(default_factory=dict)
+    files: dict[Path, str | bytes] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     started: dict[Path, tuple[str, str, Fingerprint]] = field(default_factory=dict)  # target -> (field, given, state)
 
@@ -99,8 +99,8 @@ def _unwritable(path: Path) -> str | None:
     return None
 
 
-def atomic_write(path: str | os.PathLike, text: str) -> None:
-    """Write a text file whole (readers see the old or the new file), with the user's umask, through a symlink to its
+def atomic_write(path: str | os.PathLike, text: str | bytes) -> None:
+    """Write a text (or bytes) file whole (readers see the old or the new file), with the user's umask, through a symlink to its
     target; held inside all_or_nothing()."""
     path = Path(path)
     run = _RUN.get()
@@ -159,7 +159,7 @@ def _cannot(path: Path, exc: OSError) -> CollsimError:
                         "room for it")
 
 
-def _stage(files: Mapping[Path, str]) -> list[tuple[str, Path]]:
+def _stage(files: Mapping[Path, str | bytes]) -> list[tuple[str, Path]]:
     """Each text in a temporary file beside its target (a symlink's target); on any error none is left."""
     staged: list[tuple[str, Path]] = []
     path = None
@@ -168,7 +168,7 @@ def _stage(files: Mapping[Path, str]) -> list[tuple[str, Path]]:
             target = Path(os.path.realpath(path))
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
             staged.append((tmp, target))
-            with os.fdopen(fd, "w") as handle:
+            with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as handle:
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())

@@ -37,7 +37,7 @@ def _argv(command: str) -> list[str]:
 def test_the_readme_shows_the_commands_its_table_promises():
     shown = {shlex.split(c)[1] for c in COMMANDS}
     assert {"predict", "doctor", "whatif", "draw", "check", "simulate", "sweep", "verify", "import-trace", "colocate",
-            "fit", "lint-program", "run-program"} <= shown
+            "fit", "lint-program", "run-program", "export-chakra", "scenario"} <= shown
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -10,6 +10,7 @@ from . import (
     cost,
     doctor,
     draw,
+    export_chakra,
     fit,
     import_trace,
     lint_program,
@@ -27,6 +28,7 @@ from . import (
 )
 
 # In the order `collsim --help` lists them: learn, predict, programs of collectives, check against reality, then the app.
-COMMANDS = [algorithms, check, draw, cost, topologies, simulate, sweep, scenario, import_trace, lint_program, run_program,
+COMMANDS = [algorithms, check, draw, cost, topologies, simulate, sweep, scenario, import_trace, export_chakra, lint_program,
+            run_program,
             colocate, whatif,
             scale, verify, calibrate, compare, fit, nccl_model, predict, doctor, msccl, app]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from collsim.colocate import ColocateRequest
+from collsim.colocate import ColocateRequest, jobs_from_file
 
 from ..limits import Footprint
 from ..show import show
@@ -23,9 +23,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "bytes.",
         epilog="examples:\n  collsim scenario ddp --gpus 16 --out a.yaml && cp a.yaml b.yaml\n"
                "  collsim colocate --topology dgx-h100:nodes=4 a.yaml@0-15 b.yaml@16-31\n"
-               "  collsim colocate --topology dgx-h100:nodes=4,routing=static a.yaml@0-7,16-23 b.yaml@8-15,24-31")
+               "  collsim colocate --topology dgx-h100:nodes=4,routing=static a.yaml@0-7,16-23 b.yaml@8-15,24-31\n"
+               "  collsim colocate --topology dgx-h100:nodes=4 jobs.yaml   # jobs: [{program: a.yaml, devices: 0-15}, ...]")
     p.add_argument("jobs", nargs="+", metavar="JOB", help="PROGRAM@DEVICES: a program file and its devices, e.g. "
-                                                          "a.yaml@0-15 or b.yaml@16,17,18,19 (two or more jobs)")
+                                                          "a.yaml@0-15 or b.yaml@16,17,18,19 (two or more jobs); or one "
+                                                          "file with a jobs: section (docs/programs.md)")
     p.add_argument("--topology", required=True, metavar="SPEC", help="the machine; see `collsim topologies`")
     p.add_argument("--algo", action="append", default=[], metavar="OP=NAME",
                    help="algorithm for every call of an op, e.g. allreduce=hierarchical (default ring; repeatable)")
@@ -36,6 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    request = ColocateRequest(topology=args.topology, jobs=tuple(args.jobs),
+    jobs = jobs_from_file(args.jobs[0]) if len(args.jobs) == 1 and "@" not in args.jobs[0] else tuple(args.jobs)
+    request = ColocateRequest(topology=args.topology, jobs=jobs,
                               algorithms=tuple(parse_algos(args.algo).items()), max_work=max_work(args), top=args.top)
     return show(request.run(), args.json)

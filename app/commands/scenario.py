@@ -14,6 +14,8 @@ from simulator.render import table
 from simulator.units import format_size, format_time, parse_size
 
 from ..output import emit_json
+from .scenario_moe import HELP as MOE_HELP
+from .scenario_moe import add_moe_options, run_moe
 
 
 def add_step_layout(p: argparse.ArgumentParser) -> None:
@@ -38,22 +40,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "compute per layer from FLOPs (6 x params x tokens, forward:backward 1:2) at the GPU's peak x --mfu, "
                     "and the collectives of each kind of parallelism on their process groups (ranks = nodes x GPUs per "
                     "node; TP inside a node, then data parallel, then pipeline stages). Scenarios: "
-                    + "; ".join(f"{k}: {v}" for k, v in SCENARIOS.items()) + ".",
+                    + "; ".join(f"{k}: {v}" for k, v in SCENARIOS.items()) + f"; {MOE_HELP}.",
         epilog="examples:\n"
                "  collsim scenario ddp --model llama2-7b --gpus 8 --out ddp.yaml\n"
                "  collsim scenario hybrid --model llama2-70b --gpus 64 --tp 8 --pp 2 --out 3d.yaml && collsim lint-program 3d.yaml")
-    p.add_argument("scenario", metavar="SCENARIO", help=", ".join(SCENARIOS))
+    p.add_argument("scenario", metavar="SCENARIO", help=", ".join([*SCENARIOS, "moe"]))
     p.add_argument("--model", default="llama2-7b", help=f"model preset: {', '.join(MODELS)} (default llama2-7b)")
     p.add_argument("--gpu", default="h100", help=f"GPU preset: {', '.join(GPUS)} (default h100)")
     p.add_argument("--gpus", type=int, required=True, help="GPUs in the job (ranks)")
     p.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")
     add_step_layout(p)
+    add_moe_options(p)
     p.add_argument("--out", metavar="PATH", help="write the program as YAML, or JSON for a .json path (faster to read back when large)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.scenario == "moe":
+        return run_moe(args)
     spec = build_spec(args.scenario, args.model, args.gpu, args.gpus, args.gpus_per_node, args.tp, args.pp, args.ep, args.fsdp,
                       args.sp, args.mfu, args.micro_batch, args.microbatches, args.seq_len, parse_size(args.bucket, "bucket"))
     program = generate(spec)

@@ -77,6 +77,9 @@ def program_from_dict(data: Any, source: str = "program", max_work: int = MAX_WO
     if not isinstance(data, dict):
         raise CollsimError(f"{source}: the file holds {type(data).__name__}; expected a mapping with world, groups and ranks")
     unknown = [k for k in data if k not in TOP_FIELDS]
+    if "jobs" in unknown:
+        raise CollsimError(f"{source}: jobs: a file of jobs (several programs on one machine) is run by collsim colocate "
+                           "--topology SPEC FILE; expected a program (world, groups, ranks) here")
     if unknown:
         raise CollsimError(f"{source}: unknown field {unknown[0]!r}; expected {', '.join(TOP_FIELDS)}")
     world = data.get("world")
