@@ -107,7 +107,9 @@ def lower_bound(schedule: Schedule, topology: Topology, options: EngineOptions |
     if options.ports > 0:
         sends = np.bincount(used // p, weights=pair_time, minlength=p)
         receives = np.bincount(used % p, weights=pair_time, minlength=p)
-        bound = max(bound, float(sends.max()) / options.ports, float(receives.max()) / options.ports)
+        bound = max(bound, float(receives.max()) / options.ports)
+        if not options.eager_bytes:  # eager sends do not hold their sender's port
+            bound = max(bound, float(sends.max()) / options.ports)
     return bound
 
 

@@ -1,0 +1,56 @@
+"""XOR pairwise exchange (MPICH, SMPI allgather and alltoall `pair`): in step s rank r swaps with r XOR s.
+
+Each step pairs ranks two by two (both directions at once), where `direct` shifts (r sends to r+s and
+receives from r-s). Every step is one MPI_Sendrecv: it waits for both ranks' previous step (sendrecv.Rounds:
+program order, not data, as the blocks are all distinct). On a switch this
+takes (p-1)(alpha + n/p beta), `direct`'s closed form; on a ring the XOR partners sit at other distances.
+SMPI refuses p that are not powers of two; here partners r XOR s >= p are skipped, so every rank still
+meets every other once, in steps 1 .. 2^ceil(lg p) - 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..collective import Collective
+from ..schedule import ArraySchedule
+from .phases import alltoall_offsets
+from .registry import get, register
+from .sendrecv import Rounds
+
+
+def _exchanges(rounds: Rounds, p: int, place, src_buf: str) -> None:
+    """Add every step's swaps: `place(r, d)` gives the (dst_off, src_off, count) arrays of r's blocks for d."""
+    for s in range(1, 1 << max(p - 1, 0).bit_length()):
+        r = np.flatnonzero(np.arange(p) ^ s < p)
+        dst_off, src_off, count = place(r, r ^ s)
+        rounds.add(r, r ^ s, dst_off, count, step=s - 1, src_buf=src_buf, src_off=src_off)
+
+
+_ALLGATHER, _ALLTOALL = get("allgather", "direct"), get("alltoall", "direct")
+
+
+@register("allgather", "pair", "XOR pairwise exchange (SMPI pair): in step s rank r swaps blocks with r XOR s; "
+          "p-1 steps of n/p", cost=_ALLGATHER.cost, exact=_ALLGATHER.exact)
+def allgather_pair(coll: Collective) -> ArraySchedule:
+    offs = np.asarray(coll.block_offsets, dtype=np.int64)
+    rounds = Rounds(coll.ranks)
+    _exchanges(rounds, coll.ranks, lambda r, d: (offs[r], offs[r], offs[r + 1] - offs[r]), "out")
+    return rounds.schedule(coll, "pair")
+
+
+@register("alltoall", "pair", "XOR pairwise exchange (SMPI pair): in step s rank r swaps blocks with r XOR s; "
+          "p-1 steps of n/p", cost=_ALLTOALL.cost, exact=_ALLTOALL.exact)
+def alltoall_pair(coll: Collective) -> ArraySchedule:
+    """Step 0 is each rank's own block (a local copy), as SMPI's loop from i = 0."""
+    in_off, out_off = alltoall_offsets(coll)
+    count = np.array([coll.pair_count(0, k) for k in range(coll.ranks)])
+    p, rounds = coll.ranks, Rounds(coll.ranks)
+
+    def place(r, d):
+        return out_off[d, r], in_off[r, d], count[(d - r) % p]
+
+    r = np.arange(p)
+    rounds.add(r, r, out_off[r, r], count[0], step=0, src_buf="in", src_off=in_off[r, r])
+    _exchanges(rounds, p, place, "in")
+    return rounds.schedule(coll, "pair")
