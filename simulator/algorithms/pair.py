@@ -3,7 +3,7 @@
 Each step pairs ranks two by two (both directions at once), where `direct` shifts (r sends to r+s and
 receives from r-s). Every step is one MPI_Sendrecv: it waits for both ranks' previous step (sendrecv.Rounds:
 program order, not data, as the blocks are all distinct). On a switch this
-takes (p-1)(alpha + n/p beta), `direct`'s closed form; on a ring the XOR partners sit at other distances.
+takes (p-1)(alpha + n/p beta), as `direct`; on a ring the XOR partners sit at other distances.
 SMPI refuses p that are not powers of two; here partners r XOR s >= p are skipped, so every rank still
 meets every other once, in steps 1 .. 2^ceil(lg p) - 1.
 """
@@ -14,8 +14,9 @@ import numpy as np
 
 from ..collective import Collective
 from ..schedule import ArraySchedule
+from .forms import LinkModel, pow2
 from .phases import alltoall_offsets
-from .registry import get, register
+from .registry import register
 from .sendrecv import Rounds
 
 
@@ -27,11 +28,16 @@ def _exchanges(rounds: Rounds, p: int, place, src_buf: str) -> None:
         rounds.add(r, r ^ s, dst_off, count, step=s - 1, src_buf=src_buf, src_off=src_off)
 
 
-_ALLGATHER, _ALLTOALL = get("allgather", "direct"), get("alltoall", "direct")
+# Closed form (p a power of two, exact): p-1 rounds of one message of n/p each way, (p-1)(alpha + n/p beta), as
+# `direct` and REFERENCE's pairwise exchange. Other p (an estimate): 2^ceil(lg p) - 1 rounds, some ranks idle in each.
+
+def _pair_cost(p, n, m: LinkModel):
+    return ((1 << max(p - 1, 0).bit_length()) - 1) * (m.alpha + n / p * m.beta)
+
 
 
 @register("allgather", "pair", "XOR pairwise exchange (SMPI pair): in step s rank r swaps blocks with r XOR s; "
-          "p-1 steps of n/p", cost=_ALLGATHER.cost, exact=_ALLGATHER.exact)
+          "p-1 steps of n/p", cost=_pair_cost, exact=pow2)
 def allgather_pair(coll: Collective) -> ArraySchedule:
     offs = np.asarray(coll.block_offsets, dtype=np.int64)
     rounds = Rounds(coll.ranks)
@@ -40,7 +46,7 @@ def allgather_pair(coll: Collective) -> ArraySchedule:
 
 
 @register("alltoall", "pair", "XOR pairwise exchange (SMPI pair): in step s rank r swaps blocks with r XOR s; "
-          "p-1 steps of n/p", cost=_ALLTOALL.cost, exact=_ALLTOALL.exact)
+          "p-1 steps of n/p", cost=_pair_cost, exact=pow2)
 def alltoall_pair(coll: Collective) -> ArraySchedule:
     """Step 0 is each rank's own block (a local copy), as SMPI's loop from i = 0."""
     in_off, out_off = alltoall_offsets(coll)
