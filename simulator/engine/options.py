@@ -19,6 +19,8 @@ class EngineOptions:
     gamma: float = 0.0                      # s per reduced byte
     ports: int = 1                          # sends (and receives) a rank may have in flight; 0 = unlimited
     contention: bool = True                 # share link bandwidth max-min fairly; False = every flow gets its bottleneck
+    latency_weighted: bool = False          # max-min shares in inverse proportion to each flow's route latency (SimGrid
+                                            # CM02's RTT unfairness); False: equal shares
     header_bytes: int = 0                   # bytes added to every network message (SMPI adds 16)
     eager_bytes: int = 0                    # sends of fewer payload bytes are eager: the sender's port frees when the
                                             # message starts (SMPI's send-is-detached-thresh, 65536); 0 = none
