@@ -62,8 +62,6 @@ KNOWN_P5 = {
         "Open MPI folds even rank 2i into 2i+1 (reduce_scatter-ompi.cpp), collsim's recursive_halving 2i+1 into 2i",
         {("cluster-rendezvous", 1024), ("ring-rendezvous", 1024), ("ring-rendezvous", 65536), ("ring-eager", 1024),
          ("ring-eager", 65536)}),
-    ("reduce", "rab"): ("not investigated: Rabenseifner's own reduce on 5 ranks (its fold for a non-power of two)",
-                        {(w, n) for w in EVERYWHERE for n in ALL_SIZES[:2]}),
 }
 
 

@@ -4,11 +4,11 @@ collsim's `rabenseifner` halves with the farthest partner first (distance p/2, p
 back nearest first. MPICH's allreduce (SMPI `rab_rdb`, `smp_rsag_rab`) and Rabenseifner's own reduce
 (SMPI `rab`) do the mirror: distances 1, 2, 4, ... while halving, then p/2, ..., 1 while gathering, so
 member i ends the halving with segment bitreverse(i). On a switch both orders take the same time (the
-closed forms are `rabenseifner`'s); on a ring the n/2 messages of the first round go to neighbours.
+allreduce's closed form is `rabenseifner`'s); on a ring the n/2 messages of the first round go to neighbours.
 
 Every round waits for its ranks' previous one (sendrecv.Rounds: MPI program order). Rank counts that are
-not powers of two fold first: `rab_rdb` folds even rank 2i into 2i+1 (the odd one
-survives), the reduce `rab` folds odd into even, as collsim's `fold`.
+not powers of two fold first: `rab_rdb` folds even rank 2i into 2i+1 (the odd one survives); the reduce
+`rab` keeps the even one, the pair swapping halves and the odd one handing its reduced half back.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 
 from ..collective import Collective, offsets_of, split_counts
 from ..schedule import ArraySchedule
+from .forms import LinkModel, floor_lg, fold_extra, pof2
 from .phases import fold, relative_group
 from .registry import get, register
 from .sendrecv import Rounds
@@ -62,24 +63,47 @@ def farthest_doubling(rounds: Rounds, members: np.ndarray, starts: np.ndarray, w
     return step
 
 
+def _fold_in(rounds: Rounds, extra: np.ndarray, keep: np.ndarray, n: int, halves: bool) -> int:
+    """The pre step: `extra` reduces its whole vector into `keep` (MPICH); or, with `halves` (Rabenseifner's reduce),
+    the pair swap halves and reduce them (keep the first n/2 elements, extra the rest), then extra hands its reduced
+    half to keep. Returns the next step."""
+    if not halves:
+        rounds.add(extra, keep, 0, n, step=0, reduce=True)
+        return 1
+    half, k = n // 2, extra.size
+    rounds.add(np.concatenate((extra, keep)), np.concatenate((keep, extra)), np.repeat([0, half], k),
+               np.repeat([half, n - half], k), step=0, reduce=True)
+    rounds.add(extra, keep, half, n - half, step=1)
+    return 2
+
+
 def _rabenseifner(coll: Collective, group: np.ndarray, odd_survives: bool, gather: bool) -> ArraySchedule:
     """Fold, halving nearest first, then the doubling allgather (or gather to group[0]) farthest first, then unfold."""
     p, n = coll.ranks, coll.count
     rounds = Rounds(p)
     survivors, pairs = mpich_fold(p, odd_survives)
     extra, keep = (group[np.array(side, dtype=np.int64)] for side in zip(*pairs)) if pairs else ([], [])
-    if pairs:
-        rounds.add(extra, keep, 0, n, step=0, reduce=True)
+    step = _fold_in(rounds, extra, keep, n, halves=gather) if pairs else 0
     members = group[np.array(survivors, dtype=np.int64)]
     starts = offsets_of(split_counts(n, members.size))
-    window, step = nearest_halving(rounds, members, starts, 1 if pairs else 0)
+    window, step = nearest_halving(rounds, members, starts, step)
     step = farthest_doubling(rounds, members, starts, window, step, gather)
     if pairs and not gather:
         rounds.add(keep, extra, 0, n, step=step)
     return rounds.schedule(coll, "rabenseifner_nearest")
 
 
-_ALLREDUCE, _REDUCE = get("allreduce", "rabenseifner"), get("reduce", "rabenseifner")
+_ALLREDUCE = get("allreduce", "rabenseifner")
+
+
+# Reduce (derived): `rabenseifner`'s 2 lg(p2) alpha + 2 (p2-1)/p2 n beta + (p2-1)/p2 n gamma over the p2 survivors; p not
+# a power of two adds the halves swap (alpha + n/2 beta + n/2 gamma) and the hand-back of a half (alpha + n/2 beta).
+
+def _reduce_cost(p, n, m: LinkModel):
+    p2, x = pof2(p), fold_extra(p)
+    f = (p2 - 1) / p2
+    return 2 * floor_lg(p) * m.alpha + 2 * f * n * m.beta + f * n * m.gamma + x * (2 * m.alpha + n * m.beta + n / 2 * m.gamma)
+
 
 
 @register("allreduce", "rabenseifner_nearest",
@@ -91,6 +115,6 @@ def allreduce_rabenseifner_nearest(coll: Collective) -> ArraySchedule:
 
 @register("reduce", "rabenseifner_nearest",
           "Rabenseifner's reduce (SMPI rab): halving with partners at distance 1, 2, 4, ..., then gathering towards "
-          "the root from distance p/2 down: 2 lg p steps, 2n(p-1)/p bytes", cost=_REDUCE.cost, exact=_REDUCE.exact)
+          "the root from distance p/2 down: 2 lg p steps, 2n(p-1)/p bytes", cost=_reduce_cost)
 def reduce_rabenseifner_nearest(coll: Collective) -> ArraySchedule:
     return _rabenseifner(coll, np.array(relative_group(coll.ranks, coll.root)), odd_survives=False, gather=True)
