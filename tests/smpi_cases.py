@@ -56,7 +56,9 @@ KNOWN_P5 = {
     ("allgather", "rdb"): ("MPICH's recursive doubling handles the ranks past 2^floor(lg p) inside the doubling "
                            "(dst_tree_root, allgather-rdb.cpp); collsim folds them in and out",
                            {(w, n) for w in EVERYWHERE for n in ALL_SIZES} - {("ring-eager", 65536)}),
-    ("allgather", "bruck"): ("not investigated: SMPI's Bruck on 5 ranks at 1 KiB and 64 KiB",
+    ("allgather", "bruck"): ("collsim's Bruck is dataflow: the last (partial) round's messages wait for no data, so "
+                             "one can take a receive port before an earlier round's message (1 -> 2 at 2 us, before "
+                             "4 -> 2 of round 2); SMPI's sendrecv rounds keep program order (sendrecv.Rounds would)",
                              {("cluster-rendezvous", 1024), ("ring-rendezvous", 1024), ("cluster-eager", 65536)}),
     ("reduce_scatter", "ompi_basic_recursivehalving"): (
         "Open MPI folds even rank 2i into 2i+1 (reduce_scatter-ompi.cpp), collsim's recursive_halving 2i+1 into 2i",

@@ -40,3 +40,11 @@ def test_eager_sends_overlap_a_binomial_broadcasts_first_sends(tmp_path: Path) -
         assert data["options"]["eager_bytes"] == (65536 if extra else 0)
     assert times[0] == pytest.approx(4.208e-6, rel=1e-9)
     assert times[1] == pytest.approx(4.312e-6, rel=1e-9)
+
+
+def test_latency_weighted_reaches_the_engine(tmp_path: Path) -> None:
+    result = run_cli([*SIM, "--latency-weighted", "--eager", "64KiB", "--json"], tmp_path)
+    assert result.status == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["options"]["latency_weighted"] is True
+    assert data["time_s"] == pytest.approx(4.312e-6, rel=1e-9)  # a switch: every route has the same latency
