@@ -216,8 +216,10 @@ class _Run:
         if options.ports == 1 and self.pair_src.size and self.eager is None:  # a link only one rank sends (or
             # receives) on: one flow at a time (eager sends of one rank overlap)
             alone = routes.one_sided(np.append(self.pair_src, -1), np.append(self.pair_dst, -1), capacity.size)
-        route_latency = self.pair_latency[self.pair_of]
-        weight = np.where(route_latency > 0, 1 / np.maximum(route_latency, 1e-300), 1.0) if options.latency_weighted else None
+        weight = None
+        if options.latency_weighted:  # SimGrid CM02: a flow's share grows as 1 / its route latency (1 for none)
+            route = self.pair_latency[self.pair_of]
+            weight = np.where(route > 0, 1 / np.maximum(route, 1e-300), 1.0)
         self.flows = Flows(routes, capacity, bottleneck, wire, self.clock.scale, self._post_done, self.agenda.post_done,
                            alone, self.agenda.forget, weight)
 
