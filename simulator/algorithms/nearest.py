@@ -102,8 +102,8 @@ _ALLREDUCE = get("allreduce", "rabenseifner")
 def _reduce_cost(p, n, m: LinkModel):
     p2, x = pof2(p), fold_extra(p)
     f = (p2 - 1) / p2
-    return 2 * floor_lg(p) * m.alpha + 2 * f * n * m.beta + f * n * m.gamma + x * (2 * m.alpha + n * m.beta + n / 2 * m.gamma)
-
+    fold_in = 2 * m.alpha + n * m.beta + n / 2 * m.gamma
+    return 2 * floor_lg(p) * m.alpha + 2 * f * n * m.beta + f * n * m.gamma + x * fold_in
 
 
 @register("allreduce", "rabenseifner_nearest",

@@ -2,8 +2,8 @@
 
 Each step pairs ranks two by two (both directions at once), where `direct` shifts (r sends to r+s and
 receives from r-s). Every step is one MPI_Sendrecv: it waits for both ranks' previous step (sendrecv.Rounds:
-program order, not data, as the blocks are all distinct). On a switch this
-takes (p-1)(alpha + n/p beta), as `direct`; on a ring the XOR partners sit at other distances.
+program order, not data, as the blocks are all distinct). On a switch this takes (p-1)(alpha + n/p beta),
+as `direct`; on a ring the XOR partners sit at other distances.
 SMPI refuses p that are not powers of two; here partners r XOR s >= p are skipped, so every rank still
 meets every other once, in steps 1 .. 2^ceil(lg p) - 1.
 """
@@ -29,11 +29,11 @@ def _exchanges(rounds: Rounds, p: int, place, src_buf: str) -> None:
 
 
 # Closed form (p a power of two, exact): p-1 rounds of one message of n/p each way, (p-1)(alpha + n/p beta), as
-# `direct` and REFERENCE's pairwise exchange. Other p (an estimate): 2^ceil(lg p) - 1 rounds, some ranks idle in each.
+# `direct` and REFERENCE's pairwise exchange. Other p: 2^ceil(lg p) - 1 rounds, some ranks idle in each (declared an
+# estimate; it equals the schedule's time on ideal:P for every p of tests/simulator/test_cost.py, 2..32).
 
 def _pair_cost(p, n, m: LinkModel):
     return ((1 << max(p - 1, 0).bit_length()) - 1) * (m.alpha + n / p * m.beta)
-
 
 
 @register("allgather", "pair", "XOR pairwise exchange (SMPI pair): in step s rank r swaps blocks with r XOR s; "
