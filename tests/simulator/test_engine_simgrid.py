@@ -1,6 +1,8 @@
 """The engine against an independent simulator: SimGrid 3.32 SMPI times on platforms switch:P and ring:P describe,
 with rendezvous sends and with SMPI's default eager sends (tests/data/simgrid/README.md)."""
 
+import csv
+
 import pytest
 from smpi_cases import NOT_COMPARABLE, SMPI_NAMES, case_id, collsim_time, known_difference, rows
 
@@ -30,7 +32,6 @@ def test_every_smpi_algorithm_is_mapped_or_explained(shared_data):
 
 
 def rows_of(path) -> list[dict]:
-    import csv
     with open(path) as handle:
         return list(csv.DictReader(handle))
 
