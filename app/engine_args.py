@@ -34,6 +34,12 @@ def add_engine_args(p: argparse.ArgumentParser) -> None:
                    help="background load takes SHARE (0..1) of a link's bandwidth; LINK is an id or a name a->b; repeatable")
     p.add_argument("--header-bytes", type=int, default=0, metavar="N",
                    help="bytes added to every network message (SimGrid SMPI adds 16; default 0)")
+    p.add_argument("--eager", default=None, metavar="SIZE",
+                   help="sends under SIZE are eager: the sender goes on once the message starts (SimGrid SMPI's "
+                        "send-is-detached-thresh, 64KiB by default there; default here: every send rendezvous)")
+    p.add_argument("--latency-weighted", action="store_true",
+                   help="flows share a link in inverse proportion to their route latency, as SimGrid's CM02 model "
+                        "(default: equal max-min shares)")
     p.add_argument("--ecmp", action="store_true", help="spread rank pairs over equal-cost paths (hash of the pair)")
     p.add_argument("--placement", metavar="D0,D1,...",
                    help="run rank i on device Di (distinct device numbers; devices not named follow in order)")
@@ -43,5 +49,6 @@ def machine_setup(args: argparse.Namespace) -> MachineSetup:
     """The machine options of the command line, as the request layer takes them."""
     return MachineSetup(topology=args.topology, alpha=args.alpha, bandwidth=args.bandwidth, profile=args.profile,
                         gamma=args.gamma, ports=args.ports, contention=not args.no_contention,
-                        header_bytes=args.header_bytes, ecmp=args.ecmp, placement=args.placement,
+                        header_bytes=args.header_bytes, eager=args.eager,
+                        latency_weighted=args.latency_weighted, ecmp=args.ecmp, placement=args.placement,
                         stragglers=tuple(args.straggler), slow=tuple(args.slow), congestion=tuple(args.congestion))

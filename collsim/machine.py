@@ -1,6 +1,6 @@
 """The machine a run uses and the engine's options on it, as simulate and sweep take them: a topology (preset,
 builder or file; default the textbook ideal:P of `collsim cost`), link numbers or a measured link profile laid over
-it, and stragglers, slow reducers, background congestion, ports, message headers."""
+it, and stragglers, slow reducers, background congestion, ports, message headers, eager sends, latency-weighted sharing."""
 
 from __future__ import annotations
 
@@ -40,6 +40,8 @@ class MachineSetup:
     ports: int = 1  # messages a rank may have in flight each way (0: unlimited)
     contention: bool = True
     header_bytes: int = 0
+    eager: str | int | None = None  # sends under this size are eager, e.g. '64KiB' (SMPI's default); None: none
+    latency_weighted: bool = False  # shares of a link in inverse proportion to route latency (SimGrid CM02)
     ecmp: bool = False
     placement: str | None = None  # 'D0,D1,...': rank i on device Di
     stragglers: tuple[str, ...] = ()  # 'RANK:DELAY'
@@ -51,6 +53,8 @@ class MachineSetup:
             raise CollsimError(f"ports: {self.ports}; expected an integer >= 1, or 0 for unlimited")
         if isinstance(self.header_bytes, bool) or self.header_bytes < 0:
             raise CollsimError(f"header-bytes: {self.header_bytes}; expected a byte count >= 0")
+        if self.eager is not None:
+            units.parse_size(self.eager, "eager")
 
     def machine(self, ranks: int | None) -> Machine:
         """The topology with the profile (through the profile adapter), then alpha/bandwidth per link, applied; and
@@ -84,8 +88,10 @@ class MachineSetup:
                 for r, v in _pairs(self.slow, "slow", "RANK:FACTOR such as 5:2.5")}
         background = {_link(name, topology): _number(v, "congestion", "a share; expected a number in [0, 1)")
                       for name, v in _pairs(self.congestion, "congestion", "LINK:SHARE such as 0:0.5 or gpu0->switch:0.5")}
+        eager = units.parse_size(self.eager, "eager") if self.eager is not None else 0
         return EngineOptions(gamma=gamma, ports=self.ports, contention=self.contention, header_bytes=self.header_bytes,
-                             start_delay=delays, slowdown=slow, background=background)
+                             eager_bytes=eager, latency_weighted=self.latency_weighted, start_delay=delays,
+                             slowdown=slow, background=background)
 
 
 def _number(text: str, field: str, what: str) -> float:

@@ -126,7 +126,7 @@ def closed_form(coll: Collective, algo: str, params: dict, topology: Topology, g
     from simulator.cost import CLOSED_FORMS, LinkModel, is_exact, predict
 
     plain = (topology.ideal and options.ports == 1 and not options.start_delay and not options.slowdown
-             and not options.background and not options.header_bytes)
+             and not options.background and not options.header_bytes and not options.eager_bytes)
     if not plain or (coll.op, algo) not in CLOSED_FORMS:
         return None
     if adapter is not None:

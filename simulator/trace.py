@@ -208,6 +208,7 @@ class Trace:
                "transfers": len(self.schedule), "events": self.events, "wall_s": self.wall_s,
                "options": {"gamma_s_per_byte": self.options.gamma, "ports": self.options.ports,
                            "contention": self.options.contention, "header_bytes": self.options.header_bytes,
+                           "eager_bytes": self.options.eager_bytes, "latency_weighted": self.options.latency_weighted,
                            "start_delay": {str(k): v for k, v in self.options.start_delay.items()},
                            "slowdown": {str(k): v for k, v in self.options.slowdown.items()},
                            "background": {str(k): v for k, v in self.options.background.items()}}}

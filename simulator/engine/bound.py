@@ -7,7 +7,8 @@ regime's byte factor + header_bytes) at the route's bottleneck bandwidth, since 
 flow more than its bottleneck; a link never carries more than its bandwidth (less any background share); a
 local transfer takes no time at least. So the run takes at least
 - `lower_bound`: per link, the wire bytes routed over it divided by its bandwidth; per rank, the contention-free
-  durations of its sends (and of its receives) divided by its ports;
+  durations of its sends (and of its receives) divided by its ports (its receives alone with eager sends, which
+  free their send port at once);
 - `critical_path`: the longest chain of dependencies, each network transfer at its contention-free duration
   (by induction over the chain, no transfer starts before the chain ending at it could end); and per link l,
   head + W/B + tail: no byte crosses l before head, the earliest any transfer on l can start (its chain) plus its
@@ -107,7 +108,9 @@ def lower_bound(schedule: Schedule, topology: Topology, options: EngineOptions |
     if options.ports > 0:
         sends = np.bincount(used // p, weights=pair_time, minlength=p)
         receives = np.bincount(used % p, weights=pair_time, minlength=p)
-        bound = max(bound, float(sends.max()) / options.ports, float(receives.max()) / options.ports)
+        bound = max(bound, float(receives.max()) / options.ports)
+        if not options.eager_bytes:  # eager sends do not hold their sender's port
+            bound = max(bound, float(sends.max()) / options.ports)
     return bound
 
 
@@ -133,8 +136,11 @@ def critical_path(schedule: Schedule, topology: Topology, options: EngineOptions
     latency[net] = costs[inverse, 0] + extra[net]
     duration = latency.copy()
     duration[net] += wire[net] / costs[inverse, 1]
-    start, after = _chains(schedule, duration)
-    bound = float((start + duration + after).max())
+    chain = duration
+    if options.eager_bytes:  # an eager send may release its dependents when it starts: nothing of it in the chains
+        chain = np.where((arrays["bytes"] < options.eager_bytes) & (src != dst), 0.0, duration)
+    start, after = _chains(schedule, chain)
+    bound = float(max((start + chain + after).max(), (start + duration).max()))
     if net.size:  # per pair: the earliest first byte and the shortest chain after; per link, the smallest over its pairs
         first = np.full(used.size, np.inf)
         np.minimum.at(first, inverse, start[net] + latency[net])

@@ -40,10 +40,13 @@ class Flows:
 
     def __init__(self, routes: Routes, capacity: np.ndarray, bottleneck: np.ndarray, wire: np.ndarray,
                  ticks_per_s: float, post: Post, post_one: Callable[[int, int, int], None],
-                 alone: np.ndarray | None = None, forget: Callable[[int], None] | None = None):
+                 alone: np.ndarray | None = None, forget: Callable[[int], None] | None = None,
+                 weight: np.ndarray | None = None):
         """capacity: B/s of every link; bottleneck: of every flow's route; wire: bytes each flow moves; alone (optional):
         per link, True if it never carries two flows at once (max-min then reads only its capacity); forget(when)
-        (optional): a completion posted for tick `when` is superseded."""
+        (optional): a completion posted for tick `when` is superseded; weight (optional): per flow, its weight in
+        max-min (shares grow in proportion; None: all equal)."""
+        self.weight = weight
         n = len(routes)
         self._capacity_list = capacity.tolist()  # read one link at a time by max-min
         self.routes, self._own = _shareable(routes, alone, self._capacity_list)
@@ -261,7 +264,8 @@ class Flows:
         if len(comp_flows) == 1:  # alone: its links are all its own, the virtual one holds their smallest capacity
             new_rates = {f: capacity[-1 - f] for f in comp_flows}
         else:
-            new_rates = progressive_filling(comp_flows, users, capacity)
+            weight = None if self.weight is None else {f: float(self.weight[f]) for f in comp_flows}
+            new_rates = progressive_filling(comp_flows, users, capacity, weight)
         post = self._post_one
         for f, r in new_rates.items():
             st = states[f]

@@ -67,9 +67,10 @@ class Ports:
         self._pool: np.ndarray | None = None             # the waiting transfers, when kept as one array (else queues)
         self._fresh: list[int] = []                      # transfers that began to wait since the pool was last read
 
-    def release(self, ids: np.ndarray) -> None:
-        """Messages `ids` (network transfers) have arrived: their send and receive ports are free again."""
-        s, d = self.src[ids], self.dst[ids]
+    def release(self, ids: np.ndarray, send: bool = True) -> None:
+        """Messages `ids` (network transfers) have arrived: their send (unless `send` is False: eager sends gave theirs
+        back when they started, `detach`) and receive ports are free again."""
+        s, d = (self.src[ids] if send else ids[:0]), self.dst[ids]
         if self._lists:
             free_send, free_recv = self.free_send, self.free_recv
             for r in s.tolist():
@@ -85,15 +86,26 @@ class Ports:
             if hit.size:
                 self.dirty.update(hit.tolist())
 
-    def release_one(self, s: int, d: int) -> None:
+    def release_one(self, s: int, d: int, send: bool = True) -> None:
         """release() for one message from s to d."""
-        self.free_send[s] += 1
-        self.free_recv[d] += 1
         listed = self._lists_buf
-        if listed[s]:
-            self.dirty.add(s)
+        if send:
+            self.free_send[s] += 1
+            if listed[s]:
+                self.dirty.add(s)
+        self.free_recv[d] += 1
         if listed[d]:
             self.dirty.add(d)
+
+    def detach(self, ids: list[int]) -> None:
+        """Eager sends `ids` have started: their senders' send ports are free again at once (SMPI's detached sends:
+        the sender goes on while the message moves); their receive ports stay taken until they arrive."""
+        listed = self._lists_buf
+        for t in ids:
+            s = self._s_src[t]
+            self.free_send[s] += 1
+            if listed[s]:
+                self.dirty.add(s)
 
     def open(self, ranks: np.ndarray) -> None:
         """Ranks may start transfers from now on."""

@@ -6,7 +6,8 @@ receiver a free receive port (`ports` each; ready transfers take free ports in t
 A flow first waits the sum of its links' latencies (plus its message regime's latency), then moves
 its bytes (times the regime's byte factor, plus `header_bytes`) at the rate max-min fair sharing
 gives it, recomputed whenever a flow starts or ends moving bytes. Both ports are freed when the
-message has arrived. A reducing transfer then costs gamma x bytes on the receiver, which reduces
+message has arrived; an eager send (fewer payload bytes than `eager_bytes`, SMPI's detached sends) frees its
+sender's port as soon as it starts. A reducing transfer then costs gamma x bytes on the receiver, which reduces
 one message at a time; the transfer ends when its reduction ends. Local transfers (src == dst) use
 no network. Stragglers start late or reduce slower; background load takes a fixed share of chosen
 links' bandwidth.
@@ -127,7 +128,13 @@ class _Run:
         self.agenda = Agenda(self._instant)
         late = {r: d for r, d in options.start_delay.items() if d > 0}
         self.ports = Ports(self.src, self.dst, p, options.ports, closed=late)
-        self.fast = not options.contention or (topology.ideal and options.ports == 1 and not options.background)
+        eager = (self.payload < options.eager_bytes) & ~self.local
+        self.eager = eager if eager.any() else None  # network sends whose sender's port frees when they start
+        if self.eager is not None:
+            self.succ_ptr, self.succ_idx, self.early_ptr, self.early_idx = _early_edges(
+                self.succ_ptr, self.succ_idx, self.src, self.dst, self.eager)
+        self.fast = not options.contention or (topology.ideal and options.ports == 1 and not options.background
+                                               and self.eager is None)  # one flow per link at a time
         self._route_table(topology)
         self.links = LinkStats(topology.num_links, self.routes, self.payload.astype(np.float64) + options.header_bytes)
         late_s = max(late.values(), default=0.0)
@@ -206,10 +213,15 @@ class _Run:
         self.clock = Clock(2 * (float(lat.sum()) + moving + other_s))
         self.latency = self.clock.ticks_array(lat)
         alone = None
-        if options.ports == 1 and self.pair_src.size:  # a link only one rank sends (or receives) on: one flow at a time
+        if options.ports == 1 and self.pair_src.size and self.eager is None:  # a link only one rank sends (or
+            # receives) on: one flow at a time (eager sends of one rank overlap)
             alone = routes.one_sided(np.append(self.pair_src, -1), np.append(self.pair_dst, -1), capacity.size)
+        weight = None
+        if options.latency_weighted:  # SimGrid CM02: a flow's share grows as 1 / its route latency (1 for none)
+            route = self.pair_latency[self.pair_of]
+            weight = np.where(route > 0, 1 / np.maximum(route, 1e-300), 1.0)
         self.flows = Flows(routes, capacity, bottleneck, wire, self.clock.scale, self._post_done, self.agenda.post_done,
-                           alone, self.agenda.forget)
+                           alone, self.agenda.forget, weight)
 
     def _post_done(self, when: np.ndarray, ids: np.ndarray, versions: np.ndarray) -> None:
         self.agenda.post_many(when, DONE, ids, versions)
@@ -238,7 +250,7 @@ class _Run:
             if ids.size:
                 self.record.arrive[ids] = now
                 self.links.arrive(ids, now)
-                self.ports.release(ids)
+                self._release(ids)
                 self.pending = True
                 self._landed(ids, now)
         if due[REDUCED]:
@@ -265,9 +277,10 @@ class _Run:
         if arrived:
             arrive, src, dst, release = self.record.s_arrive, self.s_src, self.s_dst, self.ports.release_one
             routes, pair, leave = self.routes.tuples, self.routes.index, self.links.leave_one  # routes.of, inlined
+            eager = self.eager
             for t in arrived:
                 arrive[t] = now
-                release(src[t], dst[t])
+                release(src[t], dst[t], eager is None or not eager[t])
                 leave(routes[pair[t]], now)
             self.pending = True
             self._landed_few(arrived, now)
@@ -290,6 +303,7 @@ class _Run:
             go_few = self.ports.match_few(few)
             if go_few is not None:
                 if go_few:
+                    self._detach(go_few, now)
                     self._go_few(go_few, now)
                 return
             ready = np.array(few, dtype=np.int64)
@@ -298,6 +312,7 @@ class _Run:
         go = self.ports.match(ready)
         if not go.size:
             return
+        self._detach(go, now)
         if go.size <= _SMALL:
             self._go_few(go.tolist(), now)
             return
@@ -316,6 +331,34 @@ class _Run:
             loc = go[local]
             self.record.arrive[loc] = now
             self._landed(loc, now)
+
+    def _release(self, ids: np.ndarray) -> None:
+        """Messages `ids` have arrived: their ports are free (eager sends' send ports were already)."""
+        if self.eager is None:
+            self.ports.release(ids)
+            return
+        eager = self.eager[ids]
+        self.ports.release(ids[~eager])
+        self.ports.release(ids[eager], send=False)
+
+    def _detach(self, go: list[int] | np.ndarray, now: int) -> None:
+        """Eager sends among the transfers that start now give their send ports back and release the dependents that
+        waited only for their sender to go on (`_early_edges`); the decision runs again."""
+        if self.eager is None:
+            return
+        eager = [t for t in go if self.eager[t]] if isinstance(go, list) else go[self.eager[go]].tolist()
+        if not eager:
+            return
+        self.ports.detach(eager)
+        self.pending = True
+        succ, _ = gather(self.early_ptr, self.early_idx, np.array(eager, dtype=np.int64))
+        if succ.size:
+            np.subtract.at(self.indeg, succ, 1)
+            free = distinct(succ[self.indeg[succ] == 0])
+            if free.size and self.join is not None:
+                free = self._through_joins(free, now)
+            if free.size:
+                self.ready.append(np.sort(free))
 
     def _go_few(self, go: list[int], now: int) -> None:
         start, local, post, delay, kind = self.record.s_start, self.s_local, self.agenda.post, self.s_delay, self.s_kind
@@ -447,6 +490,21 @@ class _Run:
             np.subtract.at(self.indeg, succ, 1)
             free = distinct(succ[self.indeg[succ] == 0])
         return np.concatenate(out) if len(out) > 1 else (out[0] if out else _EMPTY)
+
+
+def _early_edges(ptr: np.ndarray, idx: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                 eager: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The successor lists (CSR) split in two: those released when their transfer ends, and those an eager send e
+    releases when it starts: its sender's own later transfers and those writing into its sender (t.src or t.dst is
+    e.src), unless they read what e delivered (t.src is e.dst). An eager send's data is copied out when it is posted
+    (SMPI's detached sends), so its sender goes on, and may overwrite what it sent, at once."""
+    owner = np.repeat(np.arange(ptr.size - 1, dtype=np.int64), np.diff(ptr))
+    early = eager[owner] & ((src[idx] == src[owner]) | (dst[idx] == src[owner])) & (src[idx] != dst[owner])
+    out = []
+    for keep in (~early, early):
+        out += [np.concatenate(([0], np.cumsum(np.bincount(owner[keep], minlength=ptr.size - 1)))).astype(np.int64),
+                idx[keep]]
+    return out[0], out[1], out[2], out[3]
 
 
 def _pairs(keys: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
