@@ -590,7 +590,8 @@ def run_nvls_tree(topology: Topology, system: System, per_node: int, size: int, 
     the time is at least the bytes at NCCL's NVLS_TREE bandwidth (its per-channel cap). Each half-shard goes in as many pieces as
     NCCL's loop takes steps: nBytes / (nvlsChannels x nHeads x chunk), the chunk as calcCollChunking sets
     it for NVLS_TREE (simulator/nccl/channels.py); a piece is one step of all the channels of a tree at
-    once. At most 64 pieces, and fewer where nodes x GPUs x 2 x pieces would pass NVLS_TREE_MAX_PIECES.
+    once. At most 64 pieces, and fewer where nodes x GPUs x 2 x pieces would pass NVLS_TREE_MAX_PIECES; the engine's
+    time with those pieces is carried to NCCL's steps by the pipeline law (nvls_tree.pipelined).
     """
     nodes = ranks // per_node
     check_budget(nodes * nvls_tree_pieces(system, per_node, size, ranks) * (3 * per_node + 2),
@@ -619,7 +620,8 @@ def nvls_tree_engine(system: System, per_node: int, size: int, ranks: int, dtype
     """run_nvls_tree's engine time on `nodes` nodes of `topology`, and how an engine time becomes the Prediction of the
     machine of `ranks` ranks; its chunks are those the engine's budget allows over `chunk_ranks` ranks (default
     `ranks`: the full run; a reduced instance takes its largest instance's, so that NCCL's pipelining is not cut
-    to the few chunks a full run of thousands of ranks could afford)."""
+    to the few chunks a full run of thousands of ranks could afford), its time carried to NCCL's steps
+    (nvls_tree_steps) by the pipeline law T(k) = A + B / k (nvls_tree.pipelined; A: the busiest link, lower_bound)."""
     coll = Collective("allreduce", ranks, size, dtype)
     channels = collective_channels(system, "nvls_tree", "Simple", size)[0]
     chunks = nvls_tree_pieces(system, per_node, size, chunk_ranks or ranks) // (2 * per_node)
