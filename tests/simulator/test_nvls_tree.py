@@ -6,9 +6,9 @@ import pytest
 from simulator.algorithms.tree import dtree_parents
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
+from simulator.engine.bound import lower_bound
 from simulator.errors import CollsimError
 from simulator.nccl.nvls import switch_view, timing_view
-from simulator.engine.bound import lower_bound
 from simulator.nccl.nvls_tree import nvls_tree_allreduce, nvls_tree_time, pipelined
 from simulator.schedule import Schedule
 from simulator.semantics import check
