@@ -16,7 +16,8 @@ predict's run time.
     one call) and per node count (all sizes in one call).
 
 The default run stops at 16 nodes (about a minute of CPU); `--max-nodes 1024` is the full table (predict's time
-grows about as p^1.5-2 in the GPU count). `--out` rewrites the `scale_accuracy` block of the page with the load
+grows about as p^1.5-2 in the GPU count). `--jobs N` runs the log table and the node counts in N processes (each
+case's CPU time is its own process's). `--out` rewrites the `scale_accuracy` block of the page with the load
 average before and after.
 """
 
@@ -27,6 +28,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from simulator.errors import CollsimError
@@ -162,11 +164,25 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def run_all(data: Path, counts: list[int], jobs: int = 1) -> tuple[list[dict], list[dict]]:
+    """(a) and (b), in `jobs` processes (the largest node counts first, so that they do not start last)."""
+    def done(case: dict) -> dict:
+        print(f"# {case['nodes']} nodes: " + (case["refused"] or _run_time(case)), file=sys.stderr)
+        return case
+    if jobs == 1:
+        return log_rows(data), [done(scale_case(nodes, SIZES)) for nodes in counts]
+    with ProcessPoolExecutor(jobs) as pool:
+        logs = pool.submit(log_rows, data)
+        futures = {nodes: pool.submit(scale_case, nodes, SIZES) for nodes in sorted(counts, reverse=True)}
+        return logs.result(), [done(futures[nodes].result()) for nodes in counts]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(ROOT / "tests" / "data" / "nccl-tests"), help="the bundled logs")
     parser.add_argument("--max-nodes", type=int, default=16, help=f"largest node count of (b) (default 16; {MAX_NODES}: "
                         "the full table, long)")
+    parser.add_argument("--jobs", type=int, default=1, help="processes for the log table and the node counts (default 1)")
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON instead of tables")
     parser.add_argument("--out", metavar="PAGE", help="rewrite the scale_accuracy block of PAGE (docs/accuracy.md)")
     args = parser.parse_args(argv)
@@ -174,12 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         counts = node_counts(args.max_nodes)
     except CollsimError as exc:
         parser.error(str(exc))
+    if args.jobs < 1:
+        parser.error(f"jobs: {args.jobs}; expected a process count >= 1")
     before, start = _load(), time.perf_counter()
-    logs = log_rows(Path(args.data))
-    cases = []
-    for nodes in counts:
-        cases.append(scale_case(nodes, SIZES))
-        print(f"# {nodes} nodes: " + (cases[-1]["refused"] or _run_time(cases[-1])), file=sys.stderr)
+    logs, cases = run_all(Path(args.data), counts, args.jobs)
     wall, after = time.perf_counter() - start, _load()
     if args.json:
         print(json.dumps({"logs": logs, "scale": cases, "wall_s": wall, "load_average": [before, after]}, indent=1))
@@ -189,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         print(table(*_scale_table(cases)))
         print(f"# {wall:.0f} s; load average {before} before, {after} after")
     if args.out:
-        shown = f"--max-nodes {args.max_nodes} --out {args.out}"
+        shown = f"--max-nodes {args.max_nodes}" + (f" --jobs {args.jobs}" if args.jobs > 1 else "") + f" --out {args.out}"
         replace_block(Path(args.out), BLOCK, page_block(logs, cases, (before, after), wall, shown))
     return 0
 

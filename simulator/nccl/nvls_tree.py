@@ -210,6 +210,22 @@ def _across(table: Table, pc: _Pieces, p: int, g: int, count: int, load: np.ndar
               [store[..., None], load_to, pc.pipe(cast)[..., None, :]])
 
 
+def pipelined(engine_s: float, steady_s: float, pieces: int, steps: int) -> float:
+    """The engine's time for a pipeline of `steps` pieces per half-shard, from its time with `pieces` (<= steps) of them.
+
+    With k pieces the schedule streams through its stages (switch, heads, the trees' levels) behind its busiest link,
+    which carries the same bytes whatever k is: T(k) = A + B / k, A = `steady_s`, that link's bytes over its
+    bandwidth (engine/bound.py lower_bound), B / k the pipeline's fill and drain, one piece through every stage. So
+    T(steps) = A + (T(pieces) - A) x pieces / steps. NCCL pipelines in its steps (nvls_tree_steps: 2048 per channel
+    at 16 GiB on 8-GPU H100 nodes), more than the engine can run on thousands of GPUs; with too few pieces the fill
+    of a deep tree dominated (on 256 dgx-h100 nodes, one piece: 16 GiB in 7.6x NCCL's time). Exact where k is past
+    the fill's start-up (dgx-h100:nodes=4..32, 16 GiB: A = 85.899 ms on every count, T(8) and T(16) give T(64)
+    within 0.6%; tests/simulator/test_nvls_tree.py)."""
+    if steps <= pieces or engine_s <= steady_s:
+        return engine_s
+    return steady_s + (engine_s - steady_s) * pieces / steps
+
+
 def nvls_tree_time(group: int, n, alpha: float, bandwidth: float):
     """Closed form for two nodes of `group` >= 2 GPUs, every link (alpha, bandwidth), full duplex, unlimited ports.
 

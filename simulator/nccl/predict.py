@@ -55,7 +55,7 @@ from .machine import NcclMachine, in_release, resolve
 from .machine import knows as knows  # re-exported: whether NCCL's model knows a topology
 from .nvls import nvls_schedule, switch_view, timing_view
 from .nvls_tree import MAX_CHUNKS as NVLS_TREE_MAX_CHUNKS
-from .nvls_tree import nvls_tree_allreduce
+from .nvls_tree import nvls_tree_allreduce, pipelined
 from .pat import run_pat
 from .placement import default_ranks
 from .protocols import plugin_latency_s, protocol, with_step_latency
@@ -590,7 +590,8 @@ def run_nvls_tree(topology: Topology, system: System, per_node: int, size: int, 
     the time is at least the bytes at NCCL's NVLS_TREE bandwidth (its per-channel cap). Each half-shard goes in as many pieces as
     NCCL's loop takes steps: nBytes / (nvlsChannels x nHeads x chunk), the chunk as calcCollChunking sets
     it for NVLS_TREE (simulator/nccl/channels.py); a piece is one step of all the channels of a tree at
-    once. At most 64 pieces, and fewer where nodes x GPUs x 2 x pieces would pass NVLS_TREE_MAX_PIECES.
+    once. At most 64 pieces, and fewer where nodes x GPUs x 2 x pieces would pass NVLS_TREE_MAX_PIECES; the engine's
+    time with those pieces is carried to NCCL's steps by the pipeline law (nvls_tree.pipelined).
     """
     nodes = ranks // per_node
     check_budget(nodes * nvls_tree_pieces(system, per_node, size, ranks) * (3 * per_node + 2),
@@ -599,13 +600,18 @@ def run_nvls_tree(topology: Topology, system: System, per_node: int, size: int, 
     return finish(seconds)
 
 
+def nvls_tree_steps(system: System, per_node: int, size: int) -> int:
+    """The steps NCCL's NVLS-tree loop takes per channel at this size (at least 1): nBytes / (nvlsChannels x nHeads x
+    chunk), the chunk as calcCollChunking sets it (simulator/nccl/channels.py)."""
+    channels = collective_channels(system, "nvls_tree", "Simple", size)[0]
+    return max(1, size // (channels * per_node * nvls_tree_chunk_size(system, size, per_node)))
+
+
 def nvls_tree_pieces(system: System, per_node: int, size: int, ranks: int) -> int:
     """Pieces of run_nvls_tree's schedule per node: chunks x shards (one per GPU) x 2 trees, the chunks set for `ranks`
-    (the engine's budget of pieces per size over that many ranks)."""
-    channels = collective_channels(system, "nvls_tree", "Simple", size)[0]
-    steps = size // (channels * per_node * nvls_tree_chunk_size(system, size, per_node))
+    (NCCL's steps, at most MAX_CHUNKS and the engine's budget of pieces per size over that many ranks)."""
     budget = max(1, NVLS_TREE_MAX_PIECES // (2 * ranks))
-    return int(np.clip(steps, 1, min(NVLS_TREE_MAX_CHUNKS, budget))) * per_node * 2
+    return min(nvls_tree_steps(system, per_node, size), NVLS_TREE_MAX_CHUNKS, budget) * per_node * 2
 
 
 def nvls_tree_engine(system: System, per_node: int, size: int, ranks: int, dtype: str, net_extra_s: float,
@@ -614,15 +620,18 @@ def nvls_tree_engine(system: System, per_node: int, size: int, ranks: int, dtype
     """run_nvls_tree's engine time on `nodes` nodes of `topology`, and how an engine time becomes the Prediction of the
     machine of `ranks` ranks; its chunks are those the engine's budget allows over `chunk_ranks` ranks (default
     `ranks`: the full run; a reduced instance takes its largest instance's, so that NCCL's pipelining is not cut
-    to the few chunks a full run of thousands of ranks could afford)."""
+    to the few chunks a full run of thousands of ranks could afford), its time carried to NCCL's steps
+    (nvls_tree_steps) by the pipeline law T(k) = A + B / k (nvls_tree.pipelined; A: the busiest link, lower_bound)."""
     coll = Collective("allreduce", ranks, size, dtype)
     channels = collective_channels(system, "nvls_tree", "Simple", size)[0]
     chunks = nvls_tree_pieces(system, per_node, size, chunk_ranks or ranks) // (2 * per_node)
     p = nodes * per_node
-    schedule = nvls_tree_allreduce(Collective("allreduce", p, size, dtype), per_node, chunks=chunks)
+    schedule = timing_view(nvls_tree_allreduce(Collective("allreduce", p, size, dtype), per_node, chunks=chunks))
     # no wire latency on the links: NCCL's latency below charges each hop in full (hwLat is the whole hop, wire included)
     machine = with_step_latency(switch_view(topology, p, NVLS_EFFICIENCY[system.arch], group=per_node), 0.0, 0.0)
-    trace = simulate(timing_view(schedule), machine, EngineOptions(ports=0))
+    options = EngineOptions(ports=0)
+    engine_s = pipelined(simulate(schedule, machine, options).time, lower_bound(schedule, machine, options), chunks,
+                         nvls_tree_steps(system, per_node, size))
     hops = 2 * (system.nodes.bit_length() - 1)
     latency_us, algbw_GBps = tune(system, "allreduce")[("nvls_tree", "Simple")]
     base_s = latency_us * 1e-6 + hops * net_extra_s + intra_extra_s
@@ -634,4 +643,4 @@ def nvls_tree_engine(system: System, per_node: int, size: int, ranks: int, dtype
         engine_s = max(seconds, size / (algbw_GBps * 1e9))
         return Prediction(size, coll.count, "nvls_tree", "Simple", "nvls_tree", channels, base_s + engine_s,
                           engine_s, base_s)
-    return trace.time, finish
+    return engine_s, finish

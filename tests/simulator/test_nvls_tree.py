@@ -6,9 +6,10 @@ import pytest
 from simulator.algorithms.tree import dtree_parents
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
+from simulator.engine.bound import lower_bound
 from simulator.errors import CollsimError
 from simulator.nccl.nvls import switch_view, timing_view
-from simulator.nccl.nvls_tree import nvls_tree_allreduce, nvls_tree_time
+from simulator.nccl.nvls_tree import nvls_tree_allreduce, nvls_tree_time, pipelined
 from simulator.schedule import Schedule
 from simulator.semantics import check
 from simulator.topology.spec import parse_topology
@@ -182,3 +183,28 @@ def test_chunks_pipeline_the_stages():
 
     one, many = run(1), run(16)
     assert max(1.125 * n / (0.85 * 450e9), n / 8 / 50e9) < many < 0.6 * one
+
+
+@pytest.mark.parametrize("nodes, few, many", [(4, 8, 64), (8, 16, 32)])
+def test_more_pieces_follow_the_pipeline_law(nodes, few, many):
+    # dgx-h100, 16 GiB: the busiest link is a rail (every GPU heads a shard; a node inside one tree and a leaf of the
+    # other moves 2 n / g through its NIC each way): 2 x 16 GiB / 8 / 50 GB/s = 85.899 ms by hand, on any node count
+    # from 4; T(few) carried to `many` pieces by the law equals the engine's run with `many` pieces within 0.6%
+    p, n = 8 * nodes, 16 << 30
+    view = switch_view(parse_topology(f"dgx-h100:nodes={nodes}"), p, 0.85, group=8).with_links(latency=0.0)
+    options = EngineOptions(ports=0)
+
+    def run(chunks):
+        sched = timing_view(nvls_tree_allreduce(Collective("allreduce", p, n, "float32"), 8, chunks=chunks))
+        return simulate(sched, view, options).time, lower_bound(sched, view, options)
+
+    (t_few, steady), (t_many, steady_many) = run(few), run(many)
+    assert steady == steady_many == pytest.approx(2 * n / 8 / 50e9, rel=1e-9)
+    assert pipelined(t_few, steady, few, many) == pytest.approx(t_many, rel=0.006)
+    assert t_many < t_few  # the law is not the identity here
+
+
+def test_the_pipeline_law_by_hand():
+    # T(k) = A + B / k: A = 10, T(4) = 14 -> B = 16 -> T(16) = 11; never below A; never more pieces than it ran
+    assert pipelined(14.0, 10.0, 4, 16) == pytest.approx(11.0)
+    assert pipelined(14.0, 10.0, 16, 4) == 14.0 and pipelined(9.0, 10.0, 4, 16) == 9.0

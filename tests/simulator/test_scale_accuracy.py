@@ -42,7 +42,9 @@ def test_one_log_and_two_nodes_end_to_end(tmp_path, capsys):
     shutil.copy(DATA / "12_rtx4090_pcie_1node_2gpu_allreduce.txt", tmp_path)
     page = tmp_path / "page.md"
     page.write_text("head\n<!-- scale_accuracy:begin -->\nold\n<!-- scale_accuracy:end -->\ntail\n")
-    assert scale_accuracy.main(["--data", str(tmp_path), "--max-nodes", "2", "--json", "--out", str(page)]) == 0
+    # in two processes (--jobs): the log table in one, the node count in the other
+    assert scale_accuracy.main(["--data", str(tmp_path), "--max-nodes", "2", "--jobs", "2", "--json", "--out",
+                                str(page)]) == 0
     out = json.loads(capsys.readouterr().out)
     (log,) = out["logs"]
     assert (log["log"][:3], log["preset"], log["ranks"], log["held_out"]) == ("12_", "rtx4090-pcie", 2, None)
@@ -50,3 +52,10 @@ def test_one_log_and_two_nodes_end_to_end(tmp_path, capsys):
     text = page.read_text()
     assert text.startswith("head\n<!-- scale_accuracy:begin -->\n") and text.endswith("<!-- scale_accuracy:end -->\ntail\n")
     assert "| 12 | 2 x RTX 4090" in text and "| 16GiB |" in text and "old" not in text
+    assert "`python -m benchmarks.scale_accuracy --max-nodes 2 --jobs 2 --out " in text
+
+
+def test_jobs_below_one_is_one_clear_line(capsys):
+    with pytest.raises(SystemExit):
+        scale_accuracy.main(["--jobs", "0"])
+    assert "jobs: 0; expected a process count >= 1" in capsys.readouterr().err
