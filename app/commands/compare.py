@@ -82,13 +82,12 @@ def run(args: argparse.Namespace) -> int:
             raise CollsimError("ranks: give --ranks N to measure (or --measured FILE)")
         check_ranks(spec, args.ranks)
         params = resolve_params(spec, algo_params(args, tuple(x.name for x in spec.params)))
+        from collsim.verify import run_job
         from verify.runner import VerifyRequest
-
-        from .verify import run_request
 
         req = VerifyRequest(cases=((op, args.algo, params),), sizes=tuple(parse_size_range(args.sizes, "sizes")),
                             dtypes=(args.dtype,), timing=True, native=True, time_native=False, time_budget_s=args.budget)
-        records = [r for r in run_request(req, args.ranks, args.backend, args.timeout, False) if "time_s" in r]
+        records = [r for r in run_job(req, args.ranks, args.backend, args.timeout, False) if "time_s" in r]
         ranks, sizes, times = args.ranks, [r["bytes"] for r in records], [r["time_s"] for r in records]
         source = f"measured now on {args.backend}"
     predicted = predictions(op, args.algo, ranks, sizes, profile, params, args.dtype)
