@@ -123,7 +123,7 @@ def test_scenario_suggests_the_max_work_that_lints_its_program(tmp_path, monkeyp
     which lint-program then accepts (and one less it refuses, naming the option)."""
     import re
 
-    import app.commands.scenario as scenario
+    import collsim.scenario as scenario
 
     out = str(tmp_path / "ddp.yaml")
     assert app.cli.main(["scenario", "ddp", "--gpus", "8", "--out", out]) == 0
