@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from app.figures import _label, cost_table
+from collsim.cost import CostRequest
 from simulator.algorithms import build_schedule, get
 from simulator.collective import Collective, busbw_factor
 from simulator.cost import LinkModel
@@ -60,17 +61,41 @@ def explore(op: str, ranks: int, sizes: list[int], model: LinkModel, params: dic
     """Closed forms (engine on ideal:P where none exists) for each algorithm; engine points on `topology` if given."""
     params = params or {}
     table = cost_table(op, ranks, sizes, model, algorithms, params=params)
-    ex = Explorer(op, ranks, list(sizes), table)
+    at_zero = cost_table(op, ranks, [0], model, algorithms, params=params)["times"]
+    return _explorer(op, ranks, list(sizes), table, at_zero, params, topology, model.gamma)
+
+
+def cost_request(op: str, ranks: int, sizes: str, alpha: str, bandwidth: str, gamma: float = 0.0,
+                 params: dict | None = None) -> CostRequest:
+    """The request `collsim cost --op OP --ranks P --size SIZES --alpha A --bandwidth B [--gamma G] [--PARAM V]`
+    builds, with its defaults (float32, root 0, every algorithm; gamma 0 left unset as the command leaves it)."""
+    return CostRequest(op, ranks, sizes, alpha=alpha, bandwidth=bandwidth, gamma=f"{gamma:g}" if gamma else None,
+                       params=tuple(sorted((params or {}).items())))
+
+
+def explore_request(request: CostRequest, topology: Topology | None = None) -> Explorer:
+    """The cost request's times, as `collsim cost` prints them, with crossovers, regimes and engine points."""
+    result = request.run()
+    table = {"sizes": list(request.sizes), "times": {name: np.asarray(times) for name, _, times, _ in result.results},
+             "methods": {name: method for name, _, _, method in result.results}, "bound": np.asarray(result.bounds)}
+    at_zero = {name: np.asarray(times) for name, _, times, _ in replace(request, sizes=(0,)).run().results}
+    return _explorer(request.op, request.ranks, list(request.sizes), table, at_zero, dict(request.params), topology,
+                     request.model.gamma)
+
+
+def _explorer(op: str, ranks: int, sizes: list[int], table: dict, at_zero: dict, params: dict, topology: Topology | None,
+              gamma: float) -> Explorer:
+    """The Explorer of a cost table: where the best algorithm changes, each size's regime (latency-bound when the
+    best algorithm's time is at most twice its time at 0 bytes) and engine points on `topology` if given."""
+    ex = Explorer(op, ranks, sizes, table)
     best = ex.best()
     for i in range(1, len(sizes)):
         if best[i] != best[i - 1]:
             ex.crossovers.append((sizes[i], best[i - 1], best[i]))
-    at_zero = cost_table(op, ranks, [0], model, algorithms, params=params)["times"]
     ex.latency_bound = [float(at_zero[b][0]) * 2 >= float(table["times"][b][i]) for i, b in enumerate(best)]
     if topology is not None and ranks <= MAX_ENGINE_RANKS:
         for name in table["times"]:
-            ex.engine[name] = [(n, engine_point(op, name, ranks, n, params, topology, model.gamma))
-                               for n in engine_sizes(sizes)]
+            ex.engine[name] = [(n, engine_point(op, name, ranks, n, params, topology, gamma)) for n in engine_sizes(sizes)]
     return ex
 
 

@@ -23,6 +23,6 @@ def show(result: Result, as_json: bool) -> int:
     text = result.text()
     if text:  # a result whose files are the answer (draw) says only that they were written
         print(text)
-    for out in files:
-        say_written(out.line())
+    for line in filter(None, (out.line() for out in files)):
+        say_written(line)
     return result.status

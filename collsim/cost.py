@@ -19,6 +19,8 @@ from simulator.units import parse_bandwidth, parse_gamma, parse_size_range, pars
 
 from .request import Request, Result
 
+DEFAULT_ALPHA, DEFAULT_BANDWIDTH = "2us", "25GB/s"  # the link when none is given (the app's cost page starts on it)
+
 
 @dataclass(frozen=True)
 class CostRequest(Request):
@@ -49,7 +51,7 @@ class CostRequest(Request):
             self._set("sizes", tuple(parse_size_range(self.sizes, "size", multiple=DTYPES[normalize_dtype(self.dtype)])))
         self._set("adapter", self._adapter())
         self._set("model", self.adapter.profile.model if self.adapter else LinkModel.from_bandwidth(
-            parse_time(self.alpha or "2us", "alpha"), parse_bandwidth(self.bandwidth or "25GB/s"),
+            parse_time(self.alpha or DEFAULT_ALPHA, "alpha"), parse_bandwidth(self.bandwidth or DEFAULT_BANDWIDTH),
             parse_gamma(self.gamma or "0")))
         for size in self.sizes:  # validates ranks, dtype and root once per size
             Collective(self.op, self.ranks, size, self.dtype, self.root)
@@ -130,7 +132,8 @@ class CostResult(Result):
         engine = [name for name, _, _, method in self.results if method != CLOSED_FORM]
         how = "closed forms" + (f"; * = event engine on ideal:{req.ranks}, no closed form" if engine else "")
         machine = (f"profile {req.profile}" if req.profile else
-                   f"alpha={req.alpha or '2us'}, bandwidth={req.bandwidth or '25GB/s'}, gamma={req.model.gamma:g} s/B")
+                   f"alpha={req.alpha or DEFAULT_ALPHA}, bandwidth={req.bandwidth or DEFAULT_BANDWIDTH}, "
+                   f"gamma={req.model.gamma:g} s/B")
         lines = [f"# {req.op}, p={req.ranks}, {machine} ({how}; times in us, bandwidths in GB/s)"]
         lines += self._one_size() if len(req.sizes) == 1 else [self._grid(engine)]
         lines += [f"# {name}: not for {req.ranks} ranks ({reason})" for name, reason in req.refused.items()]

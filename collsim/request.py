@@ -16,16 +16,19 @@ from typing import Any, NamedTuple
 class OutputFile(NamedTuple):
     """A file a request asked for: where, what it is and how to use it (for the line that says it was written), and its
     content: the text, or a function that writes it to the path it is given with simulator.fileio.atomic_write.
-    `said` replaces that line where a command has its own ('# wrote PATH' in sweep's commented tables)."""
+    `said` replaces that line where a command has its own ('# wrote PATH' in sweep's commented tables); `quiet` drops it."""
 
     path: str
     what: str
     content: str | Callable[[str], object]
     note: str = ""
     said: str = ""
+    quiet: bool = False  # nothing is said once it is written (a command whose output never said so)
 
     def line(self) -> str:
-        """What the command line says once the file is written."""
+        """What the command line says once the file is written ('' when quiet)."""
+        if self.quiet:
+            return ""
         return self.said or f"wrote {self.what}: {self.path}" + (f" ({self.note})" if self.note else "")
 
 

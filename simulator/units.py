@@ -13,6 +13,7 @@ _SIZE_UNITS = {
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
 }
 _TIME_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+MIN_UNITLESS_BPS = 1e6  # a plain number below this (1 MB/s) is a unit left out ('--bandwidth 25'), not bytes/s
 _BW_UNITS = {
     "": 1.0, "b/s": 1.0, "bps": 1.0,
     "kb/s": 1e3, "mb/s": 1e6, "gb/s": 1e9, "tb/s": 1e12,
@@ -152,6 +153,10 @@ def parse_bandwidth(text: str | float, field: str = "bandwidth") -> float:
     bps = value * _BW_UNITS[unit]
     if not bps > 0:
         raise CollsimError(f"{field}: {text!r} must be a bandwidth > 0; expected {accepted}")
+    if isinstance(text, str) and not unit and bps < MIN_UNITLESS_BPS:
+        raise CollsimError(f"{field}: {text!r} has no unit, so it is {text} bytes/s; expected a bandwidth with a unit "
+                           f"such as {text.strip()}GB/s or {text.strip()}Gbit/s (a plain number is bytes/s, at least "
+                           f"{MIN_UNITLESS_BPS:.0e})")
     return bps
 
 

@@ -71,3 +71,62 @@ def test_step_page_times_a_schedule_as_simulate_does(capsys):
     printed = cli_json(capsys, "simulate", "--op", "allreduce", "--algo", "ring", "--ranks", "8", "--size", "1MiB",
                        "--topology", "dgx-h100", "--dtype", "float32")
     assert page.trace.time == printed["time_s"]
+
+
+COST_ARGV = ["cost", "--op", "allreduce", "--ranks", "8", "--size", "1KiB:1GiB:4", "--alpha", "5us", "--bandwidth",
+             "50GB/s", "--gamma", "1e-11", "--chunks", "2"]
+
+
+def test_cost_page_builds_the_request_cost_builds():
+    """The cost explorer's choice (op, ranks, sizes, alpha, bandwidth, gamma, chunks) is `collsim cost`'s request."""
+    from app.commands.cost import request
+    from app.explorer import cost_request
+
+    cli_request = request(build_parser().parse_args(COST_ARGV))
+    assert cost_request("allreduce", 8, "1KiB:1GiB:4", "5us", "50GB/s", 1e-11, {"chunks": 2}) == cli_request
+    # gamma 0 on the page is the command's default (no --gamma)
+    assert cost_request("allreduce", 8, "1MiB", "5us", "50GB/s", 0.0) == request(build_parser().parse_args(
+        ["cost", "--op", "allreduce", "--ranks", "8", "--alpha", "5us", "--bandwidth", "50GB/s"]))
+
+
+def test_cost_page_starts_on_the_link_cost_defaults_to():
+    """The page's alpha and bandwidth sliders start where `collsim cost` without --alpha/--bandwidth prices."""
+    from app.commands.cost import request
+    from app.explorer import cost_request
+    from collsim.cost import DEFAULT_ALPHA, DEFAULT_BANDWIDTH
+
+    cli_request = request(build_parser().parse_args(["cost", "--op", "allgather", "--ranks", "16"]))
+    page = cost_request("allgather", 16, "1MiB", DEFAULT_ALPHA, DEFAULT_BANDWIDTH)
+    model = cli_request.model
+    assert page.model == model and (model.alpha, model.beta, model.gamma) == (2e-6, 1 / 25e9, 0.0)  # 2 us, 25 GB/s
+
+
+def test_cost_page_prices_as_cost_prints(capsys):
+    """The explorer's lines, best algorithm and lower bound are the numbers `collsim cost --json` prints."""
+    from app.explorer import cost_request, explore_request
+
+    printed = cli_json(capsys, *COST_ARGV)["results"]
+    ex = explore_request(cost_request("allreduce", 8, "1KiB:1GiB:4", "5us", "50GB/s", 1e-11, {"chunks": 2}))
+    assert set(ex.table["times"]) == {r["algorithm"] for r in printed}
+    for name, times in ex.table["times"].items():
+        assert [r["time_s"] for r in printed if r["algorithm"] == name] == [float(t) for t in times]
+    first = [r for r in printed if r["algorithm"] == printed[0]["algorithm"]]
+    assert [r["lower_bound_s"] for r in first] == [float(b) for b in ex.table["bound"]]
+    sizes = [r["bytes"] for r in first]
+    best = [min((r for r in printed if r["bytes"] == n), key=lambda r: r["time_s"])["algorithm"] for n in sizes]
+    assert ex.best() == best
+
+
+@pytest.mark.parametrize("preset", ["", "p5"])
+def test_doctor_page_diagnoses_as_doctor_does(capsys, preset):
+    """The Doctor page's request for a bundled log is `collsim doctor LOG [--preset SPEC]`'s, and answers the same."""
+    from app.commands.doctor import request
+    from app.ui.doctor_model import LOGS
+    from app.ui.doctor_model import request as page_request
+    from simulator.render import json_text
+
+    argv = ["doctor", str(LOGS / LOG)] + (["--preset", preset] if preset else [])
+    cli_request = request(build_parser().parse_args(argv))
+    page = page_request(LOG, None, preset)
+    assert page == cli_request
+    assert json.loads(json_text(page.run().data())) == cli_json(capsys, *argv)

@@ -216,6 +216,13 @@ def program_job(world: World, program: Program, max_count: int, compute_scale: f
     return {**out, "setup_s": setup - start, "run_s": time.monotonic() - setup}
 
 
+def refuse_world(world: int, source: str) -> None:
+    """Refuse a world too large to start one local process per rank."""
+    if world > MAX_LOCAL_RANKS:
+        raise CollsimError(f"{source}: world: {world} ranks would start {world} local processes; "
+                           f"expected at most {MAX_LOCAL_RANKS} for verify --program (lint-program checks any size)")
+
+
 def verify_program(program: Program, backend: str = "gloo", timeout: float = 30.0, max_bytes: int = 1 << 20,
                    compute_scale: float = 0.0) -> dict:
     """Run `program` on a local world of program.world ranks; a summary with every rank's outcome.
@@ -227,9 +234,7 @@ def verify_program(program: Program, backend: str = "gloo", timeout: float = 30.
 
     if backend != "gloo":
         raise CollsimError(f"backend: verify --program runs on gloo (CPU tensors); {backend!r} is not supported for programs yet")
-    if program.world > MAX_LOCAL_RANKS:
-        raise CollsimError(f"{program.source}: world: {program.world} ranks would start {program.world} local processes; "
-                           f"expected at most {MAX_LOCAL_RANKS} for verify --program (lint-program checks any size)")
+    refuse_world(program.world, program.source)
     for rank, ops in program.ranks.items():
         for i, op in enumerate(ops):
             if (op.is_collective or op.is_p2p) and op.dtype not in TORCH_DTYPES:

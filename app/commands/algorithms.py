@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from simulator.algorithms import all_specs
-from simulator.render import table
+from collsim.algorithms import AlgorithmsRequest
 
-from ..output import emit_json
+from ..show import show
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -20,21 +19,4 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from simulator.collective import normalize_op
-
-    op = normalize_op(args.op) if args.op is not None else None
-    specs = [s for s in all_specs() if op is None or s.op == op]
-    rows = [{
-        "op": s.op, "algorithm": s.name, "ranks": s.ranks_rule,
-        "params": {p.name: {"default": p.default, "help": p.help, "minimum": p.minimum, "maximum": p.maximum} for p in s.params},
-        "closed_form": s.cost is not None, "summary": s.summary,
-    } for s in specs]
-    if args.json:
-        emit_json(rows)
-        return 0
-    print(table(["op", "algorithm", "ranks", "params", "cost", "summary"],
-                [[r["op"], r["algorithm"], r["ranks"],
-                  ",".join(f"{k}={v['default']}" for k, v in r["params"].items()) or "-",
-                  "closed form" if r["closed_form"] else "engine", r["summary"]]
-                 for r in rows], align="llllll"))
-    return 0
+    return show(AlgorithmsRequest(args.op).run(), args.json)

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from simulator.errors import CollsimError
-from simulator.fileio import say_written
-from simulator.render import table
-from simulator.units import format_size, parse_size_range
+from collsim.calibrate import PATTERNS, LinkCalibrationRequest
 
 from ..limits import Footprint
-from ..output import emit_json
+from ..show import show
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -23,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog="example: collsim calibrate --ranks 2 --sizes 1B:64MiB:4 --out gloo.yaml")
     p.add_argument("--backend", default="gloo", help="gloo (CPU) or nccl (one GPU per rank) (default gloo)")
     p.add_argument("--ranks", type=int, default=2, help="processes; pairs (0,1), (2,3), ... ping-pong at the same time (default 2)")
-    p.add_argument("--pattern", default="pingpong", choices=("pingpong", "ring", "executor"),
+    p.add_argument("--pattern", default="pingpong", choices=PATTERNS,
                    help="pingpong: pairs bounce a message (one-way = round trip / 2); ring: every rank sends to the next "
                         "and receives from the previous at once, like a ring step; executor: that step run by the schedule "
                         "executor, so its per-message overhead is in alpha (default pingpong)")
@@ -45,53 +42,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    sizes = tuple(parse_size_range(args.sizes, "sizes"))
-    if len(set(sizes)) < 2:
-        raise CollsimError(f"sizes: {args.sizes!r} gives {len(set(sizes))} size; a fit needs at least 2, e.g. 1B:64MiB:4")
-    if args.ranks < 2:
-        raise CollsimError(f"ranks: {args.ranks}; a ping-pong needs at least 2")
-    segments = 3 if args.piecewise and args.segments == 1 else args.segments  # range checked by app.preflight
-    if args.iters < 1:
-        raise CollsimError(f"iters: {args.iters}; expected >= 1")
-    from verify.calibrate import CalibrateRequest, combine, pingpong_job
-    from verify.launch import run_local
-
-    req = CalibrateRequest(sizes=sizes, iters=args.iters, concurrent=not args.pair_only, gamma=not args.no_gamma,
-                           time_budget_s=args.budget, pattern=args.pattern)
-    cal = combine(run_local(pingpong_job, args.ranks, args.backend, args.timeout, (req,)), args.backend, segments)
-    profile = cal.profile()
-    if args.out:
-        profile.save(args.out)
-    fit = cal.fit
-    if args.json:
-        emit_json({"profile": profile.to_dict(), "fit": fit.to_dict(), "written": args.out})
-        return 0
-    if args.pattern == "executor":
-        print(f"# executor shift step on {args.backend}, {args.ranks} ranks: one transfer per rank to the next, run by the "
-              f"schedule executor and timed as `collsim verify` times a schedule; time per message = median over iterations "
-              f"of the slowest rank's step")
-    elif args.pattern == "ring":
-        print(f"# ring exchange on {args.backend}, {args.ranks} ranks: each rank sends to the next and receives from the "
-              f"previous at once; time per message = median step time")
-    else:
-        print(f"# ping-pong on {args.backend}, {args.ranks} ranks, pairs {cal.pairs}; one-way time = median round trip / 2")
-    print(table(["size", "bytes", "measured(us)", "fit(us)", "residual"],
-                [[format_size(n), n, t * 1e6, f * 1e6, f"{r * 100:+.1f}%"]
-                 for n, t, f, r in zip(fit.sizes, fit.times_s, fit.predict(fit.sizes), fit.rel_residuals)], align="lrrrr"))
-    if cal.pieces:
-        print("# segments by message size (each range fitted on its own):")
-        print(table(["from", "to", "alpha(us)", "bandwidth(GB/s)"],
-                    [[format_size(pc.lo), "-" if pc.hi is None else format_size(pc.hi), pc.alpha_s * 1e6,
-                      pc.bandwidth_Bps / 1e9] for pc in cal.pieces], align="llrr"))
-    print(f"alpha     {fit.alpha_s * 1e6:.2f} us")
-    print(f"bandwidth {fit.bandwidth_Bps / 1e9:.3f} GB/s  (beta {fit.beta_s_per_byte:.3g} s/B)")
-    print(f"R^2       {fit.r2:.4f} on times, {fit.r2_log:.4f} on log times; largest residual {fit.max_rel_residual * 100:.1f}%")
-    print(f"crossover {fit.crossover_bytes:.0f} B: below it latency dominates, above it bandwidth")
-    if cal.gamma_s_per_byte:
-        how = "the executor's reducing step less its plain step" if cal.reduce_step_points else "in-place float32 additions"
-        print(f"gamma     {cal.gamma_s_per_byte:.3g} s/B  ({1e-9 / cal.gamma_s_per_byte:.2f} GB/s of {how})")
-    if args.out:
-        say_written(f"wrote {args.out}")
-    else:
-        print("(no --out given: profile not written)")
-    return 0
+    return show(LinkCalibrationRequest(args.backend, args.ranks, args.pattern, args.segments, args.piecewise, args.pair_only,
+                                       args.sizes, args.iters, args.budget, not args.no_gamma, args.timeout, args.out).run(),
+                args.json)

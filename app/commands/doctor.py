@@ -35,8 +35,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def request(args: argparse.Namespace) -> DoctorRequest:
+    """The doctor request of the command line."""
+    return DoctorRequest(args.log, preset=args.preset)
+
+
 def run(args: argparse.Namespace) -> int:
-    result = DoctorRequest(args.log, preset=args.preset).run()
+    result = request(args).run()
     if args.html:  # the figure is the app's (plotly, imported only here), so the command writes it, not the request
         from ..ui.doctor_model import figure
 

@@ -5,28 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from simulator.algorithms import build_schedule
-from simulator.collective import DTYPES, Collective
-from simulator.engine import simulate
-from simulator.errors import CollsimError
-from simulator.fileio import atomic_write, say_written
-from simulator.formats.msccl import (
-    PLACEMENTS,
-    check_msccl,
-    export_msccl,
-    import_msccl,
-    read_msccl,
-    roundtrip,
-)
-from simulator.render import table
-from simulator.topology import parse_topology
-from simulator.units import SIZE_HELP, format_size, parse_size
+from collsim.msccl import PLACEMENT_CHOICES, MscclExportRequest, MscclImportRequest
+from simulator.collective import DTYPES
+from simulator.units import SIZE_HELP
 
 from ..args import SIZE_MEANING, add_algo_params, add_op, algo_params
 from ..limits import Footprint
-from ..output import emit_json
-
-PLACEMENT_CHOICES = ("auto",) + PLACEMENTS
+from ..show import show
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -75,103 +60,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    if args.simulate and not args.topology:
-        raise CollsimError("topology: --simulate needs --topology SPEC, e.g. switch:8")
-    algo = read_msccl(args.file)
-    size = parse_size(args.size, "size") if args.size else None
-    placement = None if args.placement == "auto" else args.placement
-    wanted = algo.placements if args.check and placement is None else [placement or algo.placements[0]]
-    imports = [import_msccl(algo, size, args.dtype, pl) for pl in wanted]
-    checks = [check_msccl(imp) for imp in imports] if args.check else []
-    topology = parse_topology(args.topology) if args.simulate else None
-    sims = [simulate(imp.schedule, topology) for imp in imports] if topology is not None else []
-    rows = [_import_row(imp, checks[k] if checks else None, sims[k] if sims else None, args.topology) for k, imp in enumerate(imports)]
-    failed = any(not c.ok for c in checks)
-    if args.json:
-        emit_json({"file": args.file, "name": algo.name, "op": algo.op, "coll": algo.coll, "ngpus": algo.ngpus,
-                   "proto": algo.proto, "nchannels": algo.nchannels, "nchunksperloop": algo.nchunksperloop,
-                   "placements": algo.placements, "min_bytes": algo.min_bytes, "max_bytes": algo.max_bytes,
-                   "steps": algo.step_count(), "passed": None if not checks else not failed, "results": rows})
-        return 1 if failed else 0
-    _print_import(algo, imports, rows, bool(sims))
-    if sims:
-        print(f"simulated on {args.topology}: bandwidths in GB/s (nccl-tests definitions)")
-    for c in checks:
-        print(("PASS " if c.ok else "FAIL ") + c.message)
-    return 1 if failed else 0
-
-
-def _import_row(imp, check, trace, topology: str | None) -> dict:
-    """One placement's summary: size, transfers, depth, and the check's and the simulation's outcome when asked."""
-    s = imp.schedule
-    row = {"placement": imp.placement, "bytes": s.collective.nbytes, "dtype": s.collective.dtype,
-           "chunk_elems": imp.chunk_elems, "transfers": len(s.transfers), "network": imp.network_transfers,
-           "local": len(s.transfers) - imp.network_transfers, "depth": s.num_steps,
-           "bytes_sent_max": int(s.bytes_sent_per_rank().max()) if s.transfers else 0,
-           "folded_copies": imp.folded_copies, "buffered_sends": imp.buffered_sends, "snapshots": imp.snapshots}
-    if check is not None:
-        row.update(check_ok=check.ok, check=check.message)
-    if trace is not None:
-        row.update(time_s=trace.time, algbw_GBps=trace.algbw / 1e9, busbw_GBps=trace.busbw / 1e9, topology=topology)
-    return row
-
-
-def _print_import(algo, imports, rows: list[dict], simulated: bool) -> None:
-    """The file's header line, one table row per placement, and what the import had to fold or buffer."""
-    print(f"# {algo.source}: {algo.name!r}, {algo.coll} on {algo.ngpus} gpus, proto {algo.proto}, {algo.nchannels} channels, "
-          f"{algo.nchunksperloop} chunks per loop, {algo.step_count()} steps, declares {' and '.join(algo.placements)}")
-    headers = ["placement", "size", "chunk(el)", "transfers", "network", "local", "depth", "max sent/rank"]
-    table_rows = [[r["placement"], format_size(r["bytes"]), r["chunk_elems"], r["transfers"], r["network"], r["local"],
-                   r["depth"], format_size(r["bytes_sent_max"])] for r in rows]
-    if simulated:
-        headers += ["time(us)", "algbw", "busbw"]
-        for tr_row, r in zip(table_rows, rows):
-            tr_row += [r["time_s"] * 1e6, r["algbw_GBps"], r["busbw_GBps"]]
-    print(table(headers, table_rows, align="lrrrrrrr" + "rrr" * simulated))
-    for imp in imports:
-        notes = []
-        if imp.folded_copies:
-            notes.append(f"{imp.folded_copies} local copies only rebuild the in-place view collsim's output starts with "
-                         f"and were folded into it")
-        if imp.buffered_sends:
-            notes.append(f"{imp.buffered_sends} sends had to wait in their connection buffer"
-                         + (f", {imp.snapshots} of them kept as snapshots in extra scratch" if imp.snapshots else ""))
-        if notes:
-            print(f"{imp.placement}: " + "; ".join(notes))
+    return show(MscclImportRequest(args.file, args.size, args.dtype, args.placement, args.check, args.simulate,
+                                   args.topology).run(), args.json)
 
 
 def run_export(args: argparse.Namespace) -> int:
-    chunks = getattr(args, "chunks", None) or 1
-    probe = Collective(args.op, args.ranks, 0, args.dtype, args.root)
-    size = parse_size(args.size, "size") if args.size else 24 * args.ranks * args.ranks * chunks * probe.elem_size
-    coll = Collective(args.op, args.ranks, size, args.dtype, args.root)
-    schedule = build_schedule(coll, args.algo, **algo_params(args))
-    exported = export_msccl(schedule, args.placement, args.proto, args.name)
-    roundtrip(schedule, exported)
-    if args.output:
-        try:
-            atomic_write(args.output, exported.xml)
-        except OSError as exc:
-            raise CollsimError(f"output: cannot write {args.output!r}: {exc.strerror or exc}; expected a writable file path") from None
-    summary = {"op": coll.op, "algorithm": args.algo, "ranks": coll.ranks, "bytes": coll.nbytes, "dtype": coll.dtype,
-               "placement": exported.placement, "nchunksperloop": exported.nchunksperloop,
-               "chunk_bytes": exported.chunk_elems * coll.elem_size, "threadblocks": exported.threadblocks,
-               "steps": exported.steps, "nops": exported.nops, "dropped_deps": exported.dropped_deps,
-               "warnings": exported.warnings, "file": args.output}
-    if args.json:
-        if not args.output:
-            summary["xml"] = exported.xml
-        emit_json(summary)
-        return 0
-    if not args.output:
-        sys.stdout.write(exported.xml)
-    lines = [f"{'wrote ' + args.output if args.output else 'exported'}: {args.algo} {coll.describe()}, {exported.placement}, "
-             f"{exported.nchunksperloop} chunks per loop of {exported.chunk_elems * coll.elem_size} B at this size, "
-             f"{exported.threadblocks} threadblocks, {exported.steps} steps; importing it gives back the same transfers"]
-    lines += [f"warning: {w} (collsim reads the file regardless)" for w in exported.warnings]
-    for line in lines:  # with --output, on stdout once the file is in place; without, on stderr beside the XML
-        if args.output:
-            say_written(line)
-        else:
+    result = MscclExportRequest(args.op, args.algo, args.ranks, args.size, args.dtype, args.root,
+                                tuple(algo_params(args).items()), args.placement, args.proto, args.name, args.output).run()
+    status = show(result, args.json)
+    if not args.output and not args.json:  # beside the XML on stdout, what was exported goes to stderr
+        for line in result.lines():
             print(line, file=sys.stderr)
-    return 0
+    return status

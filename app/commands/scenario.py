@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from collections import Counter
 
-from simulator.errors import CollsimError
-from simulator.fileio import say_written
-from simulator.program.loader import MAX_WORK, program_work
+from collsim.scenario import ScenarioRequest
 from simulator.program.presets import GPUS, MODELS
-from simulator.program.scenarios import DDP_BUCKET, SCENARIOS, build_spec, generate
-from simulator.render import table
-from simulator.units import format_size, format_time, parse_size
+from simulator.program.scenarios import DDP_BUCKET, SCENARIOS
+from simulator.units import format_size
 
-from ..output import emit_json
+from ..show import show
 from .scenario_moe import HELP as MOE_HELP
 from .scenario_moe import add_moe_options, run_moe
 
@@ -59,36 +55,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.scenario == "moe":
         return run_moe(args)
-    spec = build_spec(args.scenario, args.model, args.gpu, args.gpus, args.gpus_per_node, args.tp, args.pp, args.ep, args.fsdp,
-                      args.sp, args.mfu, args.micro_batch, args.microbatches, args.seq_len, parse_size(args.bucket, "bucket"))
-    program = generate(spec)
-    if args.out:
-        from simulator.program import dump_program
-
-        if not args.out.lower().endswith((".yaml", ".yml", ".json")):
-            raise CollsimError(f"out: {args.out!r}; expected a .yaml, .yml or .json path")
-        dump_program(program, args.out)
-    lay = spec.layout
-    ops0 = program.ops(0)
-    kinds = Counter(op.op for op in ops0)
-    compute = sum(op.seconds for op in ops0 if op.op == "compute")
-    summary = {"scenario": args.scenario, "model": spec.model.name, "params": spec.model.params, "gpu": spec.gpu.name,
-               "gpus": lay.gpus, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep, "fsdp": spec.fsdp, "sp": spec.sp,
-               "microbatches": spec.microbatches, "groups": len(program.groups), "rank0_ops": dict(kinds),
-               "rank0_compute_s": compute, "out": args.out}
-    if args.json:
-        emit_json(summary)
-        return 0
-    print(f"# {args.scenario}: {spec.model.name} ({spec.model.params / 1e9:.2f}B params) on {lay.gpus} x {spec.gpu.name}, "
-          f"tp {lay.tp} x pp {lay.pp} x dp {lay.dp}{f' (ep {lay.ep})' if lay.ep > 1 else ''}{', FSDP' if spec.fsdp else ''}"
-          f"{', SP' if spec.sp else ''}; {spec.microbatches} micro-batch(es) of {spec.micro_batch} x {spec.seq_len} tokens; "
-          f"{len(program.groups)} process groups")
-    print(f"# rank 0: {format_time(compute)} of compute at MFU {spec.mfu:g}")
-    print(table(["operation", "count on rank 0"], sorted(kinds.items())))
-    if args.out:
-        work = program_work(program)
-        say_written(f"# wrote {args.out}; check it with: collsim lint-program {args.out}" if work <= MAX_WORK else
-              f"# wrote {args.out}; {work:,} ranks, group members and operations are over the {MAX_WORK:,} that "
-              f"lint-program and run-program read by default; check it with: collsim lint-program {args.out} "
-              f"--max-work {work}")
-    return 0
+    return show(ScenarioRequest(args.scenario, args.gpus, args.model, args.gpu, args.gpus_per_node, args.tp, args.pp, args.ep,
+                                args.fsdp, args.sp, args.mfu, args.micro_batch, args.microbatches, args.seq_len, args.bucket,
+                                args.out).run(), args.json)

@@ -70,15 +70,15 @@ def cached_step_model(op: str, algo: str, ranks: int, params: tuple, root: int, 
 
 
 @st.cache_resource(max_entries=32, show_spinner="pricing every algorithm...")
-def cached_explore(op: str, ranks: int, sizes: tuple, model, params: tuple, topology: str):
-    """app.explorer.explore for one choice, kept for reruns (read-only)."""
-    from app.explorer import explore
+def cached_explore(request, topology: str):
+    """app.explorer.explore_request for one CostRequest and engine topology, kept for reruns (read-only)."""
+    from app.explorer import explore_request
     from app.ui.inputs import topology_input
     from simulator.topology import ideal
 
     topo = None
     if topology == "ideal":
-        topo = ideal(ranks, model.alpha, 1.0 / model.beta)
+        topo = ideal(request.ranks, request.model.alpha, 1.0 / request.model.beta)
     elif topology:
-        topo = topology_input(topology, ranks, "engine points on")
-    return explore(op, ranks, list(sizes), model, dict(params), topo)
+        topo = topology_input(topology, request.ranks, "engine points on")
+    return explore_request(request, topo)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app.explorer import MAX_ENGINE_RANKS, explorer_figure
+from app.explorer import MAX_ENGINE_RANKS, cost_request, explorer_figure
 from app.ui.common import algorithm_union_params, friendly
-from app.ui.inputs import MAX_POINTS, link_model, sizes_input, topology_input
+from app.ui.inputs import MAX_POINTS, sizes_input, topology_input
 from app.ui.urlstate import UrlState
+from collsim.cost import DEFAULT_ALPHA, DEFAULT_BANDWIDTH
 from simulator.collective import OPS
 from simulator.units import format_size
 
@@ -34,9 +35,9 @@ sizes_text = c[1].text_input(f"sizes (START:END[:FACTOR], at most {MAX_POINTS})"
 metric = c[2].radio("show", ["time", "busbw"], horizontal=True, key=url.choice("metric", ["time", "busbw"]))
 c = st.columns(2)
 ranks = c[0].select_slider(f"ranks (1..{MAX_RANKS})", RANK_STEPS, key=url.choice("p", RANK_STEPS, 8))
-alpha = c[1].select_slider("latency per message (alpha)", ALPHAS, key=url.choice("alpha", ALPHAS, "2us"))
+alpha = c[1].select_slider("latency per message (alpha)", ALPHAS, key=url.choice("alpha", ALPHAS, DEFAULT_ALPHA))
 c = st.columns(2)
-bandwidth = c[0].select_slider("bandwidth per direction", BANDWIDTHS, key=url.choice("bw", BANDWIDTHS, "25GB/s"))
+bandwidth = c[0].select_slider("bandwidth per direction", BANDWIDTHS, key=url.choice("bw", BANDWIDTHS, DEFAULT_BANDWIDTH))
 gamma = c[1].select_slider("gamma (reduction cost, s per reduced byte)", GAMMAS, key=url.choice("gamma", GAMMAS, 0.0),
                            format_func=lambda g: f"{g:g}")
 topo_text = st.text_input(f"engine points on (empty: none; p <= {MAX_ENGINE_RANKS})", key=url.text("topo", "ideal"),
@@ -46,20 +47,20 @@ params = algorithm_union_params(url, op, int(ranks))
 url.show_notes()
 
 with friendly():
-    model = link_model(alpha, bandwidth, float(gamma))
-    sizes = sizes_input(sizes_text)
+    sizes = sizes_input(sizes_text)  # at most MAX_POINTS, counted before the request makes them
+    request = cost_request(op, int(ranks), sizes_text, alpha, bandwidth, float(gamma), params)  # as `collsim cost`
     topology = None
     if topo_text.strip():
         spec = topo_text.strip()
         if spec == "ideal":
             from simulator.topology import ideal
 
-            topology = ideal(int(ranks), model.alpha, 1.0 / model.beta)
+            topology = ideal(int(ranks), request.model.alpha, 1.0 / request.model.beta)
         else:
             topology = topology_input(spec, int(ranks), "engine points on")
     from app.ui.common import cached_explore
 
-    ex = cached_explore(op, int(ranks), tuple(sizes), model, tuple(sorted(params.items())), topo_text.strip())
+    ex = cached_explore(request, topo_text.strip())
     st.plotly_chart(explorer_figure(ex, metric, topology.name if topology else ""), key="cost.figure")
     if ex.crossovers:
         st.markdown("**Crossovers:** " + "; ".join(f"{new} beats {old} from {format_size(n)}" for n, old, new in ex.crossovers))

@@ -49,6 +49,27 @@ def load_program(path: str | Path, max_work: int = MAX_WORK) -> Program:
         return program_from_dict(_parse(text, path), source=path.name, max_work=max_work)
 
 
+_STATED_WORLD = {"YAML": re.compile(rb"^world:[ \t]*(\d{1,18})[ \t]*(?:#[^\n]*)?\r?$", re.MULTILINE),
+                 "JSON": re.compile(rb'\A\s*\{\s*"world"\s*:\s*(\d{1,18})\s*[,}]')}
+HEAD_BYTES = 1 << 16
+
+
+def stated_world(path: str | Path) -> int | None:
+    """The world a program file states plainly in its first 64 KiB (a top-level `world: N` line in YAML, a leading
+    "world" key in JSON, as dump_program writes them), read without parsing the file; None when it does not, or when
+    the path is not a readable regular file (load_program then says why)."""
+    path = Path(path)
+    try:
+        if not path.is_file():
+            return None
+        with path.open("rb") as f:
+            head = f.read(HEAD_BYTES)
+    except OSError:
+        return None
+    found = _STATED_WORLD["JSON" if path.suffix.lower() == ".json" else "YAML"].findall(head)
+    return int(found[0]) if len(found) == 1 else None
+
+
 def _parse(text: str, path: Path) -> Any:
     """JSON, or YAML read event by event (yamlstream.py; yaml.load for what that leaves to it)."""
     kind = "JSON" if path.suffix.lower() == ".json" else "YAML"

@@ -46,7 +46,10 @@ def _each(tag: str, content: str, field: str, value: str | None, accepted: str |
 CASES = [
     *_each("group-range-huge", HUGE_GROUP, "groups.g", "100,000,001 ranks", "a group cannot be larger than the world"),
     *_each("key-range-huge", HUGE_KEY, "ranks", "rank 100000000 (key '0-100000000')", "expected 0..3"),
-    *_each("world-million", WORLD_1M, "ranks, group members and operations", "3,000,000", LIMIT),
+    *[c for c in _each("world-million", WORLD_1M, "ranks, group members and operations", "3,000,000", LIMIT)
+      if c.command != "verify"],  # verify --program refuses the world first, from the file's head
+    Case("verify-world-million", ["verify", "--program", "p.yaml"], "world", "1000000", "expected at most 32",
+         {"p.yaml": WORLD_1M}, timeout_s=2.0),
     *_each("group-range-digits", DIGITS, "groups.g", "'0-99999999999999999999'", "expected a rank, a range such as 0-3"),
     Case("lint-program-group-duplicate-large", ["lint-program", "p.yaml"], "groups.g", "rank 0 is listed twice",
          "expected each member once", {"p.yaml": DUPLICATE}, timeout_s=2.0),
@@ -123,7 +126,7 @@ def test_scenario_suggests_the_max_work_that_lints_its_program(tmp_path, monkeyp
     which lint-program then accepts (and one less it refuses, naming the option)."""
     import re
 
-    import app.commands.scenario as scenario
+    import collsim.scenario as scenario
 
     out = str(tmp_path / "ddp.yaml")
     assert app.cli.main(["scenario", "ddp", "--gpus", "8", "--out", out]) == 0
