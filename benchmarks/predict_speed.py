@@ -1,12 +1,15 @@
 """Wall time of `collsim predict --json` on fixed cases, and whether its output matches a baseline's, number for number.
 
     python -m benchmarks.predict_speed [--baseline SRC] [--record DIR] [--check DIR] [--json PATH] [--only NAME,...]
+                                       [--big]
 
 Each case runs `python -m app.cli predict ... --json` in a fresh process (imports included, as a user sees it),
 from this tree, and from `--baseline SRC` if given (another revision's source, e.g. `git archive main`), in
 the same run, so the two times share the machine's load. `--record DIR` writes this tree's JSON per case;
 `--check DIR` compares with JSON recorded before: every number must be equal (the largest relative
-difference is printed otherwise), as must every string. The table quotes the load average.
+difference is printed otherwise), as must every string. The table quotes the load average, and each case's CPU
+seconds and peak RSS (of its process: the wall time on a shared machine depends on the load). `--big` adds the
+machines of issue 20 (1,440 and 16,384 GPUs, 1 MiB to 8 GiB: the goal is under 30 s and 2 GiB each).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,18 +40,27 @@ CASES = [
     ("gb200-nvl4x2-allreduce", "gb200-nvl4:nodes=2", "allreduce", "1MiB:4GiB"),
     ("rtx4090-pcie-allreduce", "rtx4090-pcie", "allreduce", "1MiB:2GiB"),
 ]
+BIG = [  # --big: predict at the scale people buy (issue 20)
+    ("gb200-nvl72x20-allreduce", "gb200-nvl72:nodes=20", "allreduce", "1MiB:8GiB"),
+    ("dgx-h100x2048-allreduce", "dgx-h100:nodes=2048", "allreduce", "1MiB:8GiB"),
+]
 
 
-def run_case(tree: Path, preset: str, op: str, sizes: str) -> tuple[float, dict]:
-    """Seconds and parsed JSON of one `collsim predict` from the source tree `tree`."""
+def run_case(tree: Path, preset: str, op: str, sizes: str) -> tuple[float, dict, float, float]:
+    """Wall seconds, parsed JSON, CPU seconds and peak RSS (GiB) of one `collsim predict` from the source tree `tree`."""
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
     cmd = [sys.executable, "-m", "app.cli", "predict", "--preset", preset, "--op", op, "--size", sizes, "--json"]
-    start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, check=False)
-    seconds = time.perf_counter() - start
-    if done.returncode:
-        raise SystemExit(f"predict failed in {tree} for {preset} {op} {sizes}:\n{done.stderr}")
-    return seconds, json.loads(done.stdout)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(cmd, cwd=tree, env=env, stdout=out, stderr=err)
+        status, usage = os.wait4(child.pid, 0)[1:]
+        seconds = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if child.returncode:
+            raise SystemExit(f"predict failed in {tree} for {preset} {op} {sizes}:\n{err.read().decode()}")
+        return seconds, json.loads(out.read()), usage.ru_utime + usage.ru_stime, usage.ru_maxrss / (1 << 20)
 
 
 def largest_difference(a, b) -> float:
@@ -72,15 +85,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", type=Path, metavar="DIR", help="compare this tree's JSON with DIR's")
     parser.add_argument("--only", help="comma-separated case names (default: all)")
     parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
+    parser.add_argument("--big", action="store_true", help="also the machines of 1,440 and 16,384 GPUs (minutes)")
     args = parser.parse_args(argv)
-    cases = [c for c in CASES if not args.only or c[0] in args.only.split(",")]
+    cases = [c for c in CASES + (BIG if args.big else []) if not args.only or c[0] in args.only.split(",")]
     load = os.getloadavg()
     rows, mismatched = [], []
     for name, preset, op, sizes in cases:
         row: dict = {"case": name}
         if args.baseline is not None:
-            row["baseline (s)"], before = run_case(args.baseline, preset, op, sizes)
-        row["now (s)"], now = run_case(ROOT, preset, op, sizes)
+            row["baseline (s)"], before = run_case(args.baseline, preset, op, sizes)[:2]
+        row["now (s)"], now, row["CPU (s)"], row["peak RSS (GiB)"] = run_case(ROOT, preset, op, sizes)
         if args.record is not None:
             args.record.mkdir(parents=True, exist_ok=True)
             (args.record / f"{name}.json").write_text(json.dumps(now, indent=2) + "\n")

@@ -63,6 +63,7 @@ from .result import DISCARDED, Prediction
 from .symmetry import MAX_GPUS as MAX_GPUS  # predict's largest machine (re-exported)
 from .symmetry import (
     MAX_NVLS_TREE_TRANSFERS,
+    MAX_TRANSFERS,
     PROVEN,
     OverBudget,
     Reduced,
@@ -251,32 +252,56 @@ class Call:
 
     def time(self, size: int, picks: list[tuple[str, str]]) -> Prediction:
         """The fastest of the picks at this size: scaled from fewer nodes where that is proven, else the full run, else
-        (the full run over the engine's budget) scaled from fewer nodes all the same, its Prediction saying so."""
-        reduced = ([self.reduced(size, picked, proto, windows=None if i == 0 else 1) for i, (picked, proto) in enumerate(picks)]
-                   if self.symmetric else [None])
-        if all(row is not None and row[1] for row in reduced):
-            return min((row[0] for row in reduced), key=lambda r: r.time_s)
+        (the full run over the engine's budget) scaled from fewer nodes all the same, its Prediction saying so.
+
+        A pick's reduction runs only where its answer can be used: where every pick's scaling can be proven
+        (`provable`), or, for the full run over the budget, NCCL's own pick and the others whose scaling can be proven
+        (the answer is the same as reducing every pick first: a reduction that cannot be proven is never taken while
+        the full run fits)."""
+        rows: dict[int, tuple[Prediction, bool] | None] = {}
+
+        def reduced(i: int) -> tuple[Prediction, bool] | None:
+            if i not in rows:
+                rows[i] = self.reduced(size, *picks[i], windows=None if i == 0 else 1)
+            return rows[i]
+        if self.symmetric and all(self.provable(picked) for picked, _ in picks):
+            if all(row is not None and row[1] for row in map(reduced, range(len(picks)))):
+                return min((reduced(i)[0] for i in range(len(picks))), key=lambda r: r.time_s)
         try:
             return self.full(size, picks)
         except OverBudget:
-            if reduced[0] is None:
+            if not self.symmetric or reduced(0) is None:
                 raise
         # NCCL's pick (first), proven or not; another candidate only where its scaling is proven
-        rows = [reduced[0][0]] + [row[0] for row in reduced[1:] if row is not None and row[1]]
-        best = min(rows, key=lambda r: r.time_s)
-        dropped = [f"{picked}/{proto}" for (picked, proto), row in zip(picks[1:], reduced[1:]) if row is None or not row[1]]
+        others = [reduced(i) if self.provable(picks[i][0]) else None for i in range(1, len(picks))]
+        best = min([reduced(0)[0]] + [row[0] for row in others if row is not None and row[1]], key=lambda r: r.time_s)
+        dropped = [f"{picked}/{proto}" for (picked, proto), row in zip(picks[1:], others) if row is None or not row[1]]
         if dropped:
             best = replace(best, reduced=f"{best.reduced}; {', '.join(dropped)} not timed (its scaling is not proven "
                                          "and its full run is over predict's budget)")
         return best
 
+    def provable(self, picked: str) -> bool:
+        """Whether the pick's reduction can be proven on this machine (Call.reduced): a tree (NVLS-tree, or NCCL's tree
+        across nodes) on a power of two of nodes with instances below it; a ring-like schedule only if its name is in
+        PROVEN (`nccl_ring`, which predict's rings run, is not)."""
+        nodes = self.system.nodes
+        if self.tree_across(picked) or (picked == "nvls_tree" and own_schedule(self.system, self.per_node, picked)):
+            return not nodes & (nodes - 1) and bool(tree_nodes(nodes, self.per_node, powers_only=False))
+        return not own_schedule(self.system, self.per_node, picked) and "nccl_ring" in PROVEN
+
     def full(self, size: int, picks: list[tuple[str, str]]) -> Prediction:
-        """The fastest of the picks, each timed on the whole machine."""
+        """The fastest of the picks, each timed on the whole machine; OverBudget before any schedule is built where
+        one of them is over the engine's budget."""
         if any(own_schedule(self.system, self.per_node, picked) for picked, _ in picks):
             rows = [run_pick(self.machine.engine(proto), self.system, self.per_node, self.op, size, self.ranks,
                              picked, proto, self.dtype, self.net_extra_s, self.intra_extra_s, self.nvls_step_s,
                              self.channels, built=self.machine.topology) for picked, proto in picks]
             return min(rows, key=lambda r: r.time_s)
+        for picked, proto in picks:
+            name, params = ring_tree_shape(self.system, self.per_node, self.op, size, self.ranks, picked, proto,
+                                           self.channels)[:2]
+            check_budget(ring_tree_transfers(self.op, name, params, self.ranks), f"a {name} {self.op} over {self.ranks} ranks")
         return fastest([self.plan(self.machine.topology, size, self.ranks, picked, proto) for picked, proto in picks])
 
     @cached_property
@@ -324,6 +349,13 @@ class Call:
                                        "in log2 nodes between trees of whole levels)")
         return row, proven and not nodes & (nodes - 1)
 
+    def fits(self, size: int, picked: str, proto: str, nodes: int) -> bool:
+        """Whether a ring-like pick's instance on `nodes` nodes is within the engine's budget (MAX_TRANSFERS): a
+        window of instances is tried only where its largest one is, so that no instance is refused after others ran."""
+        ranks = nodes * self.per_node
+        name, params = ring_tree_shape(self.system, self.per_node, self.op, size, ranks, picked, proto, self.channels)[:2]
+        return ring_tree_transfers(self.op, name, params, ranks) <= MAX_TRANSFERS
+
     def reduced(self, size: int, picked: str, proto: str, windows: int | None = None) -> tuple[Prediction, bool] | None:
         """The pick timed on three smaller instances and scaled to the machine, and whether that is proven (Reduced.run);
         None where the symmetry does not apply (too few nodes, an NVLS-tree on a node count not a power of two). At most
@@ -339,7 +371,8 @@ class Call:
                                          chunk_ranks=largest * self.per_node))
         if self.tree_across(picked):
             return self.reduced_tree(size, picked, proto)
-        shape = ring_nodes(nodes, self.period, self.per_node)[:windows]
+        shape = [w for w in ring_nodes(nodes, self.period, self.per_node) if self.fits(size, picked, proto, w[-1])]
+        shape = shape[:windows]
         if not shape:
             return None
         count = Collective(self.op, self.ranks, size, self.dtype).count
@@ -461,11 +494,9 @@ def plan_ring_tree(topology: Topology, system: System, per_node: int, op: str, s
     a larger machine keeps that machine's chunks, simulator/nccl/symmetry.py); `built`: `topology` as built, without
     a calibration (default `topology`; nccl_graph_view)."""
     multinode = system.nodes > 1
+    name, params, share, channels = ring_tree_shape(system, per_node, op, size, pipeline_ranks or ranks, algo, proto,
+                                                     channels)
     family = "tree" if algo in ("tree", "nvls", "nvls_tree") else "ring"
-    forced = channels is not None
-    channels = channels or collective_channels(system, family, proto, size)[0]
-    name, params, share = ring_or_tree(topology, system, per_node, op, size, pipeline_ranks or ranks, family, proto,
-                                       channels, forced)
     cost = protocol(proto if algo != "nvls" else "Simple", family, system.link, multinode, system.nccl_version)
     plugin_s = plugin_latency_s(system, op, family, cost.name)
     cost = replace(cost, base_s=cost.base_s + plugin_s, net_s=cost.net_s + net_extra_s, intra_s=cost.intra_s + intra_extra_s,
@@ -484,6 +515,18 @@ def plan_ring_tree(topology: Topology, system: System, per_node: int, op: str, s
     return Plan(schedule, machine, EngineOptions(ports=0, messages=cost.messages()), finish)
 
 
+def ring_tree_shape(system: System, per_node: int, op: str, size: int, ranks: int, algo: str, proto: str,
+                    channels: int | None = None) -> tuple[str, dict, float, int]:
+    """plan_ring_tree's schedule for a pick, before it is built: its name and parameters (ring_or_tree, a tree's chunks
+    those the engine's budget allows over `ranks` ranks), the wire bytes per byte of a channel's share, and the
+    channels NCCL runs (`channels` if forced)."""
+    family = "tree" if algo in ("tree", "nvls", "nvls_tree") else "ring"
+    forced = channels is not None
+    channels = channels or collective_channels(system, family, proto, size)[0]
+    name, params, share = ring_or_tree(system, per_node, op, size, ranks, family, proto, channels, forced)
+    return name, params, share, channels
+
+
 def one_node_cap_GBps(system: System, family: str, proto: str, channels: int) -> float | None:
     """The bus bandwidth tuning.cc allows a ring's protocol on one node (None: no cap): LL at llMaxBw, LL128 at
     perChMaxRingLL128Bw per channel running (NCCL 2.30: 40 GB/s on Blackwell, under the links' 0.92 x 721.8)."""
@@ -494,8 +537,8 @@ def one_node_cap_GBps(system: System, family: str, proto: str, channels: int) ->
     return None
 
 
-def ring_or_tree(topology: Topology, system: System, per_node: int, op: str, size: int, ranks: int, family: str,
-                 proto: str, channels: int, forced: bool) -> tuple[str, dict, float]:
+def ring_or_tree(system: System, per_node: int, op: str, size: int, ranks: int, family: str, proto: str,
+                 channels: int, forced: bool) -> tuple[str, dict, float]:
     """The schedule plan_ring_tree runs (its name and parameters) and the wire bytes per byte a channel's share of
     the graph adds (channels.channel_share: n_channels / channels on one node or where the channels are forced, else 1).
 

@@ -35,12 +35,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
 from ..errors import CollsimError
 from ..schedule import Schedule
 from ..topology.model import Topology
+from ..topology.presets import PresetBuild
 from .result import Prediction
 
 MAX_GPUS = 16384  # the largest machine predict takes
@@ -148,6 +150,13 @@ def rescaled(schedule: Schedule, per_node: int, factor: float) -> Schedule:
     return clone
 
 
+@lru_cache(maxsize=8)
+def instance(origin: PresetBuild, nodes: int) -> Topology:
+    """The preset as built on `nodes` nodes, once per process: every size and pick of a call is timed on the same few
+    instances (the views the engine runs on are copies; nothing changes a topology once built)."""
+    return replace(origin, nodes=nodes).build()
+
+
 def extrapolate(xs: tuple[float, float, float], times: list[float], x: float) -> tuple[float, float]:
     """The time at x by the line through the last two points (the furthest from the schedule's start-up), and how far
     the line through the first two points is from it there (a fraction of it: within AGREE, the affine law holds)."""
@@ -180,7 +189,7 @@ class Reduced:
         for nodes in self.windows:
             for n in nodes:
                 if n not in timed:
-                    timed[n] = self.engine_at(replace(origin, nodes=n).build(), n)
+                    timed[n] = self.engine_at(instance(origin, n), n)
             engine_s, apart = extrapolate(tuple(x(n) for n in nodes), [timed[n][0] for n in nodes], x(full))
             if apart <= AGREE:
                 break

@@ -121,8 +121,9 @@ def nccl_machine(topology: Topology) -> NcclMachine | None:
 
 
 def placement(machine: NcclMachine | None, op: Op, members: tuple[int, ...]) -> tuple[int, int | None] | None:
-    """(ranks, ranks_per_node) of predict for this call (ranks_per_node None: one node), or None when predict does
-    not cover it (another op, no machine NCCL's model knows, members that fit none of its placements)."""
+    """(ranks, ranks_per_node) of predict for this call (ranks_per_node None: one node, or every GPU of each node), or
+    None when predict does not cover it (another op, no machine NCCL's model knows, members that fit none of its
+    placements)."""
     if op.op not in nccl.OPS or machine is None or not 2 <= len(members) <= nccl.MAX_GPUS:
         return None
     preset = machine.preset
@@ -143,7 +144,11 @@ def placement(machine: NcclMachine | None, op: Op, members: tuple[int, ...]) -> 
         fits = all(_per_nic(local, preset) == _per_nic(ideal, preset) for local in nodes.values())
     if not fits:
         return None
-    return (k, None) if len(nodes) == 1 else (len(members), k)
+    if len(nodes) == 1:
+        return k, None
+    # every GPU of its nodes: predict's own placement (the same times as K per node), so that on a whole machine it
+    # may time the call on a few nodes and scale it (simulator/nccl/symmetry.py), as `collsim predict` does
+    return len(members), None if k == per_node else k
 
 
 def _per_nic(local: list[int], preset) -> list[int]:

@@ -12,7 +12,7 @@ from simulator.nccl.predict import predict
 from simulator.program import program_from_dict
 from simulator.program.isolated import ENGINE, NCCL, IsolatedTimes
 from simulator.program.model import Op
-from simulator.program.nccl_timing import check_timing
+from simulator.program.nccl_timing import check_timing, nccl_machine, placement
 from simulator.program.run import run_program
 from simulator.topology import ideal, parse_topology
 from simulator.topology.presets import NETWORKS
@@ -208,3 +208,14 @@ def test_default_timing_rule():
     assert choose_timing(AUTO, ["dgx-h100"]).timing == "nccl"
     with pytest.raises(CollsimError, match=r"^timing: 'fast'; expected one of auto, links, nccl$"):
         choose_timing("fast", ["dgx-h100"])
+
+
+def test_whole_nodes_are_placed_as_predict_places_them():
+    # every GPU of each node: predict's default placement (no ranks_per_node), the one on which a whole machine may be
+    # timed on a few nodes and scaled (simulator/nccl/symmetry.py); same times as K = 8 per node (the test above)
+    machine = nccl_machine(parse_topology("dgx-h100:nodes=4"))
+    op = Op("allreduce", nbytes=MiB, group="dp")
+    assert placement(machine, op, tuple(range(32))) == (32, None)
+    assert placement(machine, op, tuple(range(8, 24))) == (16, None)
+    assert placement(machine, op, (0, 1, 2, 3, 8, 9, 10, 11)) == (8, 4)
+    assert placement(machine, op, (0, 1, 2, 3)) == (4, None)  # one node

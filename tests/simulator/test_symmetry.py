@@ -21,6 +21,7 @@ from simulator.nccl.result import Prediction
 from simulator.nccl.symmetry import (
     AGREE,
     MAX_GPUS,
+    PROVEN,
     Reduced,
     check_budget,
     extrapolate,
@@ -29,6 +30,7 @@ from simulator.nccl.symmetry import (
     ring_nodes,
     tree_nodes,
 )
+from simulator.nccl.tuning import predict_times
 from simulator.topology.presets import MACHINE_PRESETS, PRESETS
 from simulator.topology.spec import parse_topology
 
@@ -105,6 +107,37 @@ def test_nvls_tree_of_one_chunk_is_affine_in_log2_nodes(preset):
 def test_nvls_tree_of_several_chunks_is_not_scaled():
     # on 64 nodes the NVLS-tree pipelines 4 chunks; 8, 16 and 32 nodes do not agree on a line: the full run is taken
     assert compare("hgx-b200:nodes=64", "allreduce", [1 << 30]) == [""]
+
+
+def offered(preset: str, nodes: int) -> list[str]:
+    """The algorithms NCCL's model offers for allreduce on the machine whose scaling Call.reduced may take (trees)."""
+    topology = parse_topology(f"{preset}:nodes={nodes}")
+    system = machine_of(topology, topology.num_devices)[0]
+    names = {algo for algo, _ in predict_times(system, "allreduce", [1 << 20])}
+    return [name for algo, name in (("tree", "Tree"), ("nvls_tree", "NVLSTree")) if algo in names]
+
+
+def test_node_counts_a_reduction_is_taken_at():
+    # where the full run fits (1..64 nodes) a reduction is taken only for a tree (rings: never proven) on a power of two
+    # of nodes above its instances 8, 16 and 32, whose largest is within 512 ranks: 64 nodes of 8 GPUs, none of 72
+    assert "nccl_ring" not in PROVEN
+    for preset in MULTINODE:
+        per_node = PRESETS[preset].gpus_per_node
+        taken = [n for n in range(1, 65) if n & (n - 1) == 0 and tree_nodes(n, per_node, powers_only=False)]
+        assert taken == ([64] if per_node == 8 else []), preset
+    assert {PRESETS[p].gpus_per_node for p in MULTINODE} == {8, 72}  # a new shape of node: extend the expectation
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", [p for p in MULTINODE if PRESETS[p].gpus_per_node * 32 <= 512])
+def test_every_preset_reduced_equals_the_full_run_at_64_nodes(preset):
+    # the presets from the registry, at 64 nodes: every tree NCCL's model offers, forced (NCCL's own picks reduce only
+    # where they are one of these: a ring alternative is never reduced within the budget); each row scaled from 8, 16
+    # and 32 nodes (compare: within 1% of the full engine run), or the full run where the instances disagree; at 4 KiB
+    # the scaling is taken (one chunk: a tree's levels add the same time)
+    for algo in offered(preset, 64):
+        notes = compare(f"{preset}:nodes=64", "allreduce", [4096, 1 << 20], algo=algo)
+        assert notes[0].startswith("engine on 8/16/32 nodes, affine in log2 nodes"), (preset, algo)
 
 
 @pytest.mark.skipif(not os.environ.get("COLLSIM_SYMMETRY_MATRIX"), reason="the whole matrix takes hours on 2 cores")
