@@ -108,18 +108,36 @@ def topology_figure(topo: Topology, ranks: int, arrows: list[tuple[int, int, int
                              text=[str(r) for r in range(ranks)], textfont=dict(size=11), name="ranks (GPUs)",
                              hovertext=[f"rank {r} on {topo.node_names[n]}" for r, n in enumerate(placement)],
                              hoverinfo="text"))
-    notes = []  # one layout update for all arrows: add_annotation one by one is quadratic (15 s for 256)
-    for src, dst, chunk, hover in arrows or []:
-        a, b = pos[placement[src]], pos[placement[dst]]
-        notes.append(dict(x=b[0], y=b[1], ax=a[0], ay=a[1], xref="x", yref="y", axref="x", ayref="y", showarrow=True,
-                          arrowhead=3, arrowsize=1.2, arrowwidth=2, arrowcolor=chunk_colour(chunk), opacity=0.85,
-                          standoff=9, startstandoff=9, hovertext=hover, text=""))
-    if notes:
-        fig.update_layout(annotations=notes)
+    _arrows(fig, [(pos[placement[src]], pos[placement[dst]], chunk, hover) for src, dst, chunk, hover in arrows or []])
     fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
                       xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x"),
                       legend=dict(orientation="h", y=-0.02))
     return fig
+
+
+def _arrows(fig, arrows: list[tuple[tuple[float, float], tuple[float, float], int, str]]) -> None:
+    """Arrows (from, to, chunk, hover) as one line trace per chunk colour, an arrowhead marker at each end: a few
+    traces whatever the count (annotations, one per arrow, took seconds to draw for 256). The same (from, to, chunk)
+    is drawn once, its hover saying how many messages it stands for."""
+    import plotly.graph_objects as go
+
+    merged: dict[tuple, list[str]] = {}
+    for a, b, chunk, hover in arrows:
+        merged.setdefault((a, b, chunk), []).append(hover)
+    by_colour: dict[str, tuple[list, list, list, list]] = {}
+    for (a, b, chunk), hovers in merged.items():
+        dx, dy = b[0] - a[0], b[1] - a[1]
+        cut = 0.12 if math.hypot(dx, dy) > 0 else 0.0  # stop short of the nodes' markers
+        xs, ys, sizes, text = by_colour.setdefault(chunk_colour(chunk), ([], [], [], []))
+        label = hovers[0] + (f" ({len(hovers)} messages)" if len(hovers) > 1 else "")
+        xs += [a[0] + cut * dx, b[0] - cut * dx, None]
+        ys += [a[1] + cut * dy, b[1] - cut * dy, None]
+        sizes += [0, 11, 0]
+        text += [label, label, None]
+    for colour, (xs, ys, sizes, text) in by_colour.items():
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", line=dict(color=colour, width=2), opacity=0.85,
+                                 marker=dict(symbol="arrow", angleref="previous", size=sizes, color=colour),
+                                 text=text, hovertemplate="%{text}<extra></extra>", showlegend=False))
 
 
 def _utilisation_lines(fig, topo: Topology, pos, link_values: dict[int, float]) -> None:

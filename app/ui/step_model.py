@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from app.figures import timeline_figure
 from app.stepper import Stepper, build_stepper, picture_collective, step_sentences
@@ -29,6 +30,13 @@ class StepModel:
     @property
     def num_steps(self) -> int:
         return self.stepper.num_steps
+
+    @cached_property
+    def link_timeline(self):
+        """The busiest links' timeline: the same at every step, so built once per choice."""
+        from app.figures import link_timeline_figure
+
+        return link_timeline_figure(self.trace)
 
 
 def build_step_model(op: str, algo: str, ranks: int, params: dict, root: int, topology: str, size: str,

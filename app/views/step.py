@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.stepper import MAX_CHUNKS, MAX_RANKS, grid_html, legend_html
+from app.stepper import MAX_CHUNKS, MAX_RANKS, grid_figure, grid_fits_html, grid_html, legend_html
 from app.ui.common import algorithm_params, cached_step_model, friendly
 from app.ui.urlstate import UrlState
 from simulator.algorithms import names_for
@@ -84,31 +84,33 @@ with friendly():
         st.caption(f"{len(model.stepper.schedule.network_transfers())} messages in {n} steps; the engine took "
                    f"{model.trace.time * 1e6:.4g} us for {size} on {model.topology.name}.")
         sentences = figs["sentences"]
-        st.markdown(grid_html(stepper, i), unsafe_allow_html=True)
+        _grid(stepper, i, "out")
         if stepper.scratch:
             st.markdown("**Scratch buffer**: " + SCRATCH_NOTE.get((op, algo), SCRATCH_NOTE[None]))
-            st.markdown(grid_html(stepper, i, buffer="scratch"), unsafe_allow_html=True)
-        st.markdown(legend_html(ranks), unsafe_allow_html=True)
+            _grid(stepper, i, "scratch")
+        st.markdown(legend_html(ranks, figure=not grid_fits_html(stepper)), unsafe_allow_html=True)
         left, right = st.columns([3, 2])
         with left:
             st.markdown("**What moves in this step**")
             st.markdown("\n".join(f"- {s}" for s in sentences[:10]))
             if len(sentences) > 10:
-                with st.expander(f"all {len(sentences)} transfers of this step"):
+                with st.expander(f"{len(sentences) - 10} more"):
                     st.markdown("\n".join(f"- {s}" for s in sentences[10:]))
         right.plotly_chart(figs["topology"], key="step.topology", config={"displayModeBar": False})
         st.plotly_chart(figs["timeline"], key="step.timeline")
         with st.expander("timeline per link (the busiest links)"):
-            st.plotly_chart(_link_timeline(), key="step.links")
+            st.plotly_chart(model.link_timeline, key="step.links")
         url.sync()
         if st.session_state.get(play_key) and i >= n:
             st.session_state[play_key] = False
             st.rerun()
 
-    def _link_timeline():
-        from app.figures import link_timeline_figure
-
-        return link_timeline_figure(model.trace)
+    def _grid(stepper, i: int, buffer: str) -> None:
+        """The buffer grid: fixed-size HTML cells up to 16 x 16, one figure (every cell in view) beyond."""
+        if grid_fits_html(stepper, buffer):
+            st.markdown(grid_html(stepper, i, buffer=buffer), unsafe_allow_html=True)
+        else:
+            st.plotly_chart(grid_figure(stepper, i, buffer), key=f"step.grid.{buffer}", config={"displayModeBar": False})
 
     def _figures(i: int) -> dict:
         from app.ui.step_model import step_figures
