@@ -7,7 +7,19 @@ import numpy as np
 from simulator.algorithms import get, names_for
 from simulator.collective import busbw_factor, normalize_op
 from simulator.cost import CLOSED_FORM, LinkModel, estimate, lower_bound
-from simulator.units import format_size
+from simulator.units import format_size, size_ticks
+
+
+def size_axis(sizes, title: str = "message size", most: int = 8) -> dict:
+    """A log x axis of bytes with B/KiB/MiB/GiB ticks (plotly's own would read '1B' for 1e9 bytes)."""
+    values = [float(s) for s in sizes if s and s > 0]
+    tickvals, ticktext = size_ticks(min(values, default=1), max(values, default=1), most)
+    return dict(title=title, type="log", tickmode="array", tickvals=tickvals, ticktext=ticktext)
+
+
+def decade_axis(title: str) -> dict:
+    """A log axis with one labelled tick per power of ten (plotly's 2 and 5 between them crowd a short axis)."""
+    return dict(title=title, type="log", dtick=1)
 
 
 def cost_table(op: str, ranks: int, sizes: list[int], model: LinkModel, algorithms: list[str] | None = None,

@@ -81,8 +81,9 @@ with friendly():
         stepper = model.stepper
         figs = _figures(i)
         st.subheader(f"Step {i} of {n} — " + (f"phase: {stepper.phases[i]}" if i else "start"))
-        st.caption(f"{len(model.stepper.schedule.network_transfers())} messages in {n} steps; the engine took "
-                   f"{model.trace.time * 1e6:.4g} us for {size} on {model.topology.name}.")
+        if model.trace is not None:
+            st.caption(f"{len(model.stepper.schedule.network_transfers())} messages in {n} steps; the engine took "
+                       f"{model.trace.time * 1e6:.4g} us for {size} on {model.topology.name}.")
         sentences = figs["sentences"]
         _grid(stepper, i, "out")
         if stepper.scratch:
@@ -96,10 +97,13 @@ with friendly():
             if len(sentences) > 10:
                 with st.expander(f"{len(sentences) - 10} more"):
                     st.markdown("\n".join(f"- {s}" for s in sentences[10:]))
-        right.plotly_chart(figs["topology"], key="step.topology", config={"displayModeBar": False})
-        st.plotly_chart(figs["timeline"], key="step.timeline")
-        with st.expander("timeline per link (the busiest links)"):
-            st.plotly_chart(model.link_timeline, key="step.links")
+        if model.trace is None:  # a bad topology or size: its error line where the engine's pictures go
+            right.error(model.engine_error)
+        else:
+            right.plotly_chart(figs["topology"], key="step.topology", config={"displayModeBar": False})
+            st.plotly_chart(figs["timeline"], key="step.timeline")
+            with st.expander("timeline per link (the busiest links)"):
+                st.plotly_chart(model.link_timeline, key="step.links")
         url.sync()
         if st.session_state.get(play_key) and i >= n:
             st.session_state[play_key] = False

@@ -131,6 +131,7 @@ def collectives_section() -> None:
             fig = px.bar(part, x="size", y="time (us)", color="machine", barmode="group", log_y=True,
                          hover_data=[*hover, "ranks", "busbw (GB/s)"],
                          title=f"{op}: engine time with {how} on each machine (lower is better)")
+            fig.update_yaxes(dtick=1)  # one labelled tick per power of ten: plotly's 2 and 5 between them crowd
             st.plotly_chart(fig, key=f"whatif.{op}")
         st.dataframe(rows.drop(columns=["bytes"]), hide_index=True, key="whatif.table",
                      column_config={f"time vs {chosen[0]}": st.column_config.NumberColumn(format="%.2fx")})

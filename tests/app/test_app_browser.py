@@ -204,31 +204,32 @@ def test_whatif_step_is_timed_as_nccl_runs_it_and_the_link_keeps_the_timing(serv
 
 
 def test_reality_predicts_the_logs_machine_and_a_link_keeps_another_preset(server, browser):
-    """The default log (01, an A3 Mega pair) gets collsim predict on its own preset; a typed preset rides in the link."""
+    """The default log (07, one HGX B200 node: the page used to open on 01, its worst) gets collsim predict on its own
+    preset; a typed preset rides in the link."""
     from urllib.parse import parse_qs, urlparse
 
     page = browser.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(f"{server}/reality")
-    page.get_by_text(re.compile(r"^collsim predict on a3-mega:nodes=2 \(nothing fitted\): .*median \|error\|")).first.wait_for(
+    page.get_by_text(re.compile(r"^collsim predict on hgx-b200 \(nothing fitted\): .*median \|error\|")).first.wait_for(
         timeout=90000)
-    page.locator(".js-plotly-plot .legendtext", has_text="collsim predict on a3-mega:nodes=2").first.wait_for(timeout=60000)
-    assert parse_qs(urlparse(page.url).query)["preset"] == ["a3-mega:nodes=2"]
+    page.locator(".js-plotly-plot .legendtext", has_text="collsim predict on hgx-b200").first.wait_for(timeout=60000)
+    assert parse_qs(urlparse(page.url).query)["preset"] == ["hgx-b200"]
     box = page.get_by_role("textbox", name=re.compile("machine preset"))
-    box.fill("p4de:nodes=2")
+    box.fill("dgx-h100")
     box.press("Enter")
-    page.locator(".js-plotly-plot .legendtext", has_text="collsim predict on p4de:nodes=2").first.wait_for(timeout=90000)
+    page.locator(".js-plotly-plot .legendtext", has_text="collsim predict on dgx-h100").first.wait_for(timeout=90000)
     for _ in range(50):  # the page writes its widgets into the link after drawing
-        if parse_qs(urlparse(page.url).query).get("preset") == ["p4de:nodes=2"]:
+        if parse_qs(urlparse(page.url).query).get("preset") == ["dgx-h100"]:
             break
         page.wait_for_timeout(200)
     link = page.url
-    assert parse_qs(urlparse(link).query)["preset"] == ["p4de:nodes=2"]
+    assert parse_qs(urlparse(link).query)["preset"] == ["dgx-h100"]
     assert page.locator(EXCEPTION).count() == 0
     page.close()
     page = browser.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(link)
-    page.locator(".js-plotly-plot .legendtext", has_text="collsim predict on p4de:nodes=2").first.wait_for(timeout=90000)
-    assert page.get_by_role("textbox", name=re.compile("machine preset")).input_value() == "p4de:nodes=2"
-    assert page.get_by_text(re.compile(r"^collsim predict on p4de:nodes=2 \(nothing fitted\)")).count() >= 1
+    page.locator(".js-plotly-plot .legendtext", has_text="collsim predict on dgx-h100").first.wait_for(timeout=90000)
+    assert page.get_by_role("textbox", name=re.compile("machine preset")).input_value() == "dgx-h100"
+    assert page.get_by_text(re.compile(r"^collsim predict on dgx-h100 \(nothing fitted\)")).count() >= 1
     assert page.locator(EXCEPTION).count() == 0
     page.close()

@@ -93,3 +93,52 @@ def test_a_16_rank_grid_keeps_its_readable_html_cells():
     _ok(at)
     grid = next(m.value for m in at.markdown if "buffer-grid" in m.value)
     assert len(re.findall(r'class="cell k', grid)) == 16 * 16
+
+
+def test_a_topology_typo_shows_its_error_and_keeps_the_grid():
+    """A typo in the topology blanked the whole Step through page: the grid and sentences need no topology."""
+    at = open_page("views/step.py", {"op": "allreduce", "algo": "ring", "p": "4", "topo": "rnig", "s": "1"})
+    assert not at.exception
+    assert len(at.error) == 1 and "topology" in at.error[0].value and "'rnig'" in at.error[0].value
+    assert any("buffer-grid" in m.value for m in at.markdown)
+    assert sum(1 for m in at.markdown if m.value.startswith("- Rank")) == 1  # what moves in step 1
+    assert not charts(at)  # no engine picture from a topology that does not exist
+
+
+def test_a_cost_topology_typo_keeps_the_closed_forms():
+    at = open_page("views/cost.py", {"op": "allreduce", "p": "8", "sizes": "1KiB:1GiB:4", "topo": "dgx-h1OO"})
+    assert not at.exception
+    assert len(at.error) == 1 and "engine points on" in at.error[0].value
+    figure = charts(at)[0]
+    assert figure["data"] and not any("engine on" in t.get("name", "") for t in figure["data"])
+
+
+def test_cost_explorer_names_each_model_and_says_why_markers_leave_the_lines():
+    """On a preset, engine markers sat far below the slider's closed-form lines with nothing saying why."""
+    at = open_page("views/cost.py", {"op": "allreduce", "p": "8", "sizes": "1KiB:1GiB:4", "topo": "dgx-h100"})
+    _ok(at)
+    figure = charts(at)[0]
+    names = [t["name"] for t in figure["data"]]
+    assert "ring: closed form" in names and any(n.startswith("ring: engine on dgx-h100") for n in names)
+    title = figure["layout"]["title"]["text"]
+    assert "alpha 2us, 25GB/s" in title and "not the sliders" in title
+    # every legend entry has its 19 px: the legend is not clipped (was 520 px for 24 entries)
+    assert figure["layout"]["height"] >= 140 + 19 * len(names)
+
+
+def test_byte_axes_read_kib_mib_gib():
+    """Plotly wrote 1e9 bytes as '1B' (a billion): the size axes carry their own B/KiB/MiB/GiB ticks."""
+    at = open_page("views/cost.py", {"op": "allreduce", "p": "8", "sizes": "1KiB:1GiB:4", "topo": ""})
+    axis = charts(at)[0]["layout"]["xaxis"]
+    assert axis["ticktext"] == ["1KiB", "32KiB", "1MiB", "32MiB", "1GiB"]  # 2^10, 2^15, ... 2^30: every 5 doublings
+    assert values(axis["tickvals"]) == [1 << 10, 1 << 15, 1 << 20, 1 << 25, 1 << 30]
+
+
+def test_model_vs_reality_opens_on_a_log_the_model_meets_its_goal_on():
+    """It opened on log 01 (A3 Mega, 36.5% median error, docs/accuracy.md): the first look is now log 07 (8.1%)."""
+    at = open_page("views/reality.py")
+    _ok(at)
+    assert at.selectbox(key="reality.log").value.startswith("07_b200_hgx_1node")
+    assert at.text_input(key="reality.preset").value == "hgx-b200"
+    axis = next(c for c in charts(at) if c["layout"]["title"]["text"] == "measured against predicted")["layout"]["xaxis"]
+    assert all(t.endswith(("B", "KiB", "MiB", "GiB")) for t in axis["ticktext"])  # never plotly's '10B' for 1e10
