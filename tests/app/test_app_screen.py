@@ -142,3 +142,36 @@ def test_model_vs_reality_opens_on_a_log_the_model_meets_its_goal_on():
     assert at.text_input(key="reality.preset").value == "hgx-b200"
     axis = next(c for c in charts(at) if c["layout"]["title"]["text"] == "measured against predicted")["layout"]["xaxis"]
     assert all(t.endswith(("B", "KiB", "MiB", "GiB")) for t in axis["ticktext"])  # never plotly's '10B' for 1e10
+
+
+@pytest.mark.slow
+def test_stopping_the_app_is_quiet():
+    """SIGTERM to `collsim app` printed 'collsim: error: terminated (SIGTERM)': a stop asked for is not an error."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    from pathlib import Path
+
+    from benchmarks.app_browser import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "app", "--headless", "--port", str(port)],
+                            cwd=Path(__file__).resolve().parents[2], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "error" not in err.lower(), err
