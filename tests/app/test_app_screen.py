@@ -175,3 +175,25 @@ def test_stopping_the_app_is_quiet():
             proc.kill()
     assert proc.returncode == 0, err
     assert "error" not in err.lower(), err
+
+
+def test_scale_html_is_small_its_colours_match_its_legend_and_its_ticks_are_the_gpu_counts(tmp_path):
+    """`collsim scale --html` was 4.8 MB (plotly.js inside), its step-time panel used other colours than its legend,
+    and its log axis read '7 8 9 10 2 3'."""
+    import json
+    import re
+
+    from app.cli import main
+
+    html = tmp_path / "scale.html"
+    assert main(["scale", "ddp", "--gpus", "8:32", "--algos", "ring,hierarchical", "--jobs", "1", "--mode", "isolated",
+                 "--html", str(html)]) == 0
+    text = html.read_text()
+    assert len(text) < 100_000 and "cdn.plot.ly" in text
+    spec = json.loads(re.search(r"Plotly\.newPlot\(\s*\"[^\"]+\",\s*(\[.*?\]),\s*\{", text, re.S).group(1))
+    colours = {}
+    for trace in spec:
+        colours.setdefault(trace["legendgroup"], set()).add(trace["line"]["color"])
+    assert len(colours) == 2 and all(len(c) == 1 for c in colours.values())  # one colour per row kind, both panels
+    assert len({next(iter(c)) for c in colours.values()}) == 2
+    assert '"ticktext":["8","16","32"]' in text.replace(" ", "")  # the GPU counts, not '7 8 9 10 2 3'
