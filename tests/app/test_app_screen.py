@@ -197,3 +197,26 @@ def test_scale_html_is_small_its_colours_match_its_legend_and_its_ticks_are_the_
     assert len(colours) == 2 and all(len(c) == 1 for c in colours.values())  # one colour per row kind, both panels
     assert len({next(iter(c)) for c in colours.values()}) == 2
     assert '"ticktext":["8","16","32"]' in text.replace(" ", "")  # the GPU counts, not '7 8 9 10 2 3'
+
+
+def test_a_two_node_dgx_draws_each_nic_beside_its_gpu_and_nothing_on_top_of_another():
+    """dgx-h100:nodes=2 drew its 8 NICs per node as a column of squares 0.3 apart, next to the wrong GPUs."""
+    import itertools
+    import math
+
+    from app.topofig import layout
+    from simulator.topology import parse_topology
+
+    topo = parse_topology("dgx-h100:nodes=2")
+    pos = layout(topo)
+    names = topo.node_names
+    gpus = [i for i, k in enumerate(topo.node_kinds) if k == "gpu"]
+    for i, name in enumerate(names):
+        m = re.fullmatch(r"n(\d)nic(\d)", name)
+        if m:
+            nearest = min(gpus, key=lambda g: math.dist(pos[g], pos[i]))
+            assert names[nearest] == f"n{m.group(1)}g{m.group(2)}"  # NIC k serves GPU k of its node
+    xs, ys = [p[0] for p in pos.values()], [p[1] for p in pos.values()]
+    span = max(max(xs) - min(xs), max(ys) - min(ys))
+    closest = min(math.dist(a, b) for a, b in itertools.combinations(pos.values(), 2))
+    assert closest / span >= 0.07  # at 500 px wide, centres at least 35 px apart: a 26 px GPU and a 10 px square fit
