@@ -7,24 +7,17 @@ through page the play button must advance the step by itself.
 
 import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+from benchmarks.app_browser import CHROMIUM, EXCEPTION, chromium, streamlit_server, wait_interactive
+
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
 if CHROMIUM is None:
     pytest.skip("no chromium on PATH (.ci/run installs Debian's chromium)", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow  # a real Streamlit server and Chromium: about 4 minutes
-EXCEPTION = "[data-testid='stException']"
 # url path (with a query string, as a teacher would link it) -> text the page shows once drawn
 PAGES = {
     "?lesson=b": "Lesson (b)",
@@ -35,47 +28,22 @@ PAGES = {
     "whatif?kind=a+training+step&scenario=fsdp&m0=dgx-h100:nodes%3D2&m1=hgx-b200:nodes%3D2": "exposed comm",
     "step?op=alltoall&algo=bruck&p=8&topo=ring&s=2": "Scratch buffer",
     "reality": "Model vs reality",
+    "doctor?log=04_h100_p5_1node_8gpu_allreduce_awsbatch.txt": "Doctor",
 }
 # screenshots of a second view of a page get their own name (the README shows app_step.png)
 SHOT_NAMES = {"whatif?kind": "app_whatif_step.png", "step?op=alltoall&algo=bruck": "app_step_bruck.png"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "streamlit_app.py"),
-                             "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(120):
-        try:
-            urllib.request.urlopen(url + "/_stcore/health", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start within 60 s")
-    yield url
-    proc.terminate()
-    proc.wait(10)
+    with streamlit_server() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser():
-    with playwright.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
-        yield chromium
-        chromium.close()
+    with chromium() as found:
+        yield found
 
 
 def _photograph(page, path: Path) -> None:
@@ -232,4 +200,52 @@ def test_reality_predicts_the_logs_machine_and_a_link_keeps_another_preset(serve
     assert page.get_by_role("textbox", name=re.compile("machine preset")).input_value() == "dgx-h100"
     assert page.get_by_text(re.compile(r"^collsim predict on dgx-h100 \(nothing fitted\)")).count() >= 1
     assert page.locator(EXCEPTION).count() == 0
+    page.close()
+
+
+def _box(page, selector: str) -> dict:
+    box = page.locator(selector).first.bounding_box()
+    assert box, f"{selector} is not drawn"
+    return box
+
+
+def test_no_deploy_button(server, browser):
+    """Streamlit's toolbar offered 'Deploy' (publishing to Streamlit's cloud): the toolbar is minimal."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.goto(f"{server}/?lesson=a")
+    wait_interactive(page, "Lesson (a)")
+    assert page.get_by_role("button", name="Deploy").count() == 0
+    assert page.locator("[data-testid='stAppDeployButton']").count() == 0
+    page.close()
+
+
+def test_step_through_at_32_ranks_shows_the_whole_grid_and_the_legend_clear_of_the_ranks(server, browser):
+    """p=32: the grid showed about 12 x 15 of its 32 x 32 cells, and the timeline's legend sat on ranks 0 and 1."""
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(f"{server}/step?op=allreduce&algo=ring&p=32&topo=ring&size=1MiB&s=3")
+    wait_interactive(page, "Step 3 of 62", figures=3)
+    assert page.locator(".buffer-grid").count() == 0 and page.locator(EXCEPTION).count() == 0
+    grid = page.locator(".js-plotly-plot").first
+    area = grid.locator(".nsewdrag").first.bounding_box()  # the heatmap's plotting area: all 32 x 32 cells
+    assert area and area["width"] >= 32 * 25 and area["height"] >= 32 * 18
+    assert area["x"] + area["width"] <= 1400  # in view, not scrolled
+    timeline = page.locator(".js-plotly-plot", has_text="engine timeline").first
+    legend = timeline.locator(".legend").first.bounding_box()
+    plot = timeline.locator(".nsewdrag").first.bounding_box()
+    assert legend and plot and legend["y"] + legend["height"] <= plot["y"] + 1  # above the rows, not on them
+    page.get_by_role("button", name="next ▶").click()
+    wait_interactive(page, "Step 4 of 62")
+    page.close()
+
+
+def test_cost_explorer_legend_is_not_clipped(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(f"{server}/cost?op=allreduce&p=8&sizes=1KiB:1GiB:4&topo=dgx-h100")
+    wait_interactive(page, "Crossovers:", figures=1)
+    figure = page.locator(".js-plotly-plot").first
+    svg = figure.locator(".main-svg").first.bounding_box()
+    legend = figure.locator(".legend").first.bounding_box()
+    assert svg and legend and legend["y"] + legend["height"] <= svg["y"] + svg["height"] + 1
+    scrollbar = figure.locator(".legend .scrollbar").first
+    assert scrollbar.count() == 0 or (scrollbar.bounding_box() or {"height": 0})["height"] == 0  # every entry in view
     page.close()

@@ -220,3 +220,14 @@ def test_a_two_node_dgx_draws_each_nic_beside_its_gpu_and_nothing_on_top_of_anot
     span = max(max(xs) - min(xs), max(ys) - min(ys))
     closest = min(math.dist(a, b) for a, b in itertools.combinations(pos.values(), 2))
     assert closest / span >= 0.07  # at 500 px wide, centres at least 35 px apart: a 26 px GPU and a 10 px square fit
+
+
+def test_a_machine_typo_on_what_if_keeps_the_other_machines():
+    at = open_page("views/whatif.py", {"m0": "switch:8", "m1": "swtich:8", "sizes": "1MiB",
+                                       "timed": "best collsim algorithm (links only)",
+                                       "ops": "allreduce"})
+    assert not at.exception
+    assert len(at.error) == 1 and "'swtich:8'" in at.error[0].value
+    (figure,) = charts(at)
+    assert {t["name"] for t in figure["data"]} == {"switch:8"}  # machine A still drawn
+    assert figure["layout"]["yaxis"]["dtick"] == 1  # one tick per decade
