@@ -8,6 +8,9 @@ interaction (Step through next/prev at p=16 and p=32, p=32 with 8 chunks; What-i
 Model vs reality log change) is timed from the click to the same state. Goal: every page under 2 s, every
 interaction under 1 s (on 2 cores; the load average is printed with the table).
 
+Pages are timed twice: opened from a link in a new tab (a new Streamlit session; the browser loads plotly.js again),
+and picked in the sidebar of one tab (what a person moving through the app waits for).
+
 Python part: the same functions the pages call, without the browser and without Streamlit's cache (a changed widget
 is a new choice); 'step (move)' is the step slider alone, with the run already built (the page caches it); the model
 vs reality page's `collsim predict` column is timed on its own (the page caches it per log).
@@ -223,6 +226,33 @@ BROWSER_PAGES = {
 }
 
 
+# sidebar title -> (url path, text the page shows once drawn at its defaults, plotly figures it draws)
+SIDEBAR = {"Step through": ("step", "Step 0 of", 2), "Cost explorer": ("cost", "Crossovers:", 1),
+           "Topology and contention": ("contention", "Busiest links", 2),
+           "What-if hardware": ("whatif", "engine time with", 2), "Model vs reality": ("reality", "median |error|", 2),
+           "Doctor": ("doctor", "measured against expected", 1), "Lessons": ("lessons", "Lesson (a)", 0)}
+
+
+def _sidebar_switches(browser, base: str) -> dict[str, list[float]]:
+    """In one tab, as a person moves through the app: each page picked in the sidebar, timed until interactive."""
+    from benchmarks.app_browser import wait_interactive
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.goto(base)
+    wait_interactive(page, "Lesson (")
+    out = {}
+    for title, (path, text, figures) in SIDEBAR.items():
+        link = page.locator("[data-testid='stSidebarNavLink']", has_text=title).first
+
+        def switch(link=link, path=path, text=text, figures=figures):
+            link.click()
+            page.wait_for_url(re.compile(f"/{path}"), timeout=60_000)
+            wait_interactive(page, text, figures)
+        out[f"switch to {title} (sidebar)"] = [_timed(switch)]
+    page.close()
+    return out
+
+
 def _timed(action: Callable[[], object]) -> float:
     start = time.perf_counter()
     action()
@@ -300,7 +330,8 @@ def _reality_log(browser, base: str) -> dict[str, list[float]]:
 
 def _kind(key: str) -> str:
     """'page', 'interaction', or 'first load' (no goal: the server imports everything once)."""
-    return "first load" if key.startswith("first load") else "page" if key.startswith("open ") else "interaction"
+    return "first load" if key.startswith("first load") else "page" if key.startswith(("open ", "switch ")) else \
+        "interaction"
 
 
 def browser_rows(repeat: int, words: list[str] | None) -> list[dict]:
@@ -324,7 +355,8 @@ def browser_rows(repeat: int, words: list[str] | None) -> list[dict]:
                 if wanted(name):
                     for key, times in _step_interactions(browser, base, name).items():
                         found.setdefault(key, []).extend(times)
-            for name, measure_one in (("what-if", _whatif_machine), ("model vs reality", _reality_log)):
+            for name, measure_one in (("sidebar", _sidebar_switches), ("what-if", _whatif_machine),
+                                      ("model vs reality", _reality_log)):
                 if wanted(name):
                     for key, times in measure_one(browser, base).items():
                         found.setdefault(key, []).extend(times)

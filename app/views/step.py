@@ -102,7 +102,8 @@ with friendly():
         else:
             right.plotly_chart(figs["topology"], key="step.topology", config={"displayModeBar": False})
             st.plotly_chart(figs["timeline"], key="step.timeline")
-            with st.expander("timeline per link (the busiest links)"):
+            # drawn when asked: a figure inside a closed expander is still sent and drawn at every step
+            if st.toggle("timeline per link (the busiest links)", key="step.show_links"):
                 st.plotly_chart(model.link_timeline, key="step.links")
         url.sync()
         if st.session_state.get(play_key) and i >= n:

@@ -76,8 +76,8 @@ def test_the_timeline_legend_sits_above_the_ranks(step32):
     assert legend["yanchor"] == "bottom" and legend["y"] >= 1.0
     assert timeline["layout"]["title"]["y"] > legend["y"] - 1 + 0.9  # the title is above the legend, not on it
     # one bar per rank per step: ring allreduce on 32 ranks has 2 x 31 steps (by hand)
-    bars = sum(len(values(t["y"])) for t in timeline["data"])
-    assert bars == 32 * 62
+    ends = sum(1 for t in timeline["data"] for y in values(t["y"]) if y is not None)  # a bar: a segment, two ends
+    assert ends == 2 * 32 * 62 and all(t["mode"] == "lines" for t in timeline["data"])
 
 
 def test_the_step_arrows_are_a_few_traces_not_hundreds_of_annotations(step32):
