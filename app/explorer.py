@@ -125,7 +125,7 @@ def explorer_figure(ex: Explorer, metric: str = "time", topology_name: str = "",
                       xaxis=size_axis(ex.sizes, "message size (nccl-tests meaning)"),
                       yaxis=dict(title=what, type="log" if metric == "time" else "linear"),
                       legend=dict(title="algorithm", font=dict(size=11)), margin=dict(t=80),
-                      height=max(520, 140 + 19 * len(traces)))  # tall enough for every legend entry
+                      height=max(520, 200 + 26 * len(traces)))  # tall enough for every legend entry (about 25 px each)
     return fig
 
 

@@ -226,11 +226,11 @@ BROWSER_PAGES = {
 }
 
 
-# sidebar title -> (url path, text the page shows once drawn at its defaults, plotly figures it draws)
-SIDEBAR = {"Step through": ("step", "Step 0 of", 2), "Cost explorer": ("cost", "Crossovers:", 1),
-           "Topology and contention": ("contention", "Busiest links", 2),
-           "What-if hardware": ("whatif", "engine time with", 2), "Model vs reality": ("reality", "median |error|", 2),
-           "Doctor": ("doctor", "measured against expected", 1), "Lessons": ("lessons", "Lesson (a)", 0)}
+# sidebar title -> (what the url then holds, text the page shows once drawn at its defaults, plotly figures it draws)
+SIDEBAR = {"Step through": ("/step", "Step 0 of", 2), "Cost explorer": ("/cost", "Crossovers:", 1),
+           "Topology and contention": ("/contention", "Busiest links", 2),
+           "What-if hardware": ("/whatif", "engine time with", 2), "Model vs reality": ("/reality", "median |error|", 2),
+           "Doctor": ("/doctor", "measured against expected", 1), "Lessons": ("lesson=", "Lesson (a)", 0)}
 
 
 def _sidebar_switches(browser, base: str) -> dict[str, list[float]]:
@@ -246,7 +246,7 @@ def _sidebar_switches(browser, base: str) -> dict[str, list[float]]:
 
         def switch(link=link, path=path, text=text, figures=figures):
             link.click()
-            page.wait_for_url(re.compile(f"/{path}"), timeout=60_000)
+            page.wait_for_url(re.compile(re.escape(path)), timeout=60_000, wait_until="commit")  # no reload: pushState
             wait_interactive(page, text, figures)
         out[f"switch to {title} (sidebar)"] = [_timed(switch)]
     page.close()
