@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from app.figures import timeline_figure
-from app.stepper import Stepper, build_stepper, picture_collective, step_sentences
+from app.stepper import Stepper, build_stepper, grid_figure, grid_fits_html, picture_collective, step_sentences
 from app.topofig import topology_figure
 from app.ui.inputs import size_input, topology_input
 from collsim.machine import MachineSetup
@@ -32,6 +32,21 @@ class StepModel:
     @property
     def num_steps(self) -> int:
         return self.stepper.num_steps
+
+    def view(self, i: int) -> dict:
+        """step_figures(self, i) plus the grids as figures where they are too big for HTML, kept for the last 64 steps
+        shown (next and prev revisit them; the model itself is kept per choice by the page's cache)."""
+        cache = self.__dict__.setdefault("_views", {})  # shared by sessions: read once, never assumed still there
+        found = cache.get(i)
+        if found is None:
+            found = step_figures(self, i)
+            for buffer in ("out", "scratch") if self.stepper.scratch else ("out",):
+                if not grid_fits_html(self.stepper, buffer):
+                    found[f"grid.{buffer}"] = grid_figure(self.stepper, i, buffer)
+            while len(cache) >= 64:
+                cache.pop(next(iter(cache)), None)
+            cache[i] = found
+        return found
 
     @cached_property
     def link_timeline(self):

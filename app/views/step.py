@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.stepper import MAX_CHUNKS, MAX_RANKS, grid_figure, grid_fits_html, grid_html, legend_html
+from app.stepper import MAX_CHUNKS, MAX_RANKS, grid_fits_html, grid_html, legend_html
 from app.ui.common import algorithm_params, cached_step_model, friendly
 from app.ui.urlstate import UrlState
 from simulator.algorithms import names_for
@@ -79,16 +79,16 @@ with friendly():
             b[2].slider("step", 0, n, key=step_key, label_visibility="collapsed", on_change=_stop)
         i = st.session_state[step_key]
         stepper = model.stepper
-        figs = _figures(i)
+        figs = model.view(i)
         st.subheader(f"Step {i} of {n} — " + (f"phase: {stepper.phases[i]}" if i else "start"))
         if model.trace is not None:
             st.caption(f"{len(model.stepper.schedule.network_transfers())} messages in {n} steps; the engine took "
                        f"{model.trace.time * 1e6:.4g} us for {size} on {model.topology.name}.")
         sentences = figs["sentences"]
-        _grid(stepper, i, "out")
+        _grid(figs, stepper, i, "out")
         if stepper.scratch:
             st.markdown("**Scratch buffer**: " + SCRATCH_NOTE.get((op, algo), SCRATCH_NOTE[None]))
-            _grid(stepper, i, "scratch")
+            _grid(figs, stepper, i, "scratch")
         st.markdown(legend_html(ranks, figure=not grid_fits_html(stepper)), unsafe_allow_html=True)
         left, right = st.columns([3, 2])
         with left:
@@ -110,17 +110,12 @@ with friendly():
             st.session_state[play_key] = False
             st.rerun()
 
-    def _grid(stepper, i: int, buffer: str) -> None:
+    def _grid(figs: dict, stepper, i: int, buffer: str) -> None:
         """The buffer grid: fixed-size HTML cells up to 16 x 16, one figure (every cell in view) beyond."""
-        if grid_fits_html(stepper, buffer):
-            st.markdown(grid_html(stepper, i, buffer=buffer), unsafe_allow_html=True)
+        if f"grid.{buffer}" in figs:
+            st.plotly_chart(figs[f"grid.{buffer}"], key=f"step.grid.{buffer}", config={"displayModeBar": False})
         else:
-            st.plotly_chart(grid_figure(stepper, i, buffer), key=f"step.grid.{buffer}", config={"displayModeBar": False})
-
-    def _figures(i: int) -> dict:
-        from app.ui.step_model import step_figures
-
-        return step_figures(model, i)
+            st.markdown(grid_html(stepper, i, buffer=buffer), unsafe_allow_html=True)
 
     step_view()
 url.sync()
