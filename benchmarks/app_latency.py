@@ -38,34 +38,38 @@ from simulator.units import parse_rank_range
 GOAL_S = {16: 0.3, 32: 1.0}
 
 
+def _step_view(model, i: int) -> object:
+    """What the page builds for step i: its figures (the grid as a figure over 16 x 16) or the grid's HTML."""
+    from app.stepper import grid_fits_html, grid_html
+
+    model.__dict__.pop("_views", None)  # a new choice: nothing kept from an earlier build
+    return model.view(i), grid_html(model.stepper, i) if grid_fits_html(model.stepper) else None
+
+
 def _step(p: int) -> Callable[[], object]:
-    from app.stepper import grid_html
-    from app.ui.step_model import build_step_model, step_figures
+    from app.ui.step_model import build_step_model
 
     def build():
         model = build_step_model("allreduce", "ring", p, {"chunks": 1}, 0, "ring", "1MiB")
-        i = model.num_steps // 2
-        return step_figures(model, i), grid_html(model.stepper, i)
+        return _step_view(model, model.num_steps // 2)
     return build
 
 
 def _step_chunks(p: int) -> Callable[[], object]:
-    """8 chunks per block: 8x the transfers and arrows (256 arrows per step at p=32)."""
-    from app.stepper import grid_html
-    from app.ui.step_model import build_step_model, step_figures
+    """8 chunks per block: 8x the transfers (the grid is a figure of p x 8p cells)."""
+    from app.ui.step_model import build_step_model
 
     def build():
         model = build_step_model("allreduce", "ring", p, {"chunks": 8}, 0, "ring", "1MiB")
-        return step_figures(model, 5), grid_html(model.stepper, 5)
+        return _step_view(model, 5)
     return build
 
 
 def _step_move(p: int) -> Callable[[], object]:
-    from app.stepper import grid_html
-    from app.ui.step_model import build_step_model, step_figures
+    from app.ui.step_model import build_step_model
 
     model = build_step_model("allreduce", "ring", p, {"chunks": 1}, 0, "ring", "1MiB")
-    return lambda: (step_figures(model, 1), grid_html(model.stepper, 1))
+    return lambda: _step_view(model, 1)
 
 
 def _cost(p: int) -> Callable[[], object]:
