@@ -68,7 +68,7 @@ def cost_figure(op: str, ranks: int, sizes: list[int], model: LinkModel, metric:
                                  hovertemplate="%{text}: %{y:.3g}<extra>" + name + "</extra>"))
     ytitle = "time (us), lower is better" if metric == "time" else "bus bandwidth (GB/s), higher is better"
     fig.update_layout(title=f"{op}, {ranks} ranks: {'time' if metric == 'time' else 'bus bandwidth'} by message size",
-                      xaxis=dict(title="message size (bytes, nccl-tests meaning)", type="log"),
+                      xaxis=size_axis(sizes, "message size (nccl-tests meaning)"),
                       yaxis=dict(title=ytitle, type="log" if metric == "time" else "linear"),
                       legend=dict(title="algorithm"), margin=dict(t=50))
     return fig

@@ -231,3 +231,13 @@ def test_a_machine_typo_on_what_if_keeps_the_other_machines():
     (figure,) = charts(at)
     assert {t["name"] for t in figure["data"]} == {"switch:8"}  # machine A still drawn
     assert figure["layout"]["yaxis"]["dtick"] == 1  # one tick per decade
+
+
+def test_size_ticks_are_powers_of_two_in_binary_units():
+    from simulator.units import size_ticks
+
+    assert size_ticks(4096, 16384) == ([4096, 8192, 16384], ["4KiB", "8KiB", "16KiB"])  # every doubling fits
+    # 64 KiB .. 1 GiB is 15 doublings: every second one, 8 ticks
+    assert size_ticks(65536, 1 << 30)[1] == ["64KiB", "256KiB", "1MiB", "4MiB", "16MiB", "64MiB", "256MiB", "1GiB"]
+    values, labels = size_ticks(8, 8 << 30)  # 31 doublings: every fifth one (2^5, 2^10, ... 2^30)
+    assert labels == ["32B", "1KiB", "32KiB", "1MiB", "32MiB", "1GiB"] and len(values) <= 8
