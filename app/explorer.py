@@ -94,10 +94,11 @@ def explorer_figure(ex: Explorer, metric: str = "time", topology_name: str = "",
     traces = []  # added at once: add_trace one by one re-validates the figure each time
     labels = [format_size(s) for s in ex.sizes]
     same = _same_as(ex.table["times"])
+    other_links = bool(ex.engine) and not topology_name.startswith("ideal")  # the engine's links are not the lines'
     for k, (name, times) in enumerate(ex.table["times"].items()):
         colour = f"hsl({(k * 360) // max(len(ex.table['times']), 1)},65%,45%)"
         label = _label(name, ex.table) + (f" (= {same[name]})" if name in same else "")
-        label += ": closed form" if ex.engine else ""
+        label += ": closed form" if other_links else ""  # two models on the chart: each entry names its own
         traces.append(go.Scatter(x=sizes, y=y_of(sizes, times), name=label, mode="lines",
                                  line=dict(color=colour, dash="dot" if name in same else _DASHES[k % len(_DASHES)],
                                            width=4 if k == 0 else 2),
