@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from app.figures import _label, cost_table
+from app.figures import _label, cost_table, size_axis
 from collsim.cost import CostRequest
 from simulator.algorithms import build_schedule, get
 from simulator.collective import Collective, busbw_factor
@@ -99,8 +99,10 @@ def _explorer(op: str, ranks: int, sizes: list[int], table: dict, at_zero: dict,
     return ex
 
 
-def explorer_figure(ex: Explorer, metric: str = "time", topology_name: str = ""):
-    """Lines (closed forms), markers (engine on the topology), crossovers as vertical lines, regimes shaded."""
+def explorer_figure(ex: Explorer, metric: str = "time", topology_name: str = "", lines_from: str = ""):
+    """Lines (closed forms on the links `lines_from` describes), markers (engine on the topology), crossovers as vertical
+    lines, regimes shaded. Each legend entry names its model; when the engine's topology is not the lines' links, the
+    title says so (its markers are not expected on the lines)."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
@@ -117,9 +119,11 @@ def explorer_figure(ex: Explorer, metric: str = "time", topology_name: str = "")
     traces = []  # added at once: add_trace one by one re-validates the figure each time
     labels = [format_size(s) for s in ex.sizes]
     same = _same_as(ex.table["times"])
+    other_links = bool(ex.engine) and not topology_name.startswith("ideal")  # the engine's links are not the lines'
     for k, (name, times) in enumerate(ex.table["times"].items()):
         colour = f"hsl({(k * 360) // max(len(ex.table['times']), 1)},65%,45%)"
         label = _label(name, ex.table) + (f" (= {same[name]})" if name in same else "")
+        label += ": closed form" if other_links else ""  # two models on the chart: each entry names its own
         traces.append(go.Scatter(x=sizes, y=y_of(sizes, times), name=label, mode="lines",
                                  line=dict(color=colour, dash="dot" if name in same else _DASHES[k % len(_DASHES)],
                                            width=4 if k == 0 else 2),
@@ -143,11 +147,25 @@ def explorer_figure(ex: Explorer, metric: str = "time", topology_name: str = "")
     # shapes and notes in one layout update: add_vrect / add_vline one by one cost a third of the figure's time
     fig.update_layout(shapes=shapes, annotations=notes)
     what = "time (us), lower is better" if metric == "time" else "bus bandwidth (GB/s), higher is better"
-    fig.update_layout(title=f"{ex.op}, {ex.ranks} ranks: lines are closed forms, markers the engine",
-                      xaxis=dict(title="message size (bytes, nccl-tests meaning)", type="log"),
+    fig.update_layout(title=_title(ex, topology_name, lines_from),
+                      xaxis=size_axis(ex.sizes, "message size (nccl-tests meaning)"),
                       yaxis=dict(title=what, type="log" if metric == "time" else "linear"),
-                      legend=dict(title="algorithm"), margin=dict(t=50), height=520)
+                      legend=dict(title="algorithm", font=dict(size=11)), margin=dict(t=80),
+                      height=max(520, 200 + 26 * len(traces)))  # tall enough for every legend entry (about 25 px each)
     return fig
+
+
+def _title(ex: Explorer, topology_name: str, lines_from: str) -> str:
+    """What the lines and the markers are; when the engine ran on a topology other than the lines' ideal links, why the
+    markers need not sit on the lines."""
+    lines = f"lines: closed forms{f' ({lines_from})' if lines_from else ''}"
+    if not ex.engine:
+        return f"{ex.op}, {ex.ranks} ranks. {lines}"
+    title = f"{ex.op}, {ex.ranks} ranks. {lines}; markers: the event engine on {topology_name or 'the topology'}"
+    if topology_name and not topology_name.startswith("ideal"):
+        title += (f"<br><sup>the engine runs {topology_name}'s own links, latencies and contention, not the sliders' "
+                  "alpha and bandwidth: a marker away from its line is that difference</sup>")
+    return title
 
 
 def _same_as(times: dict[str, np.ndarray]) -> dict[str, str]:

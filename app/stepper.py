@@ -265,7 +265,10 @@ def step_sentences(stepper: Stepper, i: int) -> list[str]:
     """Plain sentences for the transfers of state i's step, the phase first."""
     if i == 0:
         return ["Start: each rank holds its own input (its letter, one chunk per column)."]
-    return [m.sentence[0].upper() + m.sentence[1:] + "." for m in stepper.moves[i]]
+    counts: dict[str, int] = {}  # the pieces of one block (chunks > 1) read alike: one sentence, counted
+    for m in stepper.moves[i]:
+        counts[m.sentence] = counts.get(m.sentence, 0) + 1
+    return [s[0].upper() + s[1:] + (f", in {k} pieces." if k > 1 else ".") for s, k in counts.items()]
 
 
 # ---- the buffer grid as HTML: fixed cell sizes, scrolls instead of squeezing -----------------------------------
@@ -327,8 +330,9 @@ def grid_html(stepper: Stepper, i: int, cell_px: int = 72, buffer: str = "out") 
     return f'{_grid_style(cell_px)}<div class="buffer-grid"><table>{"".join(rows)}</table></div>'
 
 
-def legend_html(p: int) -> str:
-    """The colour key: how many ranks' contributions a cell holds."""
+def legend_html(p: int, figure: bool = False) -> str:
+    """The colour key: how many ranks' contributions a cell holds (`figure`: and what a number in a cell of
+    grid_figure means)."""
     keys = sorted({1, max(1, p // 2), p} | ({2} if p > 2 else set()))
     swatches = "".join(f'<span style="background:{count_colour(k, p)};border:1px solid #bbb;padding:2px 8px;'
                        f'margin-right:6px;white-space:nowrap;display:inline-block;'
@@ -336,4 +340,67 @@ def legend_html(p: int) -> str:
                        for k in keys)
     return (f'<div style="font-size:13px">Colour: ranks whose data a cell holds &nbsp; <span style="border:1px solid #bbb;'
             f'padding:2px 8px;margin-right:6px">nothing</span>{swatches} &nbsp; blue outline: changed in this step; '
-            "&#9664;: rank received in this step</div>")
+            "&#9664;: rank received in this step"
+            + ("; a number in a cell: how many ranks' data it holds, where its label is too long (hover for it)"
+               if figure else "") + "</div>")
+
+
+# ---- the buffer grid as one figure, for grids too big for readable HTML cells ----------------------------------
+
+HTML_MAX_SIDE = 16  # ranks or columns: above this the grid is one plotly heatmap (every cell in view, one element)
+CHAR_PX = 7  # width of a label character at the figure's font size
+
+
+def grid_fits_html(stepper: Stepper, buffer: str = "out") -> bool:
+    """Whether the grid is small enough to show as an HTML table of fixed-size cells (16 x 16 at most)."""
+    grid = (stepper.scratch if buffer == "scratch" else stepper.states)[0]
+    return grid.shape[0] <= HTML_MAX_SIDE and grid.shape[1] <= HTML_MAX_SIDE
+
+
+def _fitting(label: str, count: int, cell_px: float) -> str:
+    """The label if all of it fits the cell, else the contribution count if that fits, else nothing (hover has it)."""
+    for text in (label, str(count) if count else ""):
+        if len(text) * CHAR_PX <= cell_px:
+            return text
+    return ""
+
+
+def grid_figure(stepper: Stepper, i: int, buffer: str = "out", width_px: int = 1150):
+    """The grid of grid_html as one plotly heatmap: every cell in view at once, coloured as grid_html colours it,
+    changed cells outlined. A cell shows its label where the whole label fits its width, else how many ranks'
+    contributions it holds where that fits, else nothing; hovering shows every contribution."""
+    import plotly.graph_objects as go
+
+    states = stepper.scratch if buffer == "scratch" else stepper.states
+    grid, prev = states[i], states[i - 1] if i > 0 else states[i]
+    p = stepper.schedule.collective.ranks
+    rows, cols = grid.shape
+    levels = [_level(k, p) for k in range(p + 1)]
+    cell_px = max(width_px - 120, 100) / max(cols, 1)
+    z, text, hover, changed = [], [], [], []
+    for r in range(rows):
+        z.append([levels[len(cell)] for cell in grid[r]])
+        held = [_held(cell) for cell in grid[r]]
+        labels = [cell_label(cell, h) for cell, h in zip(grid[r], held)]
+        text.append([_fitting(lab, len(cell), cell_px) for lab, cell in zip(labels, grid[r])])
+        hover.append([f"rank {r}, column {c}: {lab or 'nothing'} ({cell_tooltip(cell, h)})"
+                      for c, (lab, cell, h) in enumerate(zip(labels, grid[r], held))])
+        changed += [(c, r) for c in range(cols) if grid[r, c] != prev[r, c]]
+    received = {m.transfer.dst for m in stepper.moves[i] if not m.transfer.local}
+    names = [f"rank {r} ({rank_letter(r)})" + (" ◀" if r in received else "") for r in range(rows)]
+    n = len(_PALETTE) - 1
+    # a stepped scale: level k fills [k, k+1) / (n+1) of it, so z = k (in zmin..zmax = -0.5..n+0.5) is exactly _PALETTE[k]
+    scale = [[edge / (n + 1), colour] for k, colour in enumerate(_PALETTE) for edge in (k, k + 1)]
+    fig = go.Figure(go.Heatmap(z=z, text=text, customdata=hover, texttemplate="%{text}", textfont=dict(size=11),
+                               zmin=-0.5, zmax=n + 0.5, colorscale=scale, showscale=False, xgap=1, ygap=1,
+                               hovertemplate="%{customdata}<extra></extra>"))
+    if changed:
+        fig.add_trace(go.Scatter(x=[c for c, _ in changed], y=[r for _, r in changed], mode="markers", hoverinfo="skip",
+                                 marker=dict(symbol="square-open", size=max(min(cell_px, 22) - 2, 3),
+                                             line=dict(color="#1a56db", width=2)), showlegend=False))
+    fig.update_layout(height=60 + 22 * rows, margin=dict(l=10, r=10, t=30, b=10), plot_bgcolor="#dddddd",
+                      xaxis=dict(side="top", title=None, tickmode="auto", nticks=min(cols, 32), showgrid=False,
+                                 range=[-0.5, cols - 0.5], fixedrange=True),
+                      yaxis=dict(tickmode="array", tickvals=list(range(rows)), ticktext=names, autorange="reversed",
+                                 showgrid=False, fixedrange=True))
+    return fig

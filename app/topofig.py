@@ -52,11 +52,12 @@ def layout(topo: Topology) -> dict[int, tuple[float, float]]:
 
 
 def _grouped(names: list[str], gpus: list[int], others: list[int], matches: list) -> dict[int, tuple[float, float]]:
-    """Nodes of a cluster on a grid, each node's GPUs on a small circle around its switch, NICs beside, network above."""
+    """Nodes of a cluster side by side (rows of up to 4), each node's GPUs on a circle around its switch, each NIC just
+    outside the GPU it serves (NIC k beside GPU k), the network's leaves and spines in rows above, spread as wide."""
     nodes = sorted({int(m.group(1)) for m in matches})
     per = max(int(m.group(2)) for m in matches) + 1
-    columns = max(1, math.ceil(math.sqrt(len(nodes))))
-    centres = {n: (3.0 * (k % columns), -3.0 * (k // columns)) for k, n in enumerate(nodes)}
+    columns = min(len(nodes), 4)
+    centres = {n: (4.0 * (k % columns), -4.0 * (k // columns)) for k, n in enumerate(nodes)}
     pos = {}
     for i, m in zip(gpus, matches):
         cx, cy = centres[int(m.group(1))]
@@ -67,12 +68,13 @@ def _grouped(names: list[str], gpus: list[int], others: list[int], matches: list
         if own and int(own.group(1)) in centres:
             cx, cy = centres[int(own.group(1))]
             nic = re.search(r"nic(\d*)", names[i])
-            pos[i] = (cx + 1.35, cy - 0.3 * int(nic.group(1) or 0)) if nic else (cx, cy)
+            pos[i] = _circle(per, 1.5, cx, cy)[int(nic.group(1) or 0) % per] if nic else (cx, cy)
         else:
             rest.append(i)
-    width = 3.0 * (columns - 1)
-    for k, i in enumerate(rest):
-        pos[i] = (width * (k + 1) / (len(rest) + 1), 2.2 + 0.6 * ("spine" in names[i]))
+    left, right = -1.5, 4.0 * (columns - 1) + 1.5
+    for row, members in enumerate(([i for i in rest if "spine" not in names[i]], [i for i in rest if "spine" in names[i]])):
+        for k, i in enumerate(members):
+            pos[i] = (left + (right - left) * (k + 0.5) / len(members), 2.6 + 0.9 * row)
     return pos
 
 
@@ -101,25 +103,43 @@ def topology_figure(topo: Topology, ranks: int, arrows: list[tuple[int, int, int
     switches = [i for i, k in enumerate(topo.node_kinds) if k != "gpu"]
     if switches:
         fig.add_trace(go.Scatter(x=[pos[i][0] for i in switches], y=[pos[i][1] for i in switches], mode="markers",
-                                 marker=dict(symbol="square", size=14, color="#718096"), name="switches / NICs",
+                                 marker=dict(symbol="square", size=10, color="#718096"), name="switches / NICs",
                                  text=[topo.node_names[i] for i in switches], hovertemplate="%{text}<extra></extra>"))
     fig.add_trace(go.Scatter(x=[pos[n][0] for n in placement], y=[pos[n][1] for n in placement], mode="markers+text",
                              marker=dict(size=max(12, 30 - ranks // 2), color="#ebf4ff", line=dict(color="#2b6cb0", width=2)),
                              text=[str(r) for r in range(ranks)], textfont=dict(size=11), name="ranks (GPUs)",
                              hovertext=[f"rank {r} on {topo.node_names[n]}" for r, n in enumerate(placement)],
                              hoverinfo="text"))
-    notes = []  # one layout update for all arrows: add_annotation one by one is quadratic (15 s for 256)
-    for src, dst, chunk, hover in arrows or []:
-        a, b = pos[placement[src]], pos[placement[dst]]
-        notes.append(dict(x=b[0], y=b[1], ax=a[0], ay=a[1], xref="x", yref="y", axref="x", ayref="y", showarrow=True,
-                          arrowhead=3, arrowsize=1.2, arrowwidth=2, arrowcolor=chunk_colour(chunk), opacity=0.85,
-                          standoff=9, startstandoff=9, hovertext=hover, text=""))
-    if notes:
-        fig.update_layout(annotations=notes)
+    _arrows(fig, [(pos[placement[src]], pos[placement[dst]], chunk, hover) for src, dst, chunk, hover in arrows or []])
     fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white",
                       xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x"),
                       legend=dict(orientation="h", y=-0.02))
     return fig
+
+
+def _arrows(fig, arrows: list[tuple[tuple[float, float], tuple[float, float], int, str]]) -> None:
+    """Arrows (from, to, chunk, hover) as one line trace per chunk colour, an arrowhead marker at each end: a few
+    traces whatever the count (annotations, one per arrow, took seconds to draw for 256). The same (from, to, chunk)
+    is drawn once, its hover saying how many messages it stands for."""
+    import plotly.graph_objects as go
+
+    merged: dict[tuple, list[str]] = {}
+    for a, b, chunk, hover in arrows:
+        merged.setdefault((a, b, chunk), []).append(hover)
+    by_colour: dict[str, tuple[list, list, list, list]] = {}
+    for (a, b, chunk), hovers in merged.items():
+        dx, dy = b[0] - a[0], b[1] - a[1]
+        cut = 0.12 if math.hypot(dx, dy) > 0 else 0.0  # stop short of the nodes' markers
+        xs, ys, sizes, text = by_colour.setdefault(chunk_colour(chunk), ([], [], [], []))
+        label = hovers[0] + (f" ({len(hovers)} messages)" if len(hovers) > 1 else "")
+        xs += [a[0] + cut * dx, b[0] - cut * dx, None]
+        ys += [a[1] + cut * dy, b[1] - cut * dy, None]
+        sizes += [0, 11, 0]
+        text += [label, label, None]
+    for colour, (xs, ys, sizes, text) in by_colour.items():
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", line=dict(color=colour, width=2), opacity=0.85,
+                                 marker=dict(symbol="arrow", angleref="previous", size=sizes, color=colour),
+                                 text=text, hovertemplate="%{text}<extra></extra>", showlegend=False))
 
 
 def _utilisation_lines(fig, topo: Topology, pos, link_values: dict[int, float]) -> None:

@@ -1,18 +1,32 @@
-"""Time from a widget change to a page's figures being built, per page of the app, at p = 8, 16, 32.
+"""What the user of the app waits for: time-to-interactive and per-interaction time in real Chromium, and the Python
+time to build each page's figures.
 
-The same functions the pages call, without the browser and without Streamlit's cache (a changed widget
+Browser part (issue 23): a Streamlit server and headless Chromium (Playwright), as tests/app/test_app_browser.py
+starts them. After the app's first load (imports warmed), every page is opened from its link and timed until it is
+interactive: its marker text shown, every plotly figure drawn, and Streamlit's script no longer running. Then each
+interaction (Step through next/prev at p=16 and p=32, p=32 with 8 chunks; What-if machine A -> dgx-h100:nodes=8;
+Model vs reality log change) is timed from the click to the same state. Goal: every page under 2 s, every
+interaction under 1 s (on 2 cores; the load average is printed with the table).
+
+Pages are timed twice: opened from a link in a new tab (a new Streamlit session; the browser loads plotly.js again),
+and picked in the sidebar of one tab (what a person moving through the app waits for).
+
+Python part: the same functions the pages call, without the browser and without Streamlit's cache (a changed widget
 is a new choice); 'step (move)' is the step slider alone, with the run already built (the page caches it); the model
 vs reality page's `collsim predict` column is timed on its own (the page caches it per log).
 Goal (issue 11): under 0.3 s at p = 16 for every page, under 1 s at p = 32. The what-if page's default view (NCCL's
 picks, as `collsim predict` times them) is measured too: predict runs NCCL's own schedules, far more transfers.
 
-usage: python -m benchmarks.app_latency [--ranks 8,16,32] [--repeat 3] [--pages WORD,...] [--json PATH]
+usage: python -m benchmarks.app_latency [--part browser|python|both] [--ranks 8,16,32] [--repeat 3] [--pages WORD,...]
+                                        [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -24,34 +38,38 @@ from simulator.units import parse_rank_range
 GOAL_S = {16: 0.3, 32: 1.0}
 
 
+def _step_view(model, i: int) -> object:
+    """What the page builds for step i: its figures (the grid as a figure over 16 x 16) or the grid's HTML."""
+    from app.stepper import grid_fits_html, grid_html
+
+    model.__dict__.pop("_views", None)  # a new choice: nothing kept from an earlier build
+    return model.view(i), grid_html(model.stepper, i) if grid_fits_html(model.stepper) else None
+
+
 def _step(p: int) -> Callable[[], object]:
-    from app.stepper import grid_html
-    from app.ui.step_model import build_step_model, step_figures
+    from app.ui.step_model import build_step_model
 
     def build():
         model = build_step_model("allreduce", "ring", p, {"chunks": 1}, 0, "ring", "1MiB")
-        i = model.num_steps // 2
-        return step_figures(model, i), grid_html(model.stepper, i)
+        return _step_view(model, model.num_steps // 2)
     return build
 
 
 def _step_chunks(p: int) -> Callable[[], object]:
-    """8 chunks per block: 8x the transfers and arrows (256 arrows per step at p=32)."""
-    from app.stepper import grid_html
-    from app.ui.step_model import build_step_model, step_figures
+    """8 chunks per block: 8x the transfers (the grid is a figure of p x 8p cells)."""
+    from app.ui.step_model import build_step_model
 
     def build():
         model = build_step_model("allreduce", "ring", p, {"chunks": 8}, 0, "ring", "1MiB")
-        return step_figures(model, 5), grid_html(model.stepper, 5)
+        return _step_view(model, 5)
     return build
 
 
 def _step_move(p: int) -> Callable[[], object]:
-    from app.stepper import grid_html
-    from app.ui.step_model import build_step_model, step_figures
+    from app.ui.step_model import build_step_model
 
     model = build_step_model("allreduce", "ring", p, {"chunks": 1}, 0, "ring", "1MiB")
-    return lambda: (step_figures(model, 1), grid_html(model.stepper, 1))
+    return lambda: _step_view(model, 1)
 
 
 def _cost(p: int) -> Callable[[], object]:
@@ -191,31 +209,216 @@ def measure(make: Callable[[int], Callable[[], object]], p: int, repeat: int) ->
     return best
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ranks", default="8,16,32", help="rank counts (default 8,16,32)")
-    parser.add_argument("--repeat", type=int, default=3, help="builds per case; the best is reported")
-    parser.add_argument("--pages", help="only the pages whose names contain one of these comma-separated words")
-    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
-    args = parser.parse_args()
-    ranks = parse_rank_range(args.ranks)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+# ---- the browser: what the user waits for ---------------------------------------------------------------------
+
+BROWSER_GOAL_S = {"page": 2.0, "interaction": 1.0}
+STEP = "step?op=allreduce&algo=ring&topo=ring&size=1MiB&s=0&p="
+# page name -> (link, text the page shows once drawn, plotly figures it draws)
+BROWSER_PAGES = {
+    "lessons": ("?lesson=b", "Lesson (b)", 0),
+    "step through p=8": (STEP + "8", "Step 0 of", 2),
+    "step through p=16": (STEP + "16", "Step 0 of", 2),
+    "step through p=32": (STEP + "32", "Step 0 of", 2),
+    "step through p=32 chunks=8": (STEP + "32&chunks=8", "Step 0 of", 2),
+    "cost explorer": ("cost?op=allreduce&p=8&sizes=1KiB:1GiB:4", "Crossovers:", 1),
+    "contention": ("contention?topo=switch&op=allreduce&algo=ring&p=8&size=64MiB&late=3&delay=50&load=50",
+                   "Busiest links", 2),
+    "what-if (collectives)": ("whatif", "engine time with", 2),
+    "what-if (training step)": ("whatif?kind=a+training+step", "--timing nccl", 2),
+    "model vs reality": ("reality", "median |error|", 2),
+    "doctor": ("doctor", "Doctor", 1),
+}
+
+
+# sidebar title -> (what the url then holds, text the page shows once drawn at its defaults, plotly figures it draws)
+SIDEBAR = {"Step through": ("/step", "Step 0 of", 2), "Cost explorer": ("/cost", "Crossovers:", 1),
+           "Topology and contention": ("/contention", "Busiest links", 2),
+           "What-if hardware": ("/whatif", "engine time with", 2), "Model vs reality": ("/reality", "median |error|", 2),
+           "Doctor": ("/doctor", "measured against expected", 1), "Lessons": ("lesson=", "Lesson (a)", 0)}
+
+
+def _sidebar_switches(browser, base: str) -> dict[str, list[float]]:
+    """In one tab, as a person moves through the app: each page picked in the sidebar, timed until interactive."""
+    from benchmarks.app_browser import wait_interactive
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.goto(base)
+    wait_interactive(page, "Lesson (")
+    out = {}
+    for title, (path, text, figures) in SIDEBAR.items():
+        link = page.locator("[data-testid='stSidebarNavLink']", has_text=title).first
+
+        def switch(link=link, path=path, text=text, figures=figures):
+            link.click()
+            page.wait_for_url(re.compile(re.escape(path)), timeout=60_000, wait_until="commit")  # no reload: pushState
+            wait_interactive(page, text, figures)
+        out[f"switch to {title} (sidebar)"] = [_timed(switch)]
+    page.close()
+    return out
+
+
+def _timed(action: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    action()
+    took = time.perf_counter() - start
+    print(f"  {took:.2f} s", file=sys.stderr, flush=True)
+    return took
+
+
+def _open(browser, base: str, name: str) -> tuple[object, float]:
+    """A new tab (a new Streamlit session) on the page, and the seconds until it was interactive."""
+    from benchmarks.app_browser import wait_interactive
+
+    link, text, figures = BROWSER_PAGES[name]
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+
+    def load():
+        page.goto(f"{base}/{link}")
+        wait_interactive(page, text, figures)
+    return page, _timed(load)
+
+
+def _step_clicks(page, label: str, start: int, count: int) -> list[float]:
+    """Seconds from each click of `label` (next or prev) to the step it leads to being drawn and the script idle."""
+    from benchmarks.app_browser import wait_interactive
+
+    out, step = [], start
+    for _ in range(count):
+        step += 1 if label.startswith("next") else -1
+        button = page.get_by_role("button", name=label)
+        out.append(_timed(lambda b=button, k=step: (b.click(), wait_interactive(page, f"Step {k} of"))))
+    return out
+
+
+def _step_interactions(browser, base: str, name: str) -> dict[str, list[float]]:
+    page, _ = _open(browser, base, name)
+    nexts = _step_clicks(page, "next ▶", 0, 3)
+    prevs = _step_clicks(page, "◀ prev", 3, 2)
+    page.close()
+    return {f"{name}: next": nexts, f"{name}: prev": prevs}
+
+
+def _whatif_machine(browser, base: str) -> dict[str, list[float]]:
+    from benchmarks.app_browser import wait_interactive
+
+    page, _ = _open(browser, base, "what-if (collectives)")
+    box = page.get_by_role("textbox", name="machine A")
+
+    def change():
+        box.fill("dgx-h100:nodes=8")
+        box.press("Enter")
+        page.locator(".js-plotly-plot .legendtext", has_text="dgx-h100:nodes=8").first.wait_for(timeout=120_000)
+        wait_interactive(page)
+    took = _timed(change)
+    page.close()
+    return {"what-if: machine A -> dgx-h100:nodes=8": [took]}
+
+
+def _reality_log(browser, base: str) -> dict[str, list[float]]:
+    """Model vs reality: another bundled log picked from the list."""
+    from app.ui.reality_model import bundled_logs
+    from benchmarks.app_browser import wait_interactive
+
+    page, _ = _open(browser, base, "model vs reality")
+    took = []
+    for name in [n for n in bundled_logs() if n.startswith(("02_", "07_"))]:
+        def pick(name=name):
+            page.get_by_role("combobox", name=re.compile("bundled log")).click()
+            page.get_by_role("option", name=name).click()
+            page.get_by_text(f"{name}: ").first.wait_for(timeout=120_000)
+            wait_interactive(page, figures=2)
+        took.append(_timed(pick))
+    page.close()
+    return {"model vs reality: another log": took}
+
+
+def _kind(key: str) -> str:
+    """'page', 'interaction', or 'first load' (no goal: the server imports everything once)."""
+    return "first load" if key.startswith("first load") else "page" if key.startswith(("open ", "switch ")) else \
+        "interaction"
+
+
+def browser_rows(repeat: int, words: list[str] | None) -> list[dict]:
+    """Time-to-interactive of every page and the listed interactions, median of `repeat` (seconds)."""
+    from benchmarks.app_browser import chromium, streamlit_server, wait_interactive
+
+    def wanted(name: str) -> bool:
+        return not words or any(w in name for w in words)
+    found: dict[str, list[float]] = {}
+    with streamlit_server() as base, chromium() as browser:
+        page = browser.new_page()
+        first = _timed(lambda: (page.goto(base), wait_interactive(page, "Lesson (")))
+        page.close()
+        found["first load of the app (not a goal)"] = [first]
+        for _ in range(repeat):
+            for name in filter(wanted, BROWSER_PAGES):
+                page, took = _open(browser, base, name)
+                page.close()
+                found.setdefault(f"open {name}", []).append(took)
+            for name in ("step through p=16", "step through p=32", "step through p=32 chunks=8"):
+                if wanted(name):
+                    for key, times in _step_interactions(browser, base, name).items():
+                        found.setdefault(key, []).extend(times)
+            for name, measure_one in (("sidebar", _sidebar_switches), ("what-if", _whatif_machine),
+                                      ("model vs reality", _reality_log)):
+                if wanted(name):
+                    for key, times in measure_one(browser, base).items():
+                        found.setdefault(key, []).extend(times)
+    return [{"what": key, "kind": _kind(key), "median (s)": statistics.median(v),
+             "max (s)": max(v), "runs": len(v)} for key, v in found.items()]
+
+
+def print_browser(rows: list[dict], load: float) -> list[str]:
+    print(f"# app in Chromium: time until interactive (median); load average {load:.2f}, {os.cpu_count()} cores; goal "
+          f"< {BROWSER_GOAL_S['page']:g} s per page, < {BROWSER_GOAL_S['interaction']:g} s per interaction")
+    headers = ["what", "median (s)", "max (s)", "runs"]
+    print(table(headers, [[r[h] if isinstance(r[h], str | int) else round(r[h], 2) for h in headers] for r in rows]))
+    misses = [r["what"] for r in rows if r["kind"] in BROWSER_GOAL_S and r["median (s)"] > BROWSER_GOAL_S[r["kind"]]]
+    print("every page and interaction within the goal" if not misses else "over the goal: " + "; ".join(misses))
+    return misses
+
+
+def python_rows(ranks: list[int], repeat: int, words: list[str] | None) -> list[dict]:
     rows = []
     for page, make in PAGES.items():
-        if args.pages and not any(word.strip() in page for word in args.pages.split(",")):
+        if words and not any(word in page for word in words):
             continue
-        row = {"page": page}
-        for p in ranks:
-            row[f"p={p} (s)"] = measure(make, p, args.repeat)
-        rows.append(row)
-    print(f"# app latency: widget change -> figures built (best of {args.repeat}); load average {load:.2f}, "
+        rows.append({"page": page, **{f"p={p} (s)": measure(make, p, repeat) for p in ranks}})
+    return rows
+
+
+def print_python(rows: list[dict], ranks: list[int], repeat: int, load: float) -> list[tuple[str, int]]:
+    print(f"# app latency in Python: widget change -> figures built (best of {repeat}); load average {load:.2f}, "
           f"{os.cpu_count()} cores; goal < 0.3 s at p=16, < 1 s at p=32")
     headers = list(rows[0])
     print(table(headers, [[r[h] if h == "page" else round(r[h], 4) for h in headers] for r in rows]))
     misses = [(r["page"], p) for r in rows for p in ranks if p in GOAL_S and r[f"p={p} (s)"] > GOAL_S[p]]
     print("every page within the goal" if not misses else "over the goal: " + ", ".join(f"{n} at p={p}" for n, p in misses))
+    return misses
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=["browser", "python", "both"], default="both",
+                        help="the browser's times, the Python figure-building times, or both (default)")
+    parser.add_argument("--ranks", default="8,16,32", help="rank counts of the Python part (default 8,16,32)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per case (Python: the best; browser: the median)")
+    parser.add_argument("--pages", help="only the pages whose names contain one of these comma-separated words")
+    parser.add_argument("--json", metavar="PATH", help="also write the rows as JSON")
+    args = parser.parse_args()
+    words = [w.strip() for w in args.pages.split(",")] if args.pages else None
+    out: dict = {"load_average_before": os.getloadavg()[0]}
+    if args.part in ("browser", "both"):
+        out["browser"] = browser_rows(args.repeat, words)
+        out["browser_over_goal"] = print_browser(out["browser"], os.getloadavg()[0])
+    if args.part in ("python", "both"):
+        ranks = parse_rank_range(args.ranks)
+        out["python"] = python_rows(ranks, args.repeat, words)
+        if out["python"]:
+            out["python_over_goal"] = print_python(out["python"], ranks, args.repeat, os.getloadavg()[0])
+    out["load_average_after"] = os.getloadavg()[0]
     if args.json:
-        write_json(args.json, {"load_average": load, "rows": rows, "over_goal": misses})
+        write_json(args.json, out)
     return 0
 
 

@@ -151,18 +151,21 @@ class ScaleResult(Result):
     def html_text(self) -> str:
         """An interactive plotly chart: efficiency and step time against GPUs, one line per row kind."""
         import plotly.graph_objects as go
+        from plotly.colors import qualitative
         from plotly.subplots import make_subplots
+
+        from collsim.charts import count_ticks, standalone_html
 
         req, rows = self.request, self.rows
         fig = make_subplots(rows=1, cols=2, subplot_titles=("scaling efficiency", "step time (s)"))
-        for algo in dict.fromkeys(r["label"] for r in rows):
+        for k, algo in enumerate(dict.fromkeys(r["label"] for r in rows)):
             mine = [r for r in rows if r["label"] == algo]
             x = [r["gpus"] for r in mine]
-            fig.add_trace(go.Scatter(x=x, y=[r["efficiency"] for r in mine], name=algo, mode="lines+markers",
-                                     legendgroup=algo), 1, 1)
-            fig.add_trace(go.Scatter(x=x, y=[r["step_s"] for r in mine], name=algo, mode="lines+markers",
-                                     legendgroup=algo, showlegend=False), 1, 2)
-        fig.update_xaxes(type="log", title_text="GPUs")
+            style = dict(mode="lines+markers", legendgroup=algo, line=dict(color=qualitative.Plotly[k % 10]))
+            # one colour per row kind in both panels: plotly's own cycle gave the second panel's lines other colours
+            fig.add_trace(go.Scatter(x=x, y=[r["efficiency"] for r in mine], name=algo, **style), 1, 1)
+            fig.add_trace(go.Scatter(x=x, y=[r["step_s"] for r in mine], name=algo, showlegend=False, **style), 1, 2)
+        fig.update_xaxes(title_text="GPUs", **count_ticks(r["gpus"] for r in rows))
         fig.update_yaxes(tickformat=".0%", row=1, col=1)
         fig.update_layout(title=f"collsim scale {req.step.scenario}: {rows[0]['model']} on {req.preset} over {req.net}")
-        return fig.to_html(include_plotlyjs=True, full_html=True)
+        return standalone_html(fig)

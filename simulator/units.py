@@ -211,6 +211,20 @@ def format_size(nbytes: float) -> str:
     return f"{int(nbytes)}B"
 
 
+def size_ticks(lo: float, hi: float, most: int = 8) -> tuple[list[int], list[str]]:
+    """Tick values and labels for a log axis of bytes from lo to hi: powers of two written 1KiB, 32MiB, 1GiB (never
+    plotly's '1B' for a billion), every 1, 2, 5, 10 or 20 doublings, the fewest that give at most `most` ticks."""
+    import math
+
+    a = math.floor(math.log2(max(lo, 1)))
+    b = math.ceil(math.log2(max(hi, lo, 1)))
+    for step in (1, 2, 5, 10, 20):
+        exps = [e for e in range(a, b + 1) if e % step == 0]
+        if len(exps) <= most:
+            break
+    return [1 << e for e in exps], [format_size(1 << e) for e in exps]
+
+
 def format_time(seconds: float) -> str:
     """A time with a unit a person reads at a glance."""
     if seconds < 1e-3:

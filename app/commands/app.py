@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib.util
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from simulator.errors import CollsimError
@@ -103,7 +105,7 @@ def _check_option(key: str, value: str) -> str:
 def streamlit_options(args: argparse.Namespace) -> list[str]:
     """The options collsim passes to `streamlit run`: port, address, headless, no usage statistics, then the user's own."""
     settings = {"server.port": str(check_port(args.port)), "server.address": args.address,
-                "browser.gatherUsageStats": "false"}
+                "browser.gatherUsageStats": "false", "client.toolbarMode": "minimal"}  # minimal: no "Deploy" button
     if not str(args.address).strip():
         raise CollsimError(f"address: {args.address!r} is empty; expected {ADDRESS_ACCEPTED}")
     if args.headless:
@@ -119,4 +121,24 @@ def run(args: argparse.Namespace) -> int:
         raise CollsimError("app: streamlit is not installed; install the app extra: pip install 'collsim[app]'")
     script = Path(__file__).resolve().parents[1] / "streamlit_app.py"
     cmd = [sys.executable, "-m", "streamlit", "run", str(script), *streamlit_options(args)]
-    return subprocess.call(cmd, cwd=Path(script).parents[1])
+    return serve(cmd, Path(script).parents[1])
+
+
+def serve(cmd: list[str], cwd: Path) -> int:
+    """Run Streamlit until it ends. SIGTERM or Ctrl-C is a request to stop, not a failure: it is passed on to
+    Streamlit, which shuts down, and collsim exits 0 without an error line."""
+    proc = subprocess.Popen(cmd, cwd=cwd)
+    stopping = []
+
+    def stop(signum, frame) -> None:
+        stopping.append(signum)
+        proc.send_signal(signum)
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)} if main else {}
+    try:
+        code = proc.wait()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return 0 if stopping else code

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
+from collsim.charts import standalone_html
 from collsim.doctor import DoctorRequest
 from simulator.fileio import atomic_write, say_written
 
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     if args.html:  # the figure is the app's (plotly, imported only here), so the command writes it, not the request
         from ..ui.doctor_model import figure
 
-        atomic_write(args.html, figure(result).to_html(include_plotlyjs=True, full_html=True))
+        atomic_write(args.html, standalone_html(figure(result)))
     status = show(result, args.json)
     if args.html:
         say_written(f"wrote the figure (HTML): {args.html}")

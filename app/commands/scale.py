@@ -31,7 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", default="dgx-h100", help=f"machine preset, as many nodes as needed: {', '.join(PRESETS)} (default dgx-h100)")
     p.add_argument("--net", default="ib400", help=f"network between nodes: {', '.join(NETWORKS)} (default ib400)")
     p.add_argument("--algos", help=f"all-reduce algorithms to compare on the links (links timing; default {DEFAULT_ALGOS})")
-    p.add_argument("--html", metavar="FILE", help="write an interactive plotly chart (efficiency and step time vs GPUs)")
+    p.add_argument("--html", metavar="FILE", help="write an interactive plotly chart (efficiency and step time vs GPUs; "
+                   "plotly.js is loaded from its CDN)")
     p.set_defaults(func=run)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from app.figures import decade_axis, size_axis
 from app.ui.reality_model import LOGS, MAX_UPLOAD, PREDICT_MAX_RANKS, bundled_logs
 from collsim.doctor import DoctorRequest, DoctorResult
 from simulator.errors import CollsimError
@@ -50,7 +51,7 @@ def figure(result: DoctorResult) -> go.Figure:
                              name=f"what NCCL should reach on {result.request.machine.spec} (collsim predict)",
                              line=dict(color="#2f855a"), text=[f"{p.algo} {p.proto}" for p in result.points]))
     fig.add_vrect(x0=64 << 20, x1=max(sizes), fillcolor="#3182ce", opacity=0.06, line_width=0)
-    fig.update_layout(title="busbw: measured against expected", xaxis=dict(title="size (bytes)", type="log"),
-                      yaxis=dict(title="busbw (GB/s)", type="log"), height=460,
+    fig.update_layout(title="busbw: measured against expected", xaxis=size_axis(sizes, "size"),
+                      yaxis=decade_axis("busbw (GB/s)"), height=460,
                       legend=dict(orientation="h", yanchor="top", y=-0.2))
     return fig

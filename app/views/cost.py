@@ -51,17 +51,19 @@ with friendly():
     request = cost_request(op, int(ranks), sizes_text, alpha, bandwidth, float(gamma), params)  # as `collsim cost`
     topology = None
     if topo_text.strip():
-        spec = topo_text.strip()
-        if spec == "ideal":
-            from simulator.topology import ideal
+        with friendly():  # a bad topology shows its error line; the closed forms are still drawn
+            spec = topo_text.strip()
+            if spec == "ideal":
+                from simulator.topology import ideal
 
-            topology = ideal(int(ranks), request.model.alpha, 1.0 / request.model.beta)
-        else:
-            topology = topology_input(spec, int(ranks), "engine points on")
+                topology = ideal(int(ranks), request.model.alpha, 1.0 / request.model.beta)
+            else:
+                topology = topology_input(spec, int(ranks), "engine points on")
     from app.ui.common import cached_explore
 
-    ex = cached_explore(request, topo_text.strip())
-    st.plotly_chart(explorer_figure(ex, metric, topology.name if topology else ""), key="cost.figure")
+    ex = cached_explore(request, topo_text.strip() if topology is not None else "")
+    st.plotly_chart(explorer_figure(ex, metric, topology.name if topology else "", f"alpha {alpha}, {bandwidth}"),
+                    key="cost.figure")
     if ex.crossovers:
         st.markdown("**Crossovers:** " + "; ".join(f"{new} beats {old} from {format_size(n)}" for n, old, new in ex.crossovers))
     else:

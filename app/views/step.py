@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.stepper import MAX_CHUNKS, MAX_RANKS, grid_html, legend_html
+from app.stepper import MAX_CHUNKS, MAX_RANKS, grid_fits_html, grid_html, legend_html
 from app.ui.common import algorithm_params, cached_step_model, friendly
 from app.ui.urlstate import UrlState
 from simulator.algorithms import names_for
@@ -79,41 +79,43 @@ with friendly():
             b[2].slider("step", 0, n, key=step_key, label_visibility="collapsed", on_change=_stop)
         i = st.session_state[step_key]
         stepper = model.stepper
-        figs = _figures(i)
+        figs = model.view(i)
         st.subheader(f"Step {i} of {n} — " + (f"phase: {stepper.phases[i]}" if i else "start"))
-        st.caption(f"{len(model.stepper.schedule.network_transfers())} messages in {n} steps; the engine took "
-                   f"{model.trace.time * 1e6:.4g} us for {size} on {model.topology.name}.")
+        if model.trace is not None:
+            st.caption(f"{len(model.stepper.schedule.network_transfers())} messages in {n} steps; the engine took "
+                       f"{model.trace.time * 1e6:.4g} us for {size} on {model.topology.name}.")
         sentences = figs["sentences"]
-        st.markdown(grid_html(stepper, i), unsafe_allow_html=True)
+        _grid(figs, stepper, i, "out")
         if stepper.scratch:
             st.markdown("**Scratch buffer**: " + SCRATCH_NOTE.get((op, algo), SCRATCH_NOTE[None]))
-            st.markdown(grid_html(stepper, i, buffer="scratch"), unsafe_allow_html=True)
-        st.markdown(legend_html(ranks), unsafe_allow_html=True)
+            _grid(figs, stepper, i, "scratch")
+        st.markdown(legend_html(ranks, figure=not grid_fits_html(stepper)), unsafe_allow_html=True)
         left, right = st.columns([3, 2])
         with left:
             st.markdown("**What moves in this step**")
             st.markdown("\n".join(f"- {s}" for s in sentences[:10]))
             if len(sentences) > 10:
-                with st.expander(f"all {len(sentences)} transfers of this step"):
+                with st.expander(f"{len(sentences) - 10} more"):
                     st.markdown("\n".join(f"- {s}" for s in sentences[10:]))
-        right.plotly_chart(figs["topology"], key="step.topology", config={"displayModeBar": False})
-        st.plotly_chart(figs["timeline"], key="step.timeline")
-        with st.expander("timeline per link (the busiest links)"):
-            st.plotly_chart(_link_timeline(), key="step.links")
+        if model.trace is None:  # a bad topology or size: its error line where the engine's pictures go
+            right.error(model.engine_error)
+        else:
+            right.plotly_chart(figs["topology"], key="step.topology", config={"displayModeBar": False})
+            st.plotly_chart(figs["timeline"], key="step.timeline")
+            # drawn when asked: a figure inside a closed expander is still sent and drawn at every step
+            if st.toggle("timeline per link (the busiest links)", key="step.show_links"):
+                st.plotly_chart(model.link_timeline, key="step.links")
         url.sync()
         if st.session_state.get(play_key) and i >= n:
             st.session_state[play_key] = False
             st.rerun()
 
-    def _link_timeline():
-        from app.figures import link_timeline_figure
-
-        return link_timeline_figure(model.trace)
-
-    def _figures(i: int) -> dict:
-        from app.ui.step_model import step_figures
-
-        return step_figures(model, i)
+    def _grid(figs: dict, stepper, i: int, buffer: str) -> None:
+        """The buffer grid: fixed-size HTML cells up to 16 x 16, one figure (every cell in view) beyond."""
+        if f"grid.{buffer}" in figs:
+            st.plotly_chart(figs[f"grid.{buffer}"], key=f"step.grid.{buffer}", config={"displayModeBar": False})
+        else:
+            st.markdown(grid_html(stepper, i, buffer=buffer), unsafe_allow_html=True)
 
     step_view()
 url.sync()

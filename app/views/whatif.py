@@ -103,6 +103,16 @@ TIMED = ("NCCL (collsim predict)", "best collsim algorithm (links only)")
 STEP_TIMED = ("NCCL (collsim predict)", "collsim algorithms (links only)")  # --timing nccl, --timing links
 
 
+def _each_machine(rows_of) -> dict:
+    """machine -> rows_of(machine) for every machine chosen; a machine that cannot run shows its own error line and the
+    others are still drawn (a typo in one machine blanked the whole page)."""
+    drawn = {}
+    for spec in chosen:
+        with friendly():
+            drawn[spec] = rows_of(spec)
+    return drawn
+
+
 def collectives_section() -> None:
     timed = st.radio("timed as", TIMED, horizontal=True, key=url.choice("timed", TIMED))
     st.caption("NCCL (collsim predict): what nccl-tests would print, NCCL's own pick of algorithm, protocol and "
@@ -118,22 +128,27 @@ def collectives_section() -> None:
         sizes = sizes_input(sizes_text)
         check_choice(list(chosen), sizes)
         timing = _nccl_rows if nccl else _rows
-        rows = pd.DataFrame([row for spec in chosen for row in timing(spec, tuple(ops), tuple(sizes))])
+        drawn = _each_machine(lambda spec: timing(spec, tuple(ops), tuple(sizes)))
+        if not drawn:
+            return
+        rows = pd.DataFrame([row for found in drawn.values() for row in found])
+        chosen_ok = list(drawn)
         if nccl:
             rows = rows.rename(columns={"best algorithm": "schedule"})
         hover = ["NCCL algorithm", "protocol", "channels", "schedule"] if nccl else ["best algorithm"]
         how = "NCCL's pick (collsim predict)" if nccl else "the best algorithm"
         rows["size"] = [format_size(int(n)) for n in rows["bytes"]]
-        first = rows[rows["machine"] == chosen[0]].set_index(["op", "bytes"])["time (us)"]
-        rows[f"time vs {chosen[0]}"] = [t / first[(op, n)] for op, n, t in zip(rows["op"], rows["bytes"], rows["time (us)"])]
+        first = rows[rows["machine"] == chosen_ok[0]].set_index(["op", "bytes"])["time (us)"]
+        rows[f"time vs {chosen_ok[0]}"] = [t / first[(op, n)] for op, n, t in zip(rows["op"], rows["bytes"], rows["time (us)"])]
         for op in ops:
             part = rows[rows["op"] == op]
             fig = px.bar(part, x="size", y="time (us)", color="machine", barmode="group", log_y=True,
                          hover_data=[*hover, "ranks", "busbw (GB/s)"],
                          title=f"{op}: engine time with {how} on each machine (lower is better)")
+            fig.update_yaxes(dtick=1)  # one labelled tick per power of ten: plotly's 2 and 5 between them crowd
             st.plotly_chart(fig, key=f"whatif.{op}")
         st.dataframe(rows.drop(columns=["bytes"]), hide_index=True, key="whatif.table",
-                     column_config={f"time vs {chosen[0]}": st.column_config.NumberColumn(format="%.2fx")})
+                     column_config={f"time vs {chosen_ok[0]}": st.column_config.NumberColumn(format="%.2fx")})
 
 
 def step_section() -> None:
@@ -171,9 +186,12 @@ def step_section() -> None:
     with friendly():
         if not chosen:
             raise CollsimError(f"machines: none given; expected 1..{MAX_MACHINES}")
-        rows = pd.DataFrame([step_table_row(_step(m, scenario, model, gpu, int(tp), float(mfu), mode, timing))
-                             for m in chosen])
-        rows[f"step vs {chosen[0]}"] = rows["step (ms)"] / rows["step (ms)"].iloc[0]
+        drawn = _each_machine(lambda m: step_table_row(_step(m, scenario, model, gpu, int(tp), float(mfu), mode, timing)))
+        if not drawn:
+            return
+        rows = pd.DataFrame(list(drawn.values()))
+        first = next(iter(drawn))
+        rows[f"step vs {first}"] = rows["step (ms)"] / rows["step (ms)"].iloc[0]
         times = rows.melt(id_vars=["machine"], value_vars=["step (ms)", "compute (ms)", "exposed comm (ms)"],
                           var_name="part", value_name="ms")
         st.plotly_chart(px.bar(times, x="part", y="ms", color="machine", barmode="group",
@@ -183,7 +201,7 @@ def step_section() -> None:
                                title="tokens per second (higher is better)"), key="whatif.tokens")
         st.dataframe(rows, hide_index=True, key="whatif.step_table",
                      column_config={"efficiency": st.column_config.NumberColumn(format="%.3f"),
-                                    f"step vs {chosen[0]}": st.column_config.NumberColumn(format="%.2fx")})
+                                    f"step vs {first}": st.column_config.NumberColumn(format="%.2fx")})
         st.caption("efficiency = compute-only step / step; tokens = data-parallel ranks x micro-batch x micro-batches "
                    "x sequence length; calls timed: how many collective calls NCCL's model timed and how many the "
                    "links. Same numbers: `collsim whatif " + scenario + " --machines ... --mode " + mode

@@ -8,18 +8,17 @@ tests/app/conftest.py; tests/app/test_lessons_browser.py walks every lesson.
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+from benchmarks.app_browser import CHROMIUM, EXCEPTION, wait_interactive
+
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
 if CHROMIUM is None:
     pytest.skip("no chromium on PATH (.ci/run installs Debian's chromium)", allow_module_level=True)
 
 pytestmark = pytest.mark.slow  # a real Streamlit server and Chromium: about 4 minutes
-EXCEPTION = "[data-testid='stException']"
 # url path (with a query string, as a teacher would link it) -> text the page shows once drawn
 PAGES = {
     "?lesson=b": "Lesson (b)",
@@ -30,6 +29,7 @@ PAGES = {
     "whatif?kind=a+training+step&scenario=fsdp&m0=dgx-h100:nodes%3D2&m1=hgx-b200:nodes%3D2": "exposed comm",
     "step?op=alltoall&algo=bruck&p=8&topo=ring&s=2": "Scratch buffer",
     "reality": "Model vs reality",
+    "doctor?log=04_h100_p5_1node_8gpu_allreduce_awsbatch.txt": "Doctor",
 }
 # screenshots of a second view of a page get their own name (docs/app.md shows app_step.png)
 SHOT_NAMES = {"whatif?kind": "app_whatif_step.png", "step?op=alltoall&algo=bruck": "app_step_bruck.png"}
@@ -161,31 +161,80 @@ def test_whatif_step_is_timed_as_nccl_runs_it_and_the_link_keeps_the_timing(serv
 
 
 def test_reality_predicts_the_logs_machine_and_a_link_keeps_another_preset(server, browser):
-    """The default log (01, an A3 Mega pair) gets collsim predict on its own preset; a typed preset rides in the link."""
+    """The default log (07, one HGX B200 node: the page used to open on 01, its worst) gets collsim predict on its own
+    preset; a typed preset rides in the link."""
     from urllib.parse import parse_qs, urlparse
 
     page = browser.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(f"{server}/reality")
-    page.get_by_text(re.compile(r"^collsim predict on a3-mega:nodes=2 \(nothing fitted\): .*median \|error\|")).first.wait_for(
+    page.get_by_text(re.compile(r"^collsim predict on hgx-b200 \(nothing fitted\): .*median \|error\|")).first.wait_for(
         timeout=90000)
-    page.locator(".js-plotly-plot .legendtext", has_text="collsim predict on a3-mega:nodes=2").first.wait_for(timeout=60000)
-    assert parse_qs(urlparse(page.url).query)["preset"] == ["a3-mega:nodes=2"]
+    page.locator(".js-plotly-plot .legendtext", has_text="collsim predict on hgx-b200").first.wait_for(timeout=60000)
+    assert parse_qs(urlparse(page.url).query)["preset"] == ["hgx-b200"]
     box = page.get_by_role("textbox", name=re.compile("machine preset"))
-    box.fill("p4de:nodes=2")
+    box.fill("dgx-h100")
     box.press("Enter")
-    page.locator(".js-plotly-plot .legendtext", has_text="collsim predict on p4de:nodes=2").first.wait_for(timeout=90000)
+    page.locator(".js-plotly-plot .legendtext", has_text="collsim predict on dgx-h100").first.wait_for(timeout=90000)
     for _ in range(50):  # the page writes its widgets into the link after drawing
-        if parse_qs(urlparse(page.url).query).get("preset") == ["p4de:nodes=2"]:
+        if parse_qs(urlparse(page.url).query).get("preset") == ["dgx-h100"]:
             break
         page.wait_for_timeout(200)
     link = page.url
-    assert parse_qs(urlparse(link).query)["preset"] == ["p4de:nodes=2"]
+    assert parse_qs(urlparse(link).query)["preset"] == ["dgx-h100"]
     assert page.locator(EXCEPTION).count() == 0
     page.close()
     page = browser.new_page(viewport={"width": 1400, "height": 2400})
     page.goto(link)
-    page.locator(".js-plotly-plot .legendtext", has_text="collsim predict on p4de:nodes=2").first.wait_for(timeout=90000)
-    assert page.get_by_role("textbox", name=re.compile("machine preset")).input_value() == "p4de:nodes=2"
-    assert page.get_by_text(re.compile(r"^collsim predict on p4de:nodes=2 \(nothing fitted\)")).count() >= 1
+    page.locator(".js-plotly-plot .legendtext", has_text="collsim predict on dgx-h100").first.wait_for(timeout=90000)
+    assert page.get_by_role("textbox", name=re.compile("machine preset")).input_value() == "dgx-h100"
+    assert page.get_by_text(re.compile(r"^collsim predict on dgx-h100 \(nothing fitted\)")).count() >= 1
     assert page.locator(EXCEPTION).count() == 0
+    page.close()
+
+
+def _box(page, selector: str) -> dict:
+    box = page.locator(selector).first.bounding_box()
+    assert box, f"{selector} is not drawn"
+    return box
+
+
+def test_no_deploy_button(server, browser):
+    """Streamlit's toolbar offered 'Deploy' (publishing to Streamlit's cloud): the toolbar is minimal."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1100})
+    page.goto(f"{server}/?lesson=a")
+    wait_interactive(page, "Lesson (a)")
+    assert page.get_by_role("button", name="Deploy").count() == 0
+    assert page.locator("[data-testid='stAppDeployButton']").count() == 0
+    page.close()
+
+
+def test_step_through_at_32_ranks_shows_the_whole_grid_and_the_legend_clear_of_the_ranks(server, browser):
+    """p=32: the grid showed about 12 x 15 of its 32 x 32 cells, and the timeline's legend sat on ranks 0 and 1."""
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(f"{server}/step?op=allreduce&algo=ring&p=32&topo=ring&size=1MiB&s=3")
+    wait_interactive(page, "Step 3 of 62", figures=3)
+    assert page.locator(".buffer-grid").count() == 0 and page.locator(EXCEPTION).count() == 0
+    grid = page.locator(".js-plotly-plot").first
+    area = grid.locator(".nsewdrag").first.bounding_box()  # the heatmap's plotting area: all 32 x 32 cells
+    assert area and area["width"] >= 32 * 25 and area["height"] >= 32 * 18
+    assert area["x"] + area["width"] <= 1400  # in view, not scrolled
+    timeline = page.locator(".js-plotly-plot", has_text="engine timeline").first
+    legend = timeline.locator(".legend").first.bounding_box()
+    plot = timeline.locator(".nsewdrag").first.bounding_box()
+    assert legend and plot and legend["y"] + legend["height"] <= plot["y"] + 1  # above the rows, not on them
+    page.get_by_role("button", name="next ▶").click()
+    wait_interactive(page, "Step 4 of 62")
+    page.close()
+
+
+def test_cost_explorer_legend_is_not_clipped(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 2400})
+    page.goto(f"{server}/cost?op=allreduce&p=8&sizes=1KiB:1GiB:4&topo=dgx-h100")
+    wait_interactive(page, "Crossovers:", figures=1)
+    figure = page.locator(".js-plotly-plot").first
+    svg = figure.locator(".main-svg").first.bounding_box()
+    legend = figure.locator(".legend").first.bounding_box()
+    assert svg and legend and legend["y"] + legend["height"] <= svg["y"] + svg["height"] + 1
+    scrollbar = figure.locator(".legend .scrollbar").first
+    assert scrollbar.count() == 0 or (scrollbar.bounding_box() or {"height": 0})["height"] == 0  # every entry in view
     page.close()

@@ -80,11 +80,11 @@ PAGE_CASES = [
     ("whatif", "whatif.m0", "mi300x", "machine", "'mi300x' is not a preset NCCL"),
     ("whatif", "whatif.m0", "tpu-v4-4x4x4", "machine", "'tpu-v4-4x4x4' is not a preset NCCL"),
     ("whatif", "whatif.sizes", "1KiB,1001", "sizes", "1001 bytes"),
-    # the default log (01) is an all-reduce on 16 ranks
+    # the default log (07) is an all-reduce on 8 ranks (it was 01, on 16: the page now opens on a log its model meets)
     ("reality", "reality.preset", "ring:16", "preset", "'ring:16'"),
     ("reality", "reality.preset", "mi300x", "preset", "'mi300x'"),
     ("reality", "reality.preset", "/etc/passwd", "preset", "'/etc/passwd'"),
-    ("reality", "reality.preset", "p5", "preset", "fewer than the 16 ranks"),
+    ("reality", "reality.preset", "gb200-nvl4", "preset", "fewer than the 8 ranks"),
     ("reality", "reality.preset", "p5:nodes=x", "preset", "'p5:nodes=x'"),
     ("reality", "reality.preset", "dgx-h100:nodes=99999", "preset", "too large"),
     ("reality", "reality.preset", "p5:nodes=2,net=nope", "net", "'nope'"),
@@ -252,14 +252,14 @@ def _options(*argv: str) -> list[str]:
 def test_defaults_bind_localhost_without_usage_statistics():
     opts = _options()
     assert dict(zip(opts[::2], opts[1::2])) == {"--server.port": "8501", "--server.address": "127.0.0.1",
-                                                "--browser.gatherUsageStats": "false"}
+                                                "--browser.gatherUsageStats": "false", "--client.toolbarMode": "minimal"}
 
 
 def test_streamlit_options_are_forwarded_and_win():
     opts = dict(zip(*[iter(_options("--server.port", "9000", "--theme.base", "dark", "--address", "0.0.0.0", "--headless",
                                     "--browser.gatherUsageStats=true"))] * 2))
     assert opts == {"--server.port": "9000", "--server.address": "0.0.0.0", "--browser.gatherUsageStats": "true",
-                    "--server.headless": "true", "--theme.base": "dark"}
+                    "--client.toolbarMode": "minimal", "--server.headless": "true", "--theme.base": "dark"}
 
 
 def test_help_says_how_to_share_the_app(capsys):
