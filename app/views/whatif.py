@@ -106,10 +106,15 @@ STEP_TIMED = ("NCCL (collsim predict)", "collsim algorithms (links only)")  # --
 def _each_machine(rows_of) -> dict:
     """machine -> rows_of(machine) for every machine chosen; a machine that cannot run shows its own error line and the
     others are still drawn (a typo in one machine blanked the whole page)."""
-    drawn = {}
+    drawn, said = {}, set()
     for spec in chosen:
-        with friendly():
+        try:
             drawn[spec] = rows_of(spec)
+        except CollsimError as exc:  # an error every machine hits (a bad size or op) is said once
+            line = str(exc).splitlines()[0]
+            if line not in said:
+                said.add(line)
+                st.error(line)
     return drawn
 
 
