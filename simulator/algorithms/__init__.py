@@ -2,7 +2,8 @@
 
 A new algorithm is one new file in this folder that calls `register`: every module here is
 imported, the families below first (the order `collsim algorithms` lists them in), then any other
-module in name order.
+module in name order. The reference forms that docstrings name `X_inferred` (the same messages through the
+inferring ScheduleBuilder, which the equivalence tests compare against) live in tests/reference_algorithms.py.
 """
 
 import importlib

@@ -38,23 +38,6 @@ def _allreduce_cost(p, n, m: LinkModel):
     return _reduce_scatter_cost(p, n, m) + _one_port_cost(p, n, m)
 
 
-def _direct_reduce_scatter(b: ScheduleBuilder, p: int, blocks, step: int = 0) -> int:
-    """Every rank reduces its copy of block d straight into rank d (dependencies inferred: for composites)."""
-    for s in range(1, p):
-        for r in range(p):
-            d = (r + s) % p
-            b.reduce(r, d, "out", *blocks[d], step=step + s - 1)
-    return step + max(p - 1, 0)
-
-
-def _direct_allgather(b: ScheduleBuilder, p: int, blocks, step: int = 0) -> int:
-    """Every rank copies its block straight to every other rank (dependencies inferred: for composites)."""
-    for s in range(1, p):
-        for r in range(p):
-            b.copy(r, (r + s) % p, "out", *blocks[r], step=step + s - 1)
-    return step + max(p - 1, 0)
-
-
 def direct_columns(coll: Collective, reduce_scatter: bool, allgather: bool) -> Schedule:
     """The direct schedule as arrays with written dependencies: the same transfers, in the same order, as
     _direct_reduce_scatter then _direct_allgather through the inferring builder, plus one join per rank between them.

@@ -9,18 +9,14 @@ import numpy as np
 
 from ..collective import Collective
 from ..errors import CollsimError
-from ..schedule import BUFFERS, ArraySchedule, Schedule, ScheduleBuilder
+from ..schedule import BUFFERS, ArraySchedule, Schedule
 from .columns import NONE, Columns, merged_piece_columns, with_pieces
 from .forms import LinkModel, lg, pow2
 from .phases import (
-    binomial_gather,
-    binomial_scatter,
-    block_segs,
     chunked,
     relative_group,
 )
 from .registry import CHUNKS, register
-from .ring import ring_allgather
 
 # ---- closed forms (Thakur et al. 2005; MPICH) -------------------------------------------------------
 # Broadcast binomial: ceil(lg p) (alpha + n beta): the root sends ceil(lg p) whole messages one after another.
@@ -126,12 +122,6 @@ def _binomial_broadcast(c: Columns, group: list[int], count: int, step: int = 0,
     return step + rounds
 
 
-def _member_blocks(coll: Collective) -> tuple[list[int], list]:
-    """Ranks relative to the root and, per member, the block of the rank it is."""
-    group, blocks = relative_group(coll.ranks, coll.root), block_segs(coll.block_offsets)
-    return group, [blocks[r] for r in group]
-
-
 def _subtree_pieces(coll: Collective, senders: np.ndarray) -> dict[str, np.ndarray]:
     """Pieces of binomial subtree transfers, one per member u of `senders` (in transfer order): the blocks of members
     u .. min(u + lowbit(u), p) - 1 (ranks relative to the root, so a subtree can wrap past rank p - 1 to rank 0)."""
@@ -170,14 +160,6 @@ def gather_binomial(coll: Collective) -> Schedule:
     return with_pieces(c.schedule(coll, "binomial"), 0, blocks)
 
 
-def gather_binomial_inferred(coll: Collective) -> Schedule:
-    """The binomial gather through the inferring builder: the reference `gather_binomial`'s arrays are tested
-    equal to."""
-    b = ScheduleBuilder(coll, "binomial")
-    binomial_gather(b, *_member_blocks(coll))
-    return b.build()
-
-
 @register("scatter", "binomial", "binomial tree from the root, each send carrying a subtree's blocks: ceil(lg p) steps",
           cost=_gather_scatter_binomial_cost)
 def scatter_binomial(coll: Collective) -> Schedule:
@@ -193,14 +175,6 @@ def scatter_binomial(coll: Collective) -> Schedule:
         senders.append(u)
     blocks = [_subtree_pieces(coll, np.concatenate(senders))] if senders else []
     return with_pieces(c.schedule(coll, "binomial"), 0, blocks)
-
-
-def scatter_binomial_inferred(coll: Collective) -> Schedule:
-    """The binomial scatter through the inferring builder: the reference `scatter_binomial`'s arrays are tested
-    equal to."""
-    b = ScheduleBuilder(coll, "binomial")
-    binomial_scatter(b, *_member_blocks(coll))
-    return b.build()
 
 
 @register("broadcast", "pipelined_chain", "chain from the root, data cut into k chunks: p + k - 2 steps of n/k",
@@ -261,16 +235,6 @@ def broadcast_scatter_allgather(coll: Collective) -> Schedule:
                          np.where(held, into[np.minimum(child, p - 1)], NONE)], axis=1)
         c.send(group[i], group[j], offs[b], size[b], step=rounds + s, deps=deps)
     return c.schedule(coll, "scatter_allgather")
-
-
-def broadcast_scatter_allgather_inferred(coll: Collective) -> Schedule:
-    """van de Geijn's broadcast through the inferring builder: the reference `broadcast_scatter_allgather`'s arrays
-    are tested equal to."""
-    b = ScheduleBuilder(coll, "scatter_allgather")
-    group, segs = relative_group(coll.ranks, coll.root), block_segs(coll.block_offsets)
-    step = binomial_scatter(b, group, segs)
-    ring_allgather(b, group, segs, step=step)
-    return b.build()
 
 
 # ---- NCCL's double binary tree (src/graph/trees.cc: ncclGetBtree, ncclGetDtree) ----------------
