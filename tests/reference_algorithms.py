@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from simulator.algorithms.pat import _messages
-from simulator.algorithms.phases import Seg, alltoall_offsets, block_segs, fold, pieces_of, relative_group
+from simulator.algorithms.phases import Seg, alltoall_offsets, block_segs, chunked, fold, pieces_of, relative_group, ring_phase
 from simulator.algorithms.recursive import _survivor_segs
-from simulator.algorithms.ring import ring_allgather, ring_reduce_scatter
 from simulator.collective import Collective, offsets_of, split_counts
-from simulator.schedule import Piece, Schedule, ScheduleBuilder, region
+from simulator.schedule import Piece, Schedule, ScheduleBuilder, Transfer, new_transfer, region
 
 
 # ---- from simulator/algorithms/phases.py ----------------------------------------------------------------------
@@ -152,15 +151,15 @@ def hierarchical_inferred(coll: Collective, g: int) -> Schedule:
     segs = block_segs(offsets_of(split_counts(coll.count, g)))
     step = 0
     for members in groups:
-        step = ring_reduce_scatter(b, members, segs)
+        step = ring_phase(b, members, segs, True)
     across = [[members[j] for members in groups] for j in range(g)]
     sub = [block_segs(offsets_of(split_counts(segs[j][1], len(groups))) + segs[j][0]) for j in range(g)]
     for j in range(g):
-        after_rs = ring_reduce_scatter(b, across[j], sub[j], step=step)
+        after_rs = ring_phase(b, across[j], sub[j], True, step=step)
     for j in range(g):
-        after_ag = ring_allgather(b, across[j], sub[j], step=after_rs)
+        after_ag = ring_phase(b, across[j], sub[j], False, step=after_rs)
     for members in groups:
-        ring_allgather(b, members, segs, step=after_ag)
+        ring_phase(b, members, segs, False, step=after_ag)
     return b.build()
 
 # ---- from simulator/algorithms/bruck.py -----------------------------------------------------------------------
@@ -248,7 +247,7 @@ def broadcast_scatter_allgather_inferred(coll: Collective) -> Schedule:
     b = ScheduleBuilder(coll, "scatter_allgather")
     group, segs = relative_group(coll.ranks, coll.root), block_segs(coll.block_offsets)
     step = binomial_scatter(b, group, segs)
-    ring_allgather(b, group, segs, step=step)
+    ring_phase(b, group, segs, False, step=step)
     return b.build()
 
 # ---- from simulator/algorithms/recursive.py -------------------------------------------------------------------
@@ -290,4 +289,71 @@ def direct_allgather(b: ScheduleBuilder, p: int, blocks, step: int = 0) -> int:
         for r in range(p):
             b.copy(r, (r + s) % p, "out", *blocks[r], step=step + s - 1)
     return step + max(p - 1, 0)
+
+
+
+# ---- from simulator/algorithms/ring.py ----------------------------------------------------------------------
+def ring_transfers(group: Sequence[int], segs: Sequence[Seg], chunks: int = 1, reduce_scatter: bool = True,
+                   allgather: bool = True, buf: str = "out", step: int = 0) -> list[Transfer]:
+    """Reduce-scatter and/or allgather around `group` on `buf`, ids from 0, with explicit dependencies.
+
+    Member i owns segs[i]: after the reduce-scatter it holds segs[i] reduced over the group; the
+    allgather starts from there. Transfer (s, i, c) is member i's message of step s carrying chunk
+    c of the block it forwards. It waits for the message that brought it that chunk (from member
+    i-1, step s-1); an allgather copy into member i+1 also waits for the last reduction into that
+    block there and for member i+1's own send of it (write after read), exactly what
+    ScheduleBuilder infers.
+    """
+    group = list(group)
+    pieces = [[(region(buf, off, count),) for off, count in chunked(seg, chunks)] for seg in segs]
+    full = [seg[1] > 0 for seg in segs]
+    transfers: list[Transfer] = []
+    rs_first = _reduce_scatter(transfers, group, pieces, full, step) if reduce_scatter else None
+    if allgather:
+        _allgather(transfers, group, pieces, full, step + (len(group) - 1 if reduce_scatter else 0), rs_first)
+    return transfers
+
+
+def _reduce_scatter(transfers: list[Transfer], group: list[int], pieces: list, full: list[bool], step: int) -> list[list[int]]:
+    """Append the reduce-scatter; rs_first[s][i] is the id of member i's first chunk message in step s."""
+    q, add = len(group), transfers.append
+    rs_first: list[list[int]] = []
+    for s in range(q - 1):
+        row = [0] * q
+        prev = rs_first[s - 1] if s else None
+        at = step + s
+        for i in range(q):
+            blk = (i - s - 1) % q
+            row[i] = tid = len(transfers)
+            src, dst = group[i], group[(i + 1) % q]
+            for c, piece in enumerate(pieces[blk]):
+                deps = (prev[i - 1] + c,) if prev is not None and full[blk] else ()
+                add(new_transfer(tid + c, src, dst, piece, True, deps, at))
+        rs_first.append(row)
+    return rs_first
+
+
+def _allgather(transfers: list[Transfer], group: list[int], pieces: list, full: list[bool], step: int,
+               rs_first: list[list[int]] | None) -> None:
+    """Append the allgather (after the reduce-scatter whose first-message ids are `rs_first`, if any)."""
+    q, add = len(group), transfers.append
+    ag_prev: list[int] | None = None
+    for s in range(q - 1):
+        row = [0] * q
+        at = step + s
+        for i in range(q):
+            blk = (i - s) % q
+            row[i] = tid = len(transfers)
+            j = (i + 1) % q
+            src, dst = group[i], group[j]
+            for c, piece in enumerate(pieces[blk]):
+                deps: tuple[int, ...] = ()
+                if full[blk]:
+                    wait = [] if ag_prev is None else [ag_prev[i - 1] + c]
+                    if rs_first is not None:
+                        wait.append(rs_first[q - 2][i - 1] + c if s == 0 else rs_first[s - 1][i] + c)
+                        wait.append(rs_first[s][j] + c)
+                    deps = tuple(sorted(set(wait)))
+                add(new_transfer(tid + c, src, dst, piece, False, deps, at))
+        ag_prev = row
 

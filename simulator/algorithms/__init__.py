@@ -14,7 +14,7 @@ from . import ring, recursive, tree, bruck, direct, hierarchical  # noqa: F401
 # isort: on
 from .registry import REGISTRY, AlgorithmSpec, Param, all_specs, build_schedule, get, names_for
 
-_SUPPORT = {"registry", "forms", "phases"}  # shared code, not families
+_SUPPORT = {"registry", "forms", "phases", "chunks", "columns"}  # shared code, not families
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     if _module not in _SUPPORT:
         importlib.import_module(f"{__name__}.{_module}")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..collective import Collective
-from ..schedule import Piece
+from ..schedule import Piece, ScheduleBuilder, region
 
 Seg = tuple[int, int]
 
@@ -89,3 +89,16 @@ def survivor_spans(q: int) -> list[tuple[int, int]]:
     return [(s, s + 2) if s < 2 * r else (s, s + 1) for s in survivors]
 
 
+
+
+def ring_phase(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg], reduce: bool, chunks: int = 1,
+               buf: str = "out", step: int = 0) -> int:
+    """A ring over `group` through the builder (dependencies inferred), for composites: reduce-scatter (after q-1 steps
+    group[i] holds segs[i] reduced over the group) or allgather (group[i] starts with segs[i]; after q-1 steps everyone
+    holds all of them). Returns the next free step."""
+    q = len(group)
+    for s in range(q - 1):
+        for i in range(q):
+            for off, count in chunked(segs[(i - s - reduce) % q], chunks):
+                b.send(group[i], group[(i + 1) % q], region(buf, off, count), reduce, step + s)
+    return step + max(q - 1, 0)
