@@ -101,6 +101,7 @@ def lower(program: Program, ranks: int, npieces: tuple[int, ...], full: tuple[bo
         ids, whole = np.arange(a, b), live[a:b].all()
         on = slice(None) if whole else live[a:b]
         deps = versions.access(ids[on], read[a:b][on], write[a:b][on], reduce)
+        deps = deps[:, (deps >= 0).any(axis=0)]  # columns of nothing only widen the sort
         if not whole:
             deps = _rows_at(deps, live[a:b])
         tables.add(deps)
@@ -120,15 +121,15 @@ def _transfers(x: Chunks) -> dict:
     cat = [np.concatenate([op[k] for op in x.ops]) if x.ops else np.zeros(0, np.int64) for k in (0, 1, 2, 4)]
     reduce = np.repeat([op[3] for op in x.ops], sizes).astype(bool)
     src, dst, chunk, step = cat
-    first = np.concatenate(([0], np.cumsum(x.npieces)))
-    per = x.npieces[chunk]
-    piece = first[chunk]
-    if per.size and per.max() > 1:
+    bounds = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+    piece = chunk  # one piece per chunk: piece c is chunk c
+    if x.npieces.size and x.npieces.max() > 1:
+        first = np.concatenate(([0], np.cumsum(x.npieces)))
+        per = x.npieces[chunk]
         e = np.repeat(np.arange(per.size), per)
-        piece = piece[e] + np.arange(e.size) - np.repeat(np.cumsum(per) - per, per)
+        piece = first[chunk][e] + np.arange(e.size) - np.repeat(np.cumsum(per) - per, per)
         src, dst, chunk, step, reduce = src[e], dst[e], chunk[e], step[e], reduce[e]
-    at = np.concatenate(([0], np.cumsum(per)))
-    bounds = at[np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))]
+        bounds = np.concatenate(([0], np.cumsum(per)))[bounds]
     return {"src": src, "dst": dst, "chunk": chunk, "piece": piece, "reduce": reduce, "step": step, "bounds": bounds,
             "reduce_op": [op[3] for op in x.ops]}
 
