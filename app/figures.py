@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from simulator.algorithms import get, names_for
-from simulator.collective import busbw_factor, normalize_op
+from simulator.collective import normalize_op
 from simulator.cost import CLOSED_FORM, LinkModel, estimate, lower_bound
 from simulator.units import format_size, size_ticks
 
@@ -42,36 +42,6 @@ def cost_table(op: str, ranks: int, sizes: list[int], model: LinkModel, algorith
 def _label(name: str, data: dict) -> str:
     """An algorithm's legend name: marked "(engine)" when its times are simulated, not a closed form."""
     return name if data["methods"][name] == CLOSED_FORM else f"{name} (engine)"
-
-
-def cost_figure(op: str, ranks: int, sizes: list[int], model: LinkModel, metric: str = "time",
-                algorithms: list[str] | None = None, params: dict | None = None):
-    """Time (us) or bus bandwidth (GB/s) against message size, one line per algorithm, log axes.
-
-    An algorithm without a closed form is drawn from the engine's times, labelled "(engine)".
-    """
-    import plotly.graph_objects as go
-
-    data = cost_table(op, ranks, sizes, model, algorithms, params)
-    sizes_arr = np.asarray(sizes, dtype=float)
-    factor = busbw_factor(op, ranks)
-    fig = go.Figure()
-    labels = [format_size(s) for s in sizes]
-    bound_label = "lower bound" if metric == "time" else "bound (best possible)"
-    series = {_label(n, data): t for n, t in data["times"].items()}
-    series[bound_label] = data["bound"]
-    for name, times in series.items():
-        y = times * 1e6 if metric == "time" else np.divide(sizes_arr * factor, times, out=np.zeros_like(times),
-                                                           where=times > 0) / 1e9
-        fig.add_trace(go.Scatter(x=sizes, y=y, name=name, mode="lines+markers", text=labels,
-                                 line=dict(dash="dot", color="gray") if name == bound_label else None,
-                                 hovertemplate="%{text}: %{y:.3g}<extra>" + name + "</extra>"))
-    ytitle = "time (us), lower is better" if metric == "time" else "bus bandwidth (GB/s), higher is better"
-    fig.update_layout(title=f"{op}, {ranks} ranks: {'time' if metric == 'time' else 'bus bandwidth'} by message size",
-                      xaxis=size_axis(sizes, "message size (nccl-tests meaning)"),
-                      yaxis=dict(title=ytitle, type="log" if metric == "time" else "linear"),
-                      legend=dict(title="algorithm"), margin=dict(t=50))
-    return fig
 
 
 def _rank_steps(trace) -> dict[str, np.ndarray]:

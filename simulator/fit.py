@@ -221,10 +221,3 @@ def to_profile(result: FitResult, source: str) -> LinkProfile:
                        f"collsim fit of {result.op}/{result.algo} (p={result.ranks}) to {source}", segments, meta)
 
 
-def model_for_size(profile: LinkProfile, nbytes: int) -> LinkModel:
-    """The LinkModel a profile gives a collective of `nbytes`: its segment's alpha and bandwidth, else the top-level ones."""
-    for seg in profile.segments:
-        if seg.min_bytes <= nbytes and (seg.max_bytes is None or nbytes < seg.max_bytes):
-            beta = 0.0 if seg.bandwidth_Bps == float("inf") else 1.0 / seg.bandwidth_Bps
-            return LinkModel(seg.alpha_s, beta, profile.gamma_s_per_byte)
-    return profile.model

@@ -29,7 +29,7 @@ from simulator.errors import CollsimError
 from .board import COLLECTIVE, FINISHED, Board, blame
 
 BACKENDS = ("gloo", "nccl")
-_LAST_PIDS: list[int] = []
+_LAST_PIDS: list[int] = []  # pids of the last local world started (tests check that none outlives it)
 GRACE_S = 3.0  # extra seconds the parent allows beyond the per-wait timeout before it declares a hang
 ORPHAN_POLL_S = 0.5  # how often a rank checks that its parent is still there
 
@@ -202,11 +202,6 @@ def run_local(job: Callable[..., Any], ranks: int, backend: str = "gloo", timeou
             _stop([proc for proc in procs if proc.pid is not None])
             results.close()
     return outcome
-
-
-def last_world_pids() -> list[int]:
-    """Process ids of the most recent local world this process started (to check none is left behind)."""
-    return list(_LAST_PIDS)
 
 
 def _collect(procs, results, board: Board, timeout: float) -> list[Any]:

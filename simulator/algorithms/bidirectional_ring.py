@@ -6,19 +6,22 @@ with one port it takes the ring's time. It declares no closed form, so `collsim 
 time it with the event engine on ideal:P. This file is the whole algorithm (docs/architecture.md).
 """
 
+
 from ..collective import Collective
-from ..schedule import ArraySchedule, Schedule
-from .columns import concat_columns
+from ..schedule import Schedule
+from .chunks import Chunks, chunk_schedule, rings
 from .phases import block_segs
 from .registry import register
-from .ring import ring_columns
+
+
+def _two_rings(x: Chunks) -> None:
+    """Chunk r is the first half of block r, chunk p + r its second half: one ring each way."""
+    rings(x, x.rank, x.rank, False, True)
+    rings(x, x.rank[::-1], x.ranks + x.rank[::-1], False, True)
 
 
 @register("allgather", "bidirectional_ring", "half of each block around the ring each way: p-1 steps of n/(2p) per direction")
 def allgather_bidirectional_ring(coll: Collective) -> Schedule:
     segs = block_segs(coll.block_offsets)
-    first = [(off, count - count // 2) for off, count in segs]
-    second = [(off + count - count // 2, count // 2) for off, count in segs]
-    ranks = list(range(coll.ranks))
-    rings = [ring_columns(ranks, first, reduce_scatter=False), ring_columns(ranks[::-1], second[::-1], reduce_scatter=False)]
-    return ArraySchedule(coll, "bidirectional_ring", concat_columns(rings))
+    halves = [(off, count - count // 2) for off, count in segs] + [(off + count - count // 2, count // 2) for off, count in segs]
+    return chunk_schedule(coll, "bidirectional_ring", _two_rings, halves)

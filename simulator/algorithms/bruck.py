@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..collective import Collective
-from ..schedule import BUFFERS, Piece, Schedule, ScheduleBuilder
+from ..schedule import BUFFERS, Schedule, ScheduleBuilder
 from .columns import Columns, merged_piece_columns, with_pieces
 from .forms import LinkModel, lg, pow2
 from .phases import alltoall_offsets, block_segs, pieces_of
@@ -60,62 +60,6 @@ def allgather_bruck(coll: Collective) -> Schedule:
             segs = [blocks[(r + j) % p] for j in range(n)]
             b.send(r, (r - dist) % p, pieces_of(segs), step=step)
         held += n
-        dist <<= 1
-        step += 1
-    return b.build()
-
-
-def _merged(pieces: list[Piece]) -> list[Piece]:
-    """Adjacent pieces (contiguous on both sides, same buffers) merged into one."""
-    out: list[Piece] = []
-    for pc in pieces:
-        if pc.count == 0:
-            continue
-        last = out[-1] if out else None
-        if (last and last.src_buf == pc.src_buf and last.dst_buf == pc.dst_buf
-                and last.src_off + last.count == pc.src_off and last.dst_off + last.count == pc.dst_off):
-            out[-1] = Piece(last.src_buf, last.src_off, last.dst_buf, last.dst_off, last.count + pc.count)
-        else:
-            out.append(pc)
-    return out or [Piece("scratch", 0, "scratch", 0, 0)]
-
-
-def alltoall_bruck_inferred(coll: Collective) -> Schedule:
-    """Bruck's alltoall through the inferring builder: the reference `alltoall_bruck`'s arrays are tested equal to."""
-    b = ScheduleBuilder(coll, "bruck")
-    p = coll.ranks
-    size = [coll.pair_count(0, i) for i in range(p)]  # slot i's size is the same on every rank
-    start = [0] * p
-    for i in range(1, p):
-        start[i] = start[i - 1] + size[i - 1]
-    b.use_scratch(2 * coll.count)
-    in_off, out_off = alltoall_offsets(coll)
-    where = ["in"] * p  # which copy holds slot i now: 'in', or scratch half 0 or 1
-
-    def locate(rank: int, i: int, at: str) -> tuple[str, int]:
-        if at == "in":
-            return "in", int(in_off[rank, (rank + i) % p])
-        return "scratch", start[i] + (coll.count if at == "1" else 0)
-
-    for r in range(p):  # the own block never moves
-        b.send(r, r, Piece("in", int(in_off[r, r]), "out", int(out_off[r, r]), size[0]))
-    dist, step = 1, 0
-    while dist < p:
-        moving = [i for i in range(1, p) if i & dist]
-        after = {i: "1" if where[i] == "0" else "0" for i in moving}
-        for r in range(p):
-            dst = (r + dist) % p
-            pieces = []
-            for i in moving:
-                src_buf, src_off = locate(r, i, where[i])
-                if i < 2 * dist:  # last hop: dst is the block's destination, sent by rank dst - i
-                    dst_buf, dst_off = "out", int(out_off[dst, (dst - i) % p])
-                else:
-                    dst_buf, dst_off = locate(dst, i, after[i])
-                pieces.append(Piece(src_buf, src_off, dst_buf, dst_off, size[i]))
-            b.send(r, dst, _merged(pieces), step=step)
-        for i in moving:
-            where[i] = after[i]
         dist <<= 1
         step += 1
     return b.build()

@@ -20,18 +20,16 @@ that every GPU's NIC (its *rail*) carries one channel's inter-node traffic.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from ..collective import Collective, offsets_of, split_counts
 from ..schedule import BUFFERS, ArraySchedule, Schedule, ScheduleBuilder, csr_rows
-from .columns import concat_columns
+from .chunks import chunk_schedule, rings
 from .forms import LinkModel
 from .hierarchical import GROUP, resolve_group
-from .phases import Seg, block_segs
+from .phases import Seg, block_segs, ring_phase
 from .registry import CHUNKS, Param, register
-from .ring import _allgather_cost, _allreduce_cost, _reduce_scatter_cost, ring_allgather, ring_columns, ring_reduce_scatter
+from .ring import _allgather_cost, _allreduce_cost, _reduce_scatter_cost
 
 DEFAULT_CHANNELS = 2
 CHANNELS = Param("channels", DEFAULT_CHANNELS, "rings run at once, each in its own order, the data split over them "
@@ -67,26 +65,13 @@ def split_seg(seg: Seg, parts: int) -> list[Seg]:
     return [(int(s), int(c)) for s, c in zip(starts, sizes)]
 
 
-def channel_columns(coll: Collective, orders: Sequence[Sequence[int]], chunks: int, reduce_scatter: bool,
-                    allgather: bool) -> dict[str, np.ndarray]:
-    """One ring per order (`ring_columns`); channel c moves piece c of every rank's block.
-
-    Transfers are numbered step by step, channel after channel within a step (the channels
-    advance together, as NCCL's do), with the dependencies renumbered to match.
-    """
-    blocks = block_segs(coll.block_offsets)
-    pieces = [split_seg(seg, len(orders)) for seg in blocks]
-    rings = [ring_columns(order, [pieces[r][c] for r in order], chunks, reduce_scatter, allgather)
-             for c, order in enumerate(orders)]
-    channel = np.repeat(np.arange(len(rings)), [ring["src"].size for ring in rings])
-    step = np.concatenate([ring["step"] for ring in rings])
-    return concat_columns(rings, order=np.lexsort((channel, step)))  # stable: each ring keeps its own order
-
-
 def _ring(coll: Collective, chunks: int, channels: int, node: int | None, rs: bool, ag: bool) -> Schedule:
-    orders = rail_orders(coll.ranks, node, channels)
-    return ArraySchedule(coll, "nccl_ring", channel_columns(coll, orders, chunks, rs, ag),
-                         {"chunks": chunks, "channels": channels, "node": node})
+    orders = tuple(map(tuple, rail_orders(coll.ranks, node, channels)))
+    pieces = [split_seg(seg, channels) for seg in block_segs(coll.block_offsets)]
+    segs = [pieces[r][c] for c in range(channels) for r in range(coll.ranks)]
+    owned = tuple(tuple(c * coll.ranks + r for r in order) for c, order in enumerate(orders))
+    return chunk_schedule(coll, "nccl_ring", rings, segs, orders, owned, rs, ag, chunks=chunks,
+                          params={"chunks": chunks, "channels": channels, "node": node})
 
 
 # ---- closed forms ------------------------------------------------------------------------------------------
@@ -137,16 +122,16 @@ def _rails_chunk(b: ScheduleBuilder, p: int, g: int, seg: Seg) -> list[int]:
     segs = block_segs(offsets_of(split_counts(seg[1], g)) + seg[0])
     step = 0
     for members in nodes:
-        step = ring_reduce_scatter(b, members, segs)
+        step = ring_phase(b, members, segs, True)
     rails = [[members[j] for members in nodes] for j in range(g)]
     sub = [block_segs(offsets_of(split_counts(segs[j][1], len(nodes))) + segs[j][0]) for j in range(g)]
     after_rs = after_ag = step
     for j in range(g):
-        after_rs = ring_reduce_scatter(b, rails[j], sub[j], step=step)
+        after_rs = ring_phase(b, rails[j], sub[j], True, step=step)
     for j in range(g):
-        after_ag = ring_allgather(b, rails[j], sub[j], step=after_rs)
+        after_ag = ring_phase(b, rails[j], sub[j], False, step=after_rs)
     for members in nodes:
-        ring_allgather(b, members, segs, step=after_ag)
+        ring_phase(b, members, segs, False, step=after_ag)
     return list(range(first, len(b._transfers)))
 
 

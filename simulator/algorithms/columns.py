@@ -88,31 +88,6 @@ class Columns:
         return ArraySchedule(coll, algorithm, columns, params, scratch)
 
 
-def concat_columns(parts: list[dict[str, np.ndarray]], order: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Column sets of one piece per transfer (e.g. `ring_columns`) as one set, part k's ids after those of parts < k.
-
-    With `order` (a permutation of the joined ids) transfer order[k] becomes transfer k, its dependencies renumbered;
-    `order` must keep each part's transfers in their own order (so every dependency row stays sorted)."""
-    base = np.cumsum([0] + [q["src"].size for q in parts])
-    edges = np.cumsum([0] + [q["dep_idx"].size for q in parts])
-    n = int(base[-1])
-    if any(q["piece_ptr"][-1] != q["src"].size for q in parts):
-        raise ValueError("concat_columns: every transfer must have exactly one piece")
-    keys = ("src", "dst", "reduce", "step", "src_buf", "dst_buf", "src_off", "dst_off", "count")
-    out = {k: np.concatenate([q[k] for q in parts]) for k in keys}
-    dep_ptr = np.concatenate([np.zeros(1, np.int64)] + [q["dep_ptr"][1:] + e for q, e in zip(parts, edges)])
-    dep_idx = np.concatenate([q["dep_idx"] + b for q, b in zip(parts, base)])
-    if order is not None:
-        new_id = np.empty(n, dtype=np.int64)
-        new_id[order] = np.arange(n)
-        per_row = np.diff(dep_ptr)[order]
-        ptr = np.concatenate(([0], np.cumsum(per_row)))
-        at = np.repeat(dep_ptr[order] - ptr[:-1], per_row) + np.arange(ptr[-1])  # each new edge's old position
-        dep_ptr, dep_idx = ptr, new_id[dep_idx[at]]
-        out = {k: v[order] for k, v in out.items()}
-    return {**out, "dep_ptr": dep_ptr, "dep_idx": dep_idx, "piece_ptr": np.arange(n + 1, dtype=np.int64)}
-
-
 def merged_piece_columns(n: int, owner, src_buf, src_off, dst_buf, dst_off, count,
                          empty_buf: str = "scratch") -> dict[str, np.ndarray]:
     """Per-piece columns of multi-piece transfers: pieces given in order, piece k belonging to transfer owner[k]

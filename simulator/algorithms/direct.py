@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..collective import Collective
-from ..schedule import Schedule, ScheduleBuilder, region
+from ..schedule import Schedule
+from .chunks import Chunks, chunk_schedule
 from .columns import NONE, Columns
 from .forms import LinkModel
-from .phases import alltoall_offsets, block_segs, relative_group
+from .phases import alltoall_offsets, block_segs
 from .registry import register
 
 # ---- closed forms ----------------------------------------------------------------------------------
@@ -36,23 +37,6 @@ def _reduce_scatter_cost(p, n, m: LinkModel):
 
 def _allreduce_cost(p, n, m: LinkModel):
     return _reduce_scatter_cost(p, n, m) + _one_port_cost(p, n, m)
-
-
-def _direct_reduce_scatter(b: ScheduleBuilder, p: int, blocks, step: int = 0) -> int:
-    """Every rank reduces its copy of block d straight into rank d (dependencies inferred: for composites)."""
-    for s in range(1, p):
-        for r in range(p):
-            d = (r + s) % p
-            b.reduce(r, d, "out", *blocks[d], step=step + s - 1)
-    return step + max(p - 1, 0)
-
-
-def _direct_allgather(b: ScheduleBuilder, p: int, blocks, step: int = 0) -> int:
-    """Every rank copies its block straight to every other rank (dependencies inferred: for composites)."""
-    for s in range(1, p):
-        for r in range(p):
-            b.copy(r, (r + s) % p, "out", *blocks[r], step=step + s - 1)
-    return step + max(p - 1, 0)
 
 
 def direct_columns(coll: Collective, reduce_scatter: bool, allgather: bool) -> Schedule:
@@ -119,21 +103,19 @@ def alltoall_direct(coll: Collective) -> Schedule:
     return c.schedule(coll, "direct")
 
 
+def _to_root(x: Chunks, root: int, gather: bool) -> None:
+    """Rank root + s (s = 1 .. p-1) sends its block straight to the root in step s - 1 (gather), or gets it (scatter)."""
+    others = (np.arange(1, x.ranks) + root) % x.ranks
+    x.copy(others if gather else root, root if gather else others, others, np.arange(others.size))
+
+
 @register("gather", "direct", "every rank sends its block straight to the root: p-1 messages into one port",
           cost=_one_port_cost)
 def gather_direct(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "direct")
-    group, blocks = relative_group(coll.ranks, coll.root), block_segs(coll.block_offsets)
-    for s, r in enumerate(group[1:]):
-        b.send(r, coll.root, region("out", *blocks[r]), step=s)
-    return b.build()
+    return chunk_schedule(coll, "direct", _to_root, block_segs(coll.block_offsets), coll.root, True)
 
 
 @register("scatter", "direct", "the root sends each rank its block straight: p-1 messages out of one port",
           cost=_one_port_cost)
 def scatter_direct(coll: Collective) -> Schedule:
-    b = ScheduleBuilder(coll, "direct")
-    group, blocks = relative_group(coll.ranks, coll.root), block_segs(coll.block_offsets)
-    for s, r in enumerate(group[1:]):
-        b.send(coll.root, r, region("out", *blocks[r]), step=s)
-    return b.build()
+    return chunk_schedule(coll, "direct", _to_root, block_segs(coll.block_offsets), coll.root, False)

@@ -11,12 +11,10 @@ import numpy as np
 
 from ..collective import Collective, offsets_of, split_counts
 from ..errors import CollsimError
-from ..schedule import Schedule, ScheduleBuilder
+from ..schedule import Schedule
 from .columns import NONE, Columns
 from .forms import LinkModel
-from .phases import block_segs
 from .registry import Param, register
-from .ring import ring_allgather, ring_reduce_scatter
 
 MAX_DEFAULT_GROUP = 8
 GROUP = Param("group", None, f"ranks per group (a divisor of p; default: the largest divisor <= {MAX_DEFAULT_GROUP})")
@@ -114,26 +112,6 @@ def hierarchical_columns(coll: Collective, g: int) -> Schedule:
     _rings(c, inner, in_off, in_cnt, step, False, lambda ids, a, s, i: [
         _pick(ids, a, s - 1, i - 1), np.where(s == 0, own[a, i], _pick(rs1, a, s - 1, i)), _pick(rs1, a, s, i + 1)])
     return c.schedule(coll, "hierarchical", {"group": g})
-
-
-def hierarchical_inferred(coll: Collective, g: int) -> Schedule:
-    """The same messages through the inferring builder (dependencies found from the data; for the tests)."""
-    p = coll.ranks
-    b = ScheduleBuilder(coll, "hierarchical", {"group": g})
-    groups = [list(range(i * g, (i + 1) * g)) for i in range(p // g)]
-    segs = block_segs(offsets_of(split_counts(coll.count, g)))
-    step = 0
-    for members in groups:
-        step = ring_reduce_scatter(b, members, segs)
-    across = [[members[j] for members in groups] for j in range(g)]
-    sub = [block_segs(offsets_of(split_counts(segs[j][1], len(groups))) + segs[j][0]) for j in range(g)]
-    for j in range(g):
-        after_rs = ring_reduce_scatter(b, across[j], sub[j], step=step)
-    for j in range(g):
-        after_ag = ring_allgather(b, across[j], sub[j], step=after_rs)
-    for members in groups:
-        ring_allgather(b, members, segs, step=after_ag)
-    return b.build()
 
 
 @register("allreduce", "hierarchical",

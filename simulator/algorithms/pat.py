@@ -32,10 +32,9 @@ from functools import lru_cache
 import numpy as np
 
 from ..collective import Collective
-from ..schedule import BUFFERS, Schedule, ScheduleBuilder
+from ..schedule import BUFFERS, Schedule
 from .columns import NONE, Columns, merged_piece_columns, with_pieces
 from .forms import LinkModel, lg, pow2
-from .phases import block_segs, pieces_of
 from .registry import Param, register
 
 AGGREGATE = Param("aggregate", None, "most blocks (trees) one PAT message carries; default: a whole step per message "
@@ -55,26 +54,6 @@ def _messages(p: int, aggregate: int | None) -> list[tuple[int, list[list[int]]]
         size = aggregate or len(offsets)
         out.append((d, [offsets[i:i + size] for i in range(0, len(offsets), size)]))
     return out
-
-
-def pat_inferred(coll: Collective, aggregate: int | None, reduce_scatter: bool) -> Schedule:
-    """PAT through the inferring builder: the reference `_pat`'s arrays are tested equal to."""
-    b = ScheduleBuilder(coll, "pat", {"aggregate": aggregate})
-    p, blocks = coll.ranks, block_segs(coll.block_offsets)
-    steps = _messages(p, aggregate)
-    if reduce_scatter:
-        steps = steps[::-1]
-    step = 0
-    for d, messages in steps:
-        for offsets in messages:
-            for r in range(p):
-                if reduce_scatter:  # r reduces the partial blocks of r + 2^d + j into r + 2^d
-                    dst, segs = (r + (1 << d)) % p, [blocks[(r + (1 << d) + j) % p] for j in offsets]
-                else:  # r forwards the blocks of r + j to r - 2^d
-                    dst, segs = (r - (1 << d)) % p, [blocks[(r + j) % p] for j in offsets]
-                b.send(r, dst, pieces_of(segs), reduce=reduce_scatter, step=step)
-            step += 1
-    return b.build()
 
 
 def _pat(coll: Collective, aggregate: int | None, reduce_scatter: bool) -> Schedule:

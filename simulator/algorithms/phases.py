@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..collective import Collective
-from ..schedule import Piece, ScheduleBuilder
+from ..schedule import Piece, ScheduleBuilder, region
 
 Seg = tuple[int, int]
 
@@ -89,104 +89,16 @@ def survivor_spans(q: int) -> list[tuple[int, int]]:
     return [(s, s + 2) if s < 2 * r else (s, s + 1) for s in survivors]
 
 
-def binomial_broadcast(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg], buf: str = "out",
-                       step: int = 0) -> int:
-    """Binomial tree from group[0]: farthest subtree first; ceil(lg q) rounds of the whole region."""
+
+
+def ring_phase(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg], reduce: bool, chunks: int = 1,
+               buf: str = "out", step: int = 0) -> int:
+    """A ring over `group` through the builder (dependencies inferred), for composites: reduce-scatter (after q-1 steps
+    group[i] holds segs[i] reduced over the group) or allgather (group[i] starts with segs[i]; after q-1 steps everyone
+    holds all of them). Returns the next free step."""
     q = len(group)
-    mask = 1 << max(q - 1, 0).bit_length() >> 1 if q > 1 else 0
-    rounds = 0
-    while mask:
-        for v in range(0, q, 2 * mask):
-            if v + mask < q:
-                b.send(group[v], group[v + mask], pieces_of(segs, buf), step=step + rounds)
-        mask >>= 1
-        rounds += 1
-    return step + rounds
-
-
-def binomial_reduce(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg], buf: str = "out",
-                    step: int = 0) -> int:
-    """Binomial tree reduction to group[0]: children reduce into their parents, nearest first."""
-    q, mask, rounds = len(group), 1, 0
-    while mask < q:
-        for v in range(mask, q, 2 * mask):
-            b.send(group[v], group[v - mask], pieces_of(segs, buf), reduce=True, step=step + rounds)
-        mask <<= 1
-        rounds += 1
-    return step + rounds
-
-
-def binomial_gather(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg], buf: str = "out",
-                    step: int = 0) -> int:
-    """Binomial gather to group[0]: member v forwards segs[v:v+lowbit(v)] (what its subtree holds) to v - lowbit(v)."""
-    q, mask, rounds = len(group), 1, 0
-    while mask < q:
-        for v in range(mask, q, 2 * mask):
-            b.send(group[v], group[v - mask], pieces_of(segs[v:min(v + mask, q)], buf), step=step + rounds)
-        mask <<= 1
-        rounds += 1
-    return step + rounds
-
-
-def binomial_scatter(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg], buf: str = "out",
-                     step: int = 0, dst_buf: str | None = None) -> int:
-    """Binomial scatter from group[0]: member v ends with segs[v]; each send carries a whole subtree's regions."""
-    q = len(group)
-    mask = 1 << max(q - 1, 0).bit_length() >> 1 if q > 1 else 0
-    rounds = 0
-    while mask:
-        for v in range(0, q, 2 * mask):
-            if v + mask < q:
-                b.send(group[v], group[v + mask], pieces_of(segs[v + mask:min(v + 2 * mask, q)], buf, dst_buf),
-                       step=step + rounds)
-        mask >>= 1
-        rounds += 1
-    return step + rounds
-
-
-def halving_reduce_scatter(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg], buf: str = "out",
-                           step: int = 0) -> int:
-    """Recursive halving over a power-of-two group: distance q/2 first; member i ends with segs[i] reduced."""
-    q = len(group)
-    win = [(0, q)] * q
-    d = q // 2
-    while d >= 1:
-        new = list(win)
+    for s in range(q - 1):
         for i in range(q):
-            lo, hi = win[i]
-            mid = (lo + hi) // 2
-            keep, give = ((mid, hi), (lo, mid)) if i & d else ((lo, mid), (mid, hi))
-            b.send(group[i], group[i ^ d], pieces_of(segs[give[0]:give[1]], buf), reduce=True, step=step)
-            new[i] = keep
-        win = new
-        d //= 2
-        step += 1
-    return step
-
-
-def doubling_allgather(b: ScheduleBuilder, group: Sequence[int], segs: Sequence[Seg], buf: str = "out",
-                       step: int = 0) -> int:
-    """Recursive doubling over a power-of-two group: member i starts with segs[i]; distance 1 first."""
-    q, d = len(group), 1
-    while d < q:
-        for i in range(q):
-            lo = i & ~(d - 1)
-            b.send(group[i], group[i ^ d], pieces_of(segs[lo:lo + d], buf), step=step)
-        d <<= 1
-        step += 1
-    return step
-
-
-def doubling_allreduce(b: ScheduleBuilder, group: Sequence[int], seg: Seg, step: int = 0) -> int:
-    """Recursive doubling allreduce over a power-of-two group: swap whole vectors via scratch, reduce locally."""
-    q, d = len(group), 1
-    off, count = seg
-    b.use_scratch(off + count)
-    while d < q:
-        for i in range(q):
-            b.send(group[i], group[i ^ d], Piece("out", off, "scratch", off, count), step=step)
-        for i in range(q):
-            b.send(group[i], group[i], Piece("scratch", off, "out", off, count), reduce=True, step=step)
-        d <<= 1
-        step += 1
-    return step
+            for off, count in chunked(segs[(i - s - reduce) % q], chunks):
+                b.send(group[i], group[(i + 1) % q], region(buf, off, count), reduce, step + s)
+    return step + max(q - 1, 0)

@@ -10,28 +10,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..collective import Collective, offsets_of, split_counts
-from ..schedule import BUFFERS, ArraySchedule, Schedule, ScheduleBuilder, region
+from ..schedule import BUFFERS, ArraySchedule, Schedule
 from .columns import NONE, Columns, merged_piece_columns, with_pieces
 from .forms import LinkModel, floor_lg, fold_extra, pof2, pow2, window_blocks
 from .phases import (
     block_segs,
-    doubling_allgather,
     fold,
     merge,
-    pieces_of,
     relative_group,
     survivor_spans,
 )
 from .registry import register
-
-
-def _fold_out(b: ScheduleBuilder, group: list[int], segs_of_extra, step: int) -> int:
-    """Post step: each survivor hands the extra member its result (the regions `segs_of_extra(extra)`)."""
-    _, pairs = fold(len(group))
-    for extra, keep in pairs:
-        b.send(group[keep], group[extra], pieces_of(segs_of_extra(extra)), step=step)
-    return step + (1 if pairs else 0)
-
 
 # ---- closed forms (Thakur, Rabenseifner & Gropp 2005; REFERENCE.md) -------------------------------
 # Allreduce recursive doubling, published: lg(p) alpha + n lg(p) (beta + gamma). Each round swaps
@@ -180,21 +169,6 @@ def allgather_recursive_doubling(coll: Collective) -> Schedule:
     buf, owner = np.full(at.shape, BUFFERS.index("out")), np.repeat(np.arange(extra.size), 2)
     blocks = [merged_piece_columns(extra.size, owner, buf, at, buf, at, counts, "out")]
     return with_pieces(c.schedule(coll, "recursive_doubling"), first, blocks)
-
-
-def allgather_recursive_doubling_inferred(coll: Collective) -> Schedule:
-    """The recursive doubling allgather through the inferring builder: the reference `allgather_recursive_doubling`'s
-    arrays are tested equal to."""
-    b = ScheduleBuilder(coll, "recursive_doubling")
-    p = coll.ranks
-    group, blocks = list(range(p)), block_segs(coll.block_offsets)
-    survivors, pairs = fold(p)
-    for extra, keep in pairs:
-        b.send(extra, keep, region("out", *blocks[extra]), step=0)
-    step = 1 if pairs else 0
-    step = doubling_allgather(b, [group[s] for s in survivors], _survivor_segs(coll, p), step=step)
-    _fold_out(b, group, lambda extra: blocks[:extra] + blocks[extra + 1:], step)
-    return b.build()
 
 
 # Reduce-scatter recursive halving, published (commutative, p a power of two):

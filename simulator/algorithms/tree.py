@@ -9,18 +9,14 @@ import numpy as np
 
 from ..collective import Collective
 from ..errors import CollsimError
-from ..schedule import BUFFERS, ArraySchedule, Schedule, ScheduleBuilder
+from ..schedule import BUFFERS, ArraySchedule, Schedule
+from .chunks import Chunks, chunk_schedule
 from .columns import NONE, Columns, merged_piece_columns, with_pieces
 from .forms import LinkModel, lg, pow2
 from .phases import (
-    binomial_gather,
-    binomial_scatter,
-    block_segs,
     chunked,
-    relative_group,
 )
 from .registry import CHUNKS, register
-from .ring import ring_allgather
 
 # ---- closed forms (Thakur et al. 2005; MPICH) -------------------------------------------------------
 # Broadcast binomial: ceil(lg p) (alpha + n beta): the root sends ceil(lg p) whole messages one after another.
@@ -63,73 +59,54 @@ def _scatter_allgather_cost(p, n, m: LinkModel):
     return (lg(p) + p - 1) * m.alpha + 2 * (p - 1) / p * n * m.beta
 
 
+def _binomial_reduce(x: Chunks, root: int, step: int = 0) -> int:
+    """Round k: member v (lowbit 2^k) reduces the whole buffer into v - 2^k (members: ranks relative to the root)."""
+    v, rounds = x.rank, max(x.ranks - 1, 0).bit_length()
+    for k in range(rounds):
+        sender = v[1 << k::2 << k]
+        x.reduce((sender + root) % x.ranks, (sender - (1 << k) + root) % x.ranks, 0, step + k)
+    return step + rounds
+
+
+def _binomial_broadcast(x: Chunks, root: int, step: int = 0) -> int:
+    """Farthest subtree first: in round k (from the top) member v (a multiple of 2^(k+1)) copies it to v + 2^k."""
+    v, rounds = x.rank, max(x.ranks - 1, 0).bit_length()
+    for k in reversed(range(rounds)):
+        sender = v[:max(x.ranks - (1 << k), 0):2 << k]
+        x.copy((sender + root) % x.ranks, (sender + (1 << k) + root) % x.ranks, 0, step + rounds - 1 - k)
+    return step + rounds
+
+
+def _binomial_allreduce(x: Chunks) -> None:
+    _binomial_broadcast(x, 0, _binomial_reduce(x, 0))
+
+
+def _chain(x: Chunks, root: int) -> None:
+    """Chunk c goes hop i (member i to i + 1) in step c + i."""
+    for c in range(x.npieces.size):
+        for i in range(x.ranks - 1):
+            x.copy((i + root) % x.ranks, (i + 1 + root) % x.ranks, c, c + i)
+
+
+def _whole(coll: Collective, name: str, program, *args) -> ArraySchedule:
+    return chunk_schedule(coll, name, program, [(0, coll.count)], *args)
+
+
 @register("broadcast", "binomial", "binomial tree from the root: ceil(lg p) steps of n", cost=_broadcast_binomial_cost)
 def broadcast_binomial(coll: Collective) -> ArraySchedule:
-    c = Columns()
-    _binomial_broadcast(c, relative_group(coll.ranks, coll.root), coll.count)
-    return c.schedule(coll, "binomial")
+    return _whole(coll, "binomial", _binomial_broadcast, coll.root)
 
 
 @register("reduce", "binomial", "binomial tree reduction to the root: ceil(lg p) steps of n",
           cost=_reduce_binomial_cost, exact=pow2)
 def reduce_binomial(coll: Collective) -> ArraySchedule:
-    c = Columns()
-    _binomial_reduce(c, relative_group(coll.ranks, coll.root), coll.count)
-    return c.schedule(coll, "binomial")
+    return _whole(coll, "binomial", _binomial_reduce, coll.root)
 
 
 @register("allreduce", "binomial", "binomial reduce to rank 0 then binomial broadcast: 2 ceil(lg p) steps of n",
           cost=_allreduce_binomial_cost, exact=pow2)
 def allreduce_binomial(coll: Collective) -> ArraySchedule:
-    c = Columns()
-    group = list(range(coll.ranks))
-    sent, into, step = _binomial_reduce(c, group, coll.count)
-    _binomial_broadcast(c, group, coll.count, step, into, np.column_stack([sent, into]))
-    return c.schedule(coll, "binomial")
-
-
-def _binomial_reduce(c: Columns, group: list[int], count: int, step: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
-    """`binomial_reduce` of the whole `out` (count elements) as arrays: member v reduces into v - lowbit(v) after
-    everything its children reduced into it. Returns per member its send's id (NONE for member 0), the ids reduced
-    into it (a (q, rounds) table, NONE for none) and the next free step."""
-    q = len(group)
-    ranks = np.asarray(group, dtype=np.int64)
-    rounds = max(q - 1, 0).bit_length()
-    sent, into = np.full(q, NONE), np.full((q, rounds), NONE)
-    for k in range(rounds):
-        v = np.arange(1 << k, q, 2 << k)
-        sent[v] = c.send(ranks[v], ranks[v - (1 << k)], 0, count, reduce=True, step=step + k,
-                         deps=into[v] if count > 0 else None)
-        into[v - (1 << k), k] = sent[v]
-    return sent, into, step + rounds
-
-
-def _binomial_broadcast(c: Columns, group: list[int], count: int, step: int = 0, wrote: np.ndarray | None = None,
-                        used: np.ndarray | None = None) -> int:
-    """`binomial_broadcast` of the whole `out` as arrays: member v sends to v + mask after what wrote v's `out` (the
-    copy into it; at member 0, the rows of `wrote`) and what used the receiver's `out` before (the rows of `used`).
-    Returns the next free step."""
-    q = len(group)
-    ranks = np.asarray(group, dtype=np.int64)
-    rounds = max(q - 1, 0).bit_length()
-    used = np.full((q, 0), NONE) if used is None else used
-    have = np.full((q, max(1, 0 if wrote is None else wrote.shape[1])), NONE)  # what wrote each member's out
-    if wrote is not None:
-        have[0, :wrote.shape[1]] = wrote[0]
-    for k in reversed(range(rounds)):
-        v = np.arange(0, q - (1 << k), 2 << k)
-        w = v + (1 << k)
-        ids = c.send(ranks[v], ranks[w], 0, count, step=step + rounds - 1 - k,
-                     deps=np.column_stack([have[v], used[w]]) if count > 0 else None)
-        have[w] = NONE
-        have[w, 0] = ids
-    return step + rounds
-
-
-def _member_blocks(coll: Collective) -> tuple[list[int], list]:
-    """Ranks relative to the root and, per member, the block of the rank it is."""
-    group, blocks = relative_group(coll.ranks, coll.root), block_segs(coll.block_offsets)
-    return group, [blocks[r] for r in group]
+    return _whole(coll, "binomial", _binomial_allreduce)
 
 
 def _subtree_pieces(coll: Collective, senders: np.ndarray) -> dict[str, np.ndarray]:
@@ -170,14 +147,6 @@ def gather_binomial(coll: Collective) -> Schedule:
     return with_pieces(c.schedule(coll, "binomial"), 0, blocks)
 
 
-def gather_binomial_inferred(coll: Collective) -> Schedule:
-    """The binomial gather through the inferring builder: the reference `gather_binomial`'s arrays are tested
-    equal to."""
-    b = ScheduleBuilder(coll, "binomial")
-    binomial_gather(b, *_member_blocks(coll))
-    return b.build()
-
-
 @register("scatter", "binomial", "binomial tree from the root, each send carrying a subtree's blocks: ceil(lg p) steps",
           cost=_gather_scatter_binomial_cost)
 def scatter_binomial(coll: Collective) -> Schedule:
@@ -195,25 +164,10 @@ def scatter_binomial(coll: Collective) -> Schedule:
     return with_pieces(c.schedule(coll, "binomial"), 0, blocks)
 
 
-def scatter_binomial_inferred(coll: Collective) -> Schedule:
-    """The binomial scatter through the inferring builder: the reference `scatter_binomial`'s arrays are tested
-    equal to."""
-    b = ScheduleBuilder(coll, "binomial")
-    binomial_scatter(b, *_member_blocks(coll))
-    return b.build()
-
-
 @register("broadcast", "pipelined_chain", "chain from the root, data cut into k chunks: p + k - 2 steps of n/k",
           (CHUNKS,), cost=_chain_cost)
 def broadcast_pipelined_chain(coll: Collective, chunks: int = 1) -> ArraySchedule:
-    """Built as arrays: chunk k goes hop i (member i to i + 1) in step k + i, after its hop i - 1."""
-    c = Columns()
-    group = np.asarray(relative_group(coll.ranks, coll.root), dtype=np.int64)
-    for k, (off, count) in enumerate(chunked((0, coll.count), chunks)):
-        hop = np.arange(group.size - 1)
-        prev = np.where((hop > 0) & (count > 0), c.size + hop - 1, NONE)  # the id of the hop before
-        c.send(group[:-1], group[1:], off, count, step=k + hop, deps=prev[:, None])
-    return c.schedule(coll, "pipelined_chain")
+    return chunk_schedule(coll, "pipelined_chain", _chain, chunked((0, coll.count), chunks), coll.root)
 
 
 @register("broadcast", "scatter_allgather",
@@ -261,16 +215,6 @@ def broadcast_scatter_allgather(coll: Collective) -> Schedule:
                          np.where(held, into[np.minimum(child, p - 1)], NONE)], axis=1)
         c.send(group[i], group[j], offs[b], size[b], step=rounds + s, deps=deps)
     return c.schedule(coll, "scatter_allgather")
-
-
-def broadcast_scatter_allgather_inferred(coll: Collective) -> Schedule:
-    """van de Geijn's broadcast through the inferring builder: the reference `broadcast_scatter_allgather`'s arrays
-    are tested equal to."""
-    b = ScheduleBuilder(coll, "scatter_allgather")
-    group, segs = relative_group(coll.ranks, coll.root), block_segs(coll.block_offsets)
-    step = binomial_scatter(b, group, segs)
-    ring_allgather(b, group, segs, step=step)
-    return b.build()
 
 
 # ---- NCCL's double binary tree (src/graph/trees.cc: ncclGetBtree, ncclGetDtree) ----------------

@@ -32,7 +32,6 @@ import yaml
 
 from ..errors import CollsimError
 from ..fileio import atomic_write
-from ..readfile import read_data
 from ..topology.model import Topology
 from ..topology.presets import MACHINE_PRESETS, build_preset
 from ..units import parse_time
@@ -203,12 +202,6 @@ def _parameters(params, fail) -> dict:
             raise fail(f"parameters: {key}: {value!r} is out of range; {accepted}")
         values[name] = seconds
     return values
-
-
-
-def load_calibration(path: str | Path) -> Calibration:
-    """Read a calibration file (YAML, or JSON for a .json name)."""
-    return calibration_from_dict(read_data(path, "calibration"), str(path))
 
 
 def link_classes(topology: Topology) -> tuple[np.ndarray, np.ndarray]:

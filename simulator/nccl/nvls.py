@@ -155,25 +155,6 @@ def _nvls_columns(coll: Collective, chunks: int, window: int) -> dict[str, np.nd
     return table.columns()
 
 
-def nvls_time(p: int, n, alpha: float, bandwidth: float, op: str = "allreduce"):
-    """Closed form, chunks = 1, unlimited ports, every GPU on its own full-duplex link (alpha, bandwidth) to the switch.
-
-    Upload: p pieces of n/p share the uplink (alpha + n/B); the sum back (alpha + n/(pB)); the owner's
-    store (alpha + n/(pB)); the p-1 other shards share each downlink (alpha + (p-1) n/(pB)):
-    4 alpha + (2 + 1/p) n / B. Allgather: the stores (alpha + n/(pB)), then p blocks share each downlink
-    (alpha + n/B); reduce-scatter: the loads (alpha + n/B), then the sum (alpha + n/(pB)): both
-    2 alpha + (1 + 1/p) n / B. Exact when p divides n's elements; 0 for p = 1.
-    """
-    if op not in NVLS_OPS:
-        raise CollsimError(f"op: NVLS is modelled for {', '.join(NVLS_OPS)}; not {op}")
-    n = np.asarray(n, dtype=np.float64)
-    if p == 1:
-        return np.zeros_like(n)
-    if op == "allreduce":
-        return 4 * alpha + (2 + 1 / p) * n / bandwidth
-    return 2 * alpha + (1 + 1 / p) * n / bandwidth
-
-
 def switch_view(topology: Topology, ranks: int, efficiency: float = 1.0, group: int | None = None) -> Topology:
     """A copy of a topology whose NVSwitch nodes are devices `ranks`, `ranks` + 1, ...: the helper ranks of a schedule.
 

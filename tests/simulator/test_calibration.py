@@ -12,11 +12,17 @@ import pytest
 from app.cli import main
 from simulator.errors import CollsimError
 from simulator.formats.nccl_tests import read_log
-from simulator.nccl.calibration import Calibration, apply, calibration_from_dict, link_classes, load_calibration
+from simulator.nccl.calibration import Calibration, apply, calibration_from_dict, link_classes
 from simulator.nccl.fitting import _box_lstsq, fit_calibration
 from simulator.nccl.predict import predict
+from simulator.readfile import read_data
 from simulator.topology.presets import build_preset
 from simulator.topology.spec import parse_topology
+
+
+def load_calibration(path: str | Path) -> Calibration:
+    """Read a calibration file (YAML, or JSON for a .json name)."""
+    return calibration_from_dict(read_data(path, "calibration"), str(path))
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "nccl-tests"
 LOG04 = DATA / "04_h100_p5_1node_8gpu_allreduce_awsbatch.txt"

@@ -4,8 +4,50 @@ import pytest
 
 from simulator.collective import Collective
 from simulator.errors import CollsimError
-from simulator.nccl.collnet import collnet_allreduce
+from simulator.nccl.collnet import node_shards
+from simulator.schedule import Piece, Schedule, ScheduleBuilder, region
 from simulator.semantics import check
+
+
+def _inside_nodes(b: ScheduleBuilder, nodes: int, group: int, shards, gather: bool) -> None:
+    """Direct reduce-scatter (GPU g of a node ends with shard g summed over the node) or direct allgather, per node."""
+    for k in range(nodes):
+        for g, (off, n) in enumerate(shards):
+            for h in range(group):
+                if h == g:
+                    continue
+                if gather:
+                    b.send(k * group + g, k * group + h, region("out", off, n), step=4)
+                else:
+                    b.reduce(k * group + h, k * group + g, "out", off, n, step=0)
+
+
+def _through_switch(b: ScheduleBuilder, nodes: int, group: int, shards, count: int, sw: int) -> None:
+    """GPU g of every node sends shard g to the switch (slot per node), which sums the slots and returns the sum."""
+    for g, (off, n) in enumerate(shards):
+        for k in range(nodes):
+            b.send(k * group + g, sw, Piece("out", off, "scratch", k * count + off, n), step=1)
+        for k in range(1, nodes):
+            b.send(sw, sw, Piece("scratch", k * count + off, "scratch", off, n), reduce=True, step=2)
+        for k in range(nodes):
+            b.send(sw, k * group + g, Piece("scratch", off, "out", off, n), step=3)
+
+
+def collnet_allreduce(coll: Collective, group: int) -> Schedule:
+    """CollNet Direct allreduce of `coll` over nodes of `group` GPUs, the network switch as helper rank p."""
+    shards = node_shards(coll, group, "CollNet")
+    p, count = coll.ranks, coll.count
+    nodes = p // group
+    b = ScheduleBuilder(coll, "collnet", {"group": group})
+    if p > 1 and count > 0:
+        b.use_scratch(nodes * count)  # slot k: node k's partial sum of a shard
+        _inside_nodes(b, nodes, group, shards, gather=False)
+        if nodes > 1:
+            _through_switch(b, nodes, group, shards, count, sw=p)
+        _inside_nodes(b, nodes, group, shards, gather=True)
+    schedule = b.build()
+    schedule.helpers = 1
+    return schedule
 
 RANKS = list(range(1, 34)) + [64]
 

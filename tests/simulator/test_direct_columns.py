@@ -1,16 +1,16 @@
 """Direct algorithms built as arrays (written dependencies, one join per rank) equal the inferred-dependency form.
 
 The inferred form is what ScheduleBuilder finds from the data for the same messages in the same order
-(_direct_reduce_scatter / _direct_allgather); the array form adds one join node per rank between the phases.
+(direct_reduce_scatter / direct_allgather); the array form adds one join node per rank between the phases.
 """
 
 import numpy as np
 import pytest
+from reference_algorithms import direct_allgather, direct_reduce_scatter
 from same_times import without_joins
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.columns import NONE, Columns
-from simulator.algorithms.direct import _direct_allgather, _direct_reduce_scatter
 from simulator.algorithms.phases import block_segs
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
@@ -26,9 +26,9 @@ def _inferred(coll):
     b = ScheduleBuilder(coll, "direct")
     blocks = block_segs(coll.block_offsets)
     reduce_scatter, allgather = PHASES[coll.op]
-    step = _direct_reduce_scatter(b, coll.ranks, blocks) if reduce_scatter else 0
+    step = direct_reduce_scatter(b, coll.ranks, blocks) if reduce_scatter else 0
     if allgather:
-        _direct_allgather(b, coll.ranks, blocks, step)
+        direct_allgather(b, coll.ranks, blocks, step)
     return b.build()
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference_algorithms import ring_transfers
 
 from simulator.algorithms import build_schedule
+from simulator.algorithms.chunks import chunk_schedule, lower, rings
 from simulator.algorithms.phases import block_segs
-from simulator.algorithms.ring import ring_columns, ring_transfers
 from simulator.collective import Collective
 from simulator.schedule import ArraySchedule, ScheduleBuilder, csr_rows
 
@@ -16,13 +17,17 @@ from simulator.schedule import ArraySchedule, ScheduleBuilder, csr_rows
 @pytest.mark.parametrize("chunks", [1, 2, 3])
 @pytest.mark.parametrize("phases", [(True, True), (True, False), (False, True)])
 @pytest.mark.parametrize("elems", [0, 1, 7, 1000])
-def test_ring_columns_are_ring_transfers(p, chunks, phases, elems):
-    coll = Collective("allreduce", p, 4 * elems)
-    segs = block_segs(coll.block_offsets)
-    group = list(range(p))[::-1]  # any group order, any buffer and first step
-    want = ring_transfers(group, segs, chunks, *phases, buf="scratch", step=3)
-    got = ArraySchedule(coll, "ring", ring_columns(group, segs, chunks, *phases, buf="scratch", step=3)).transfers
+def test_the_ring_chunk_program_is_ring_transfers(p, chunks, phases, elems):
+    coll = Collective("allreduce", p + 2, 4 * elems)
+    segs = block_segs(coll.block_offsets)[:p]
+    group = list(range(1, p + 1))[::-1]  # any group of ranks in any order, any first step; member i owns chunk i
+    want = ring_transfers(group, segs, chunks, *phases, step=3)
+    got = chunk_schedule(coll, "ring", _ring_over, segs, tuple(group), *phases, chunks=chunks).transfers
     assert got == want
+
+
+def _ring_over(x, group, reduce_scatter, allgather):
+    rings(x, group, range(len(group)), reduce_scatter, allgather, step=3)
 
 
 @pytest.mark.parametrize("op", ["allreduce", "allgather", "reduce_scatter"])
@@ -46,13 +51,11 @@ def test_csr_rows_sorts_and_drops_repeats_and_blanks():
     assert ptr.tolist() == [0, 2, 2, 4] and idx.tolist() == [1, 3, 0, 2]
 
 
-def test_a_sweep_over_sizes_builds_the_ring_structure_once():
-    from simulator.algorithms.ring import _ring_structure
-
-    _ring_structure.cache_clear()
+def test_a_sweep_over_sizes_lowers_the_ring_once():
+    lower.cache_clear()
     small = build_schedule(Collective("allreduce", 6, 4 * 6 * 10), "ring")
     large = build_schedule(Collective("allreduce", 6, 4 * 6 * 1000 + 8), "ring")  # uneven blocks, same structure
-    assert _ring_structure.cache_info().hits == 1 and _ring_structure.cache_info().misses == 1
+    assert lower.cache_info().hits == 1 and lower.cache_info().misses == 1
     assert small.columns["dep_idx"] is large.columns["dep_idx"]  # shared, read-only
     assert not large.columns["dep_idx"].flags.writeable
     for sched in (small, large):  # still exactly the object-built transfers for each size

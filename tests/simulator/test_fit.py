@@ -6,11 +6,21 @@ import numpy as np
 import pytest
 
 from app.cli import main
+from simulator.algorithms.forms import LinkModel
 from simulator.cost import predict
 from simulator.errors import CollsimError
-from simulator.fit import fit_linear, fit_measurements, model_for_size, predict_pieces, to_profile
+from simulator.fit import fit_linear, fit_measurements, predict_pieces, to_profile
 from simulator.formats.nccl_tests import read_log, write_log
 from simulator.profile import LinkProfile, load_profile
+
+
+def model_for_size(profile: LinkProfile, nbytes: int) -> LinkModel:
+    """The LinkModel a profile gives a collective of `nbytes`: its segment's alpha and bandwidth, else the top-level ones."""
+    for seg in profile.segments:
+        if seg.min_bytes <= nbytes and (seg.max_bytes is None or nbytes < seg.max_bytes):
+            beta = 0.0 if seg.bandwidth_Bps == float("inf") else 1.0 / seg.bandwidth_Bps
+            return LinkModel(seg.alpha_s, beta, profile.gamma_s_per_byte)
+    return profile.model
 
 SIZES = [2 ** k for k in range(10, 31)]
 

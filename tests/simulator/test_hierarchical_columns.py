@@ -6,10 +6,10 @@ dependencies from the data; the array form adds one join per rank before the in-
 
 import numpy as np
 import pytest
+from reference_algorithms import hierarchical_inferred
 from same_times import without_joins
 
 from simulator.algorithms import build_schedule
-from simulator.algorithms.hierarchical import hierarchical_inferred
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
 from simulator.semantics import check

@@ -4,17 +4,37 @@ Proven on numpy buffers like every registered algorithm; its closed form equals 
 equal links; `collsim predict` runs it where NCCL would (Hopper and later, one node, large sizes) and not on A100.
 """
 
+import numpy as np
 import nvls_ref
 import pytest
 
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
 from simulator.errors import CollsimError
-from simulator.nccl.nvls import nvls_allgather, nvls_allreduce, nvls_reduce_scatter, nvls_schedule, nvls_time, switch_view, timing_view
+from simulator.nccl.nvls import NVLS_OPS, nvls_allgather, nvls_allreduce, nvls_reduce_scatter, nvls_schedule, switch_view, timing_view
 from simulator.nccl.predict import predict
 from simulator.nccl.tuning import NVLS_EFFICIENCY
 from simulator.semantics import check
 from simulator.topology.spec import parse_topology
+
+
+def nvls_time(p: int, n, alpha: float, bandwidth: float, op: str = "allreduce"):
+    """Closed form, chunks = 1, unlimited ports, every GPU on its own full-duplex link (alpha, bandwidth) to the switch.
+
+    Upload: p pieces of n/p share the uplink (alpha + n/B); the sum back (alpha + n/(pB)); the owner's
+    store (alpha + n/(pB)); the p-1 other shards share each downlink (alpha + (p-1) n/(pB)):
+    4 alpha + (2 + 1/p) n / B. Allgather: the stores (alpha + n/(pB)), then p blocks share each downlink
+    (alpha + n/B); reduce-scatter: the loads (alpha + n/B), then the sum (alpha + n/(pB)): both
+    2 alpha + (1 + 1/p) n / B. Exact when p divides n's elements; 0 for p = 1.
+    """
+    if op not in NVLS_OPS:
+        raise CollsimError(f"op: NVLS is modelled for {', '.join(NVLS_OPS)}; not {op}")
+    n = np.asarray(n, dtype=np.float64)
+    if p == 1:
+        return np.zeros_like(n)
+    if op == "allreduce":
+        return 4 * alpha + (2 + 1 / p) * n / bandwidth
+    return 2 * alpha + (1 + 1 / p) * n / bandwidth
 
 RANKS = list(range(1, 34)) + [64]
 

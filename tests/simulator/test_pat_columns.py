@@ -8,11 +8,11 @@ with `merged_piece_columns`. Engine times on a few machines are equal too, and t
 
 import numpy as np
 import pytest
+from reference_algorithms import pat_inferred
 from same_times import MACHINES, assert_same_times, rows
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.forms import lg
-from simulator.algorithms.pat import pat_inferred
 from simulator.collective import Collective
 from simulator.semantics import check
 

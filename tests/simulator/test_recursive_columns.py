@@ -6,22 +6,17 @@ steps and the phases of phases.py, as the builders were written before the array
 """
 
 import pytest
+from reference_algorithms import (
+    allgather_recursive_doubling_inferred,
+    binomial_gather,
+    doubling_allgather,
+    doubling_allreduce,
+    halving_reduce_scatter,
+)
 from same_times import MACHINES, assert_same_times, rows
 
 from simulator.algorithms import build_schedule
-from simulator.algorithms.phases import (
-    binomial_gather,
-    block_segs,
-    doubling_allgather,
-    doubling_allreduce,
-    fold,
-    halving_reduce_scatter,
-    merge,
-    pieces_of,
-    relative_group,
-    survivor_spans,
-)
-from simulator.algorithms.recursive import allgather_recursive_doubling_inferred
+from simulator.algorithms.phases import block_segs, fold, merge, pieces_of, relative_group, survivor_spans
 from simulator.collective import Collective, offsets_of, split_counts
 from simulator.schedule import ScheduleBuilder, region
 from simulator.semantics import check

@@ -1,14 +1,14 @@
-"""The one ring builder's written dependencies are exactly those the inferring ScheduleBuilder finds.
-
-Whole-ring algorithms use `ring_transfers` with its explicit dependencies; the ring phases that
-composite algorithms use feed the same messages through ScheduleBuilder, which infers them.
+"""The ring chunk program (simulator/algorithms/ring.py, lowered by chunks.py) makes exactly the transfers and
+dependencies that ScheduleBuilder infers from the same messages (`phases.ring_phase`, which composites use), and the
+ring's previous builder with written dependencies (`ring_transfers`, kept in tests/reference_algorithms.py as the
+reference the chunk program replaced) agrees with both.
 """
 
 import pytest
+from reference_algorithms import ring_transfers
 
 from simulator.algorithms import build_schedule
-from simulator.algorithms.phases import block_segs
-from simulator.algorithms.ring import ring_allgather, ring_reduce_scatter, ring_transfers
+from simulator.algorithms.phases import block_segs, ring_phase
 from simulator.collective import Collective
 from simulator.schedule import ScheduleBuilder
 
@@ -18,9 +18,9 @@ def _inferred(coll, chunks):
     group, segs = list(range(coll.ranks)), block_segs(coll.block_offsets)
     step = 0
     if coll.op in ("allreduce", "reduce_scatter"):
-        step = ring_reduce_scatter(b, group, segs, chunks)
+        step = ring_phase(b, group, segs, True, chunks)
     if coll.op in ("allreduce", "allgather"):
-        ring_allgather(b, group, segs, chunks, step=step)
+        ring_phase(b, group, segs, False, chunks, step=step)
     return b.build()
 
 
@@ -39,6 +39,9 @@ def test_explicit_ring_equals_inferred_ring(op):
                 coll = Collective(op, p, count, "int8")
                 fast, slow = build_schedule(coll, "ring", chunks=chunks), _inferred(coll, chunks)
                 _same(fast.transfers, slow.transfers, (p, count, chunks))
+                rs, ag = coll.op != "allgather", coll.op != "reduce_scatter"
+                _same(fast.transfers, ring_transfers(range(p), block_segs(coll.block_offsets), chunks, rs, ag),
+                      (p, count, chunks))
 
 
 @pytest.mark.parametrize("phases", [(True, False), (False, True), (True, True)])

@@ -1,4 +1,4 @@
-"""Multi-ring algorithms built as arrays (nccl_ring's channels, the bidirectional ring) equal their object forms.
+"""Multi-ring chunk programs (nccl_ring's channels, the bidirectional ring) equal the builders they replaced.
 
 Each array form is compared with (a) the builder it replaced, written with ScheduleBuilder / Transfer objects, and
 (b) the inferred-dependency form: ScheduleBuilder given the same messages in the same order finds the same
@@ -7,13 +7,12 @@ dependencies from the data. Engine times on a few machines are equal too.
 
 import numpy as np
 import pytest
+from reference_algorithms import ring_transfers
 from same_times import rows
 
 from simulator.algorithms import build_schedule
 from simulator.algorithms.channels import rail_orders, split_seg
-from simulator.algorithms.columns import concat_columns
-from simulator.algorithms.phases import block_segs
-from simulator.algorithms.ring import ring_allgather, ring_columns, ring_transfers
+from simulator.algorithms.phases import block_segs, ring_phase
 from simulator.collective import Collective
 from simulator.engine import EngineOptions, simulate
 from simulator.schedule import ScheduleBuilder
@@ -46,8 +45,8 @@ def _bidirectional_objects(coll):
     b = ScheduleBuilder(coll, "bidirectional_ring")
     segs = block_segs(coll.block_offsets)
     ranks = list(range(coll.ranks))
-    ring_allgather(b, ranks, [(off, count - count // 2) for off, count in segs])
-    ring_allgather(b, ranks[::-1], [(off + count - count // 2, count // 2) for off, count in segs][::-1])
+    ring_phase(b, ranks, [(off, count - count // 2) for off, count in segs], False)
+    ring_phase(b, ranks[::-1], [(off + count - count // 2, count // 2) for off, count in segs][::-1], False)
     return b.build()
 
 
@@ -72,25 +71,6 @@ def test_bidirectional_ring_arrays_equal_the_object_and_inferred_forms():
             want = rows(_bidirectional_objects(coll))
             assert rows(fast) == want, (p, count)
             assert rows(_inferred(fast)) == want, (p, count)
-
-
-def test_concat_columns_order_renumbers_dependencies():
-    # two 3-rank allgather rings interleaved by step: every dependency follows its transfer to the new id
-    segs = [(0, 1), (1, 1), (2, 1)]
-    rings = [ring_columns([0, 1, 2], segs, reduce_scatter=False), ring_columns([2, 1, 0], segs[::-1], reduce_scatter=False)]
-    joined = concat_columns(rings)
-    order = np.lexsort((np.repeat([0, 1], 6), joined["step"]))
-    mixed = concat_columns(rings, order=order)
-    new_id = np.argsort(order)
-    for old in range(12):
-        deps = joined["dep_idx"][joined["dep_ptr"][old]:joined["dep_ptr"][old + 1]]
-        k = new_id[old]
-        assert mixed["dep_idx"][mixed["dep_ptr"][k]:mixed["dep_ptr"][k + 1]].tolist() == new_id[deps].tolist()
-        assert (mixed["src"][k], mixed["dst"][k], mixed["step"][k]) == (joined["src"][old], joined["dst"][old],
-                                                                          joined["step"][old])
-    assert mixed["step"].tolist() == sorted(joined["step"].tolist())
-    with pytest.raises(ValueError, match="one piece"):
-        concat_columns([{**rings[0], "piece_ptr": np.zeros(7, np.int64)}])
 
 
 CASES = [("allreduce", "nccl_ring", 8, "switch:8", 1, {"channels": 2}), ("allgather", "nccl_ring", 16,

@@ -3,10 +3,10 @@ inferred-dependency form (`broadcast_scatter_allgather_inferred`, through Schedu
 dependencies; engine times on a few machines too; the numpy check passes."""
 
 import pytest
+from reference_algorithms import broadcast_scatter_allgather_inferred
 from same_times import MACHINES, assert_same_times, rows
 
 from simulator.algorithms import build_schedule
-from simulator.algorithms.tree import broadcast_scatter_allgather_inferred
 from simulator.collective import Collective
 from simulator.semantics import check
 

@@ -6,16 +6,12 @@ The inferred form is what ScheduleBuilder finds from the data for the same messa
 """
 
 import pytest
+from reference_algorithms import binomial_broadcast, binomial_reduce, gather_binomial_inferred, scatter_binomial_inferred
 from same_times import MACHINES, assert_same_times, rows
 
 from simulator.algorithms import build_schedule
-from simulator.algorithms.phases import binomial_broadcast, binomial_reduce, chunked, relative_group
-from simulator.algorithms.tree import (
-    dtree_parents,
-    gather_binomial_inferred,
-    scatter_binomial_inferred,
-    tree_depths,
-)
+from simulator.algorithms.phases import chunked, relative_group
+from simulator.algorithms.tree import dtree_parents, tree_depths
 from simulator.collective import Collective
 from simulator.schedule import ScheduleBuilder
 from simulator.semantics import check

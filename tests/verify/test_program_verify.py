@@ -20,7 +20,7 @@ if not dist.is_available() or not dist.is_gloo_available():
 
 from app.cli import main  # noqa: E402
 from simulator.program import check_program, program_from_dict  # noqa: E402
-from verify.launch import last_world_pids  # noqa: E402
+from verify.launch import _LAST_PIDS as LAST_WORLD_PIDS  # noqa: E402 (pids of the last local world: none may outlive it)
 from verify.program import verify_program  # noqa: E402
 
 TIMEOUT = 3.0
@@ -35,7 +35,7 @@ def prog(name):
 
 def no_stray_processes():
     assert not multiprocessing.active_children()
-    for pid in last_world_pids():
+    for pid in list(LAST_WORLD_PIDS):
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
 

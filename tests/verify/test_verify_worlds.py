@@ -18,7 +18,8 @@ if not dist.is_available() or not dist.is_gloo_available():
 
 from simulator.algorithms import all_specs  # noqa: E402
 from simulator.errors import CollsimError  # noqa: E402
-from verify.launch import last_world_pids, run_local  # noqa: E402
+from verify.launch import _LAST_PIDS as LAST_WORLD_PIDS  # noqa: E402 (pids of the last local world)
+from verify.launch import run_local  # noqa: E402
 from verify.runner import VerifyRequest, verify_job  # noqa: E402
 
 # rank processes run one at a time on one xdist worker (--dist loadgroup): their timeouts and timings assume it
@@ -112,7 +113,7 @@ def test_a_skipped_send_ends_within_the_timeout_with_rank_step_and_peer():
     assert "rank 0 went past that transfer" in message, message
     assert elapsed < 60.0 + timeout, f"took {elapsed:.1f} s"  # start-up allowance + the wait timeout
     assert not multiprocessing.active_children()
-    for pid in last_world_pids():
+    for pid in list(LAST_WORLD_PIDS):
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
 
