@@ -143,12 +143,17 @@ class Ports:
                     push(queues[s][_LOCAL], t)
                     listed[s] = True
 
-    def match(self, ready: np.ndarray) -> np.ndarray:
-        """The transfers that start now, in id order, with their ports taken: of `ready` (newly ready) and of those
-        waiting on ranks whose ports freed or that opened. The others wait."""
+    def match(self, ready: list[int] | np.ndarray) -> list[int] | np.ndarray:
+        """The transfers that start now, in id order, with their ports taken: of `ready` (newly ready; a sorted list of
+        a handful, or an array) and of those waiting on ranks whose ports freed or that opened. The others wait. A
+        list gives a list, an array an array."""
+        few = isinstance(ready, list)
         if self.dirty:
             if self._pool is not None or self._to_pool():
-                return self._match_pool(ready)
+                go = self._match_pool(np.array(ready, dtype=np.int64) if few else ready)
+                return go.tolist() if few else go
+            if few:
+                return self._match_queues(ready)
             hopeless: list[int] = []
             if ready.size > _SMALL:  # those whose ports are taken already cannot start: they only join the queues
                 s, d = self.src[ready], self.dst[ready]
@@ -160,25 +165,17 @@ class Ports:
             if hopeless:
                 self._wait(hopeless)
             return np.array(go, dtype=np.int64)
-        if ready.size > 1:
-            ready = distinct(ready)
-        if ready.size < _SMALL:
-            go, wait = self._match_small(ready.tolist())
-            go = np.array(go, dtype=np.int64)
+        if few:
+            go, wait = self._match_small(ready)
         else:
-            go, wait = self._match_many(ready)
-            wait = wait.tolist()
-        if wait:
-            self._wait(wait)
-        return go
-
-    def match_few(self, ready: list[int]) -> list[int]:
-        """match() for a handful of newly ready transfers (sorted), one at a time."""
-        if self.dirty:
-            if self._pool is not None or self._to_pool():
-                return self._match_pool(np.array(ready, dtype=np.int64)).tolist()
-            return self._match_queues(ready)
-        go, wait = self._match_small(ready)
+            if ready.size > 1:
+                ready = distinct(ready)
+            if ready.size < _SMALL:
+                go, wait = self._match_small(ready.tolist())
+                go = np.array(go, dtype=np.int64)
+            else:
+                go, wait = self._match_many(ready)
+                wait = wait.tolist()
         if wait:
             self._wait(wait)
         return go
