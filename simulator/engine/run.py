@@ -130,48 +130,20 @@ class _Run:
         self.local = self.src == self.dst
         self.payload = arrays["bytes"]
         self.is_reduce = arrays["reduce"]
-        dep_ptr, dep_idx = arrays["dep_ptr"], arrays["dep_idx"]
-        self.s_indeg, self.indeg = scalar_backed(np.diff(dep_ptr).astype(np.int64, copy=False))  # array.array and its numpy view
-        join = arrays.get("join")
-        self.join = join if join is not None and join.any() else None  # join nodes: end the instant they are released
-        order = np.argsort(dep_idx, kind="stable")
-        self.succ_idx = np.repeat(np.arange(n, dtype=np.int64), np.diff(dep_ptr))[order]
-        self.succ_ptr = np.concatenate(([0], np.cumsum(np.bincount(dep_idx, minlength=n)))).astype(np.int64)
         self.gamma = options.gamma
         self.slow = [float(options.slowdown.get(r, 1.0)) for r in range(p)]
-        extra, factor = options.messages.table(self.payload.tolist()) if options.messages else (None, None)
-        wire = self.payload.astype(np.float64)
-        wire = (wire * np.asarray(factor) if factor is not None else wire) + options.header_bytes
         self.agenda = Agenda(self._instant)
         late = {r: d for r, d in options.start_delay.items() if d > 0}
         self.ports = Ports(self.src, self.dst, p, options.ports, closed=late)
         eager = (self.payload < options.eager_bytes) & ~self.local
         self.eager = eager if eager.any() else None  # network sends whose sender's port frees when they start
-        if self.eager is not None:
-            self.succ_ptr, self.succ_idx, self.early_ptr, self.early_idx = _early_edges(
-                self.succ_ptr, self.succ_idx, self.src, self.dst, self.eager)
+        self._dependencies(arrays, n)
         self.fast = not options.contention or (topology.ideal and options.ports == 1 and not options.background
                                                and self.eager is None)  # one flow per link at a time
         self._route_table(topology)
         self.links = LinkStats(topology.num_links, self.routes, self.payload.astype(np.float64) + options.header_bytes)
-        late_s = max(late.values(), default=0.0)
-        reducing = float(self.payload[self.is_reduce].sum()) * self.gamma * max(self.slow, default=1.0)
-        if self.fast:
-            duration = np.asarray(_durations(topology, arrays, wire, extra))
-            self.clock = Clock(2 * (float(duration.sum()) + reducing + late_s))  # the makespan is below half of this
-            self.duration = self.clock.ticks_array(duration)
-        else:
-            self._routes(topology, options, wire, extra, reducing + late_s)
-        # read-only columns for the one-at-a-time paths: Python lists when they fit (indexing a list is several times
-        # cheaper than indexing an array), else the arrays themselves
-        mirror = (lambda a: a.tolist()) if n <= _MIRROR else (lambda a: a)
-        self.s_src, self.s_dst, self.s_local = mirror(self.src), mirror(self.dst), mirror(self.local)
-        self.s_succ_ptr, self.s_succ_idx = mirror(self.succ_ptr), mirror(self.succ_idx)
-        self.s_delay = mirror(self.duration if self.fast else self.latency)
-        self.s_nbytes = mirror(self.links.nbytes)
-        if self.gamma > 0:  # read by reductions only
-            self.s_reduce, self.s_payload = mirror(self.is_reduce), mirror(self.payload)
-        self.s_kind = [ARRIVE] * n if self.fast else np.where(self.flowing, BEGIN, ARRIVE).tolist()
+        self._timing(topology, options, max(late.values(), default=0.0))
+        self._mirrors(n)
         self.ready: list = []
         self.pending = False
         self.reducer_busy = [False] * p
@@ -186,6 +158,45 @@ class _Run:
             self.ready.append(first)
         self.pending = True
         self.agenda.post(0, OPEN, [])
+
+    def _dependencies(self, arrays: dict, n: int) -> None:
+        """Each transfer's count of dependencies not ended yet, and its dependents (CSR; with eager sends, split into
+        those released when it ends and those released when it starts: `_early_edges`); the join nodes."""
+        dep_ptr, dep_idx = arrays["dep_ptr"], arrays["dep_idx"]
+        self.s_indeg, self.indeg = scalar_backed(np.diff(dep_ptr).astype(np.int64, copy=False))  # array.array and its numpy view
+        join = arrays.get("join")
+        self.join = join if join is not None and join.any() else None  # join nodes: end the instant they are released
+        order = np.argsort(dep_idx, kind="stable")
+        self.succ_idx = np.repeat(np.arange(n, dtype=np.int64), np.diff(dep_ptr))[order]
+        self.succ_ptr = np.concatenate(([0], np.cumsum(np.bincount(dep_idx, minlength=n)))).astype(np.int64)
+        if self.eager is not None:
+            self.succ_ptr, self.succ_idx, self.early_ptr, self.early_idx = _early_edges(
+                self.succ_ptr, self.succ_idx, self.src, self.dst, self.eager)
+
+    def _timing(self, topology: Topology, options: EngineOptions, late_s: float) -> None:
+        """The clock and each transfer's ticks: its whole duration without contention, else its latency and the flows."""
+        extra, factor = options.messages.table(self.payload.tolist()) if options.messages else (None, None)
+        wire = self.payload.astype(np.float64)
+        wire = (wire * np.asarray(factor) if factor is not None else wire) + options.header_bytes
+        reducing = float(self.payload[self.is_reduce].sum()) * self.gamma * max(self.slow, default=1.0)
+        if self.fast:
+            duration = self._durations(topology, wire, extra)
+            self.clock = Clock(2 * (float(duration.sum()) + reducing + late_s))  # the makespan is below half of this
+            self.duration = self.clock.ticks_array(duration)
+        else:
+            self._routes(topology, options, wire, extra, reducing + late_s)
+
+    def _mirrors(self, n: int) -> None:
+        """Read-only columns for the one-at-a-time paths: Python lists when they fit (indexing a list is several times
+        cheaper than indexing an array), else the arrays themselves."""
+        mirror = (lambda a: a.tolist()) if n <= _MIRROR else (lambda a: a)
+        self.s_src, self.s_dst, self.s_local = mirror(self.src), mirror(self.dst), mirror(self.local)
+        self.s_succ_ptr, self.s_succ_idx = mirror(self.succ_ptr), mirror(self.succ_idx)
+        self.s_delay = mirror(self.duration if self.fast else self.latency)
+        self.s_nbytes = mirror(self.links.nbytes)
+        if self.gamma > 0:  # read by reductions only
+            self.s_reduce, self.s_payload = mirror(self.is_reduce), mirror(self.payload)
+        self.s_kind = [ARRIVE] * n if self.fast else np.where(self.flowing, BEGIN, ARRIVE).tolist()
 
     def _route_table(self, topology: Topology) -> None:
         """Every transfer's route, once per distinct (src, dst) pair (Routes; local transfers: the last pair, no links),
@@ -208,6 +219,20 @@ class _Run:
             self.pair_latency = np.append(self.routes.per_pair(latency, np.add)[:-1], 0.0)
         else:
             self.pair_latency = np.array([topology.path_cost(int(k) // p, int(k) % p)[0] for k in uniq.tolist()] + [0.0])
+
+    def _durations(self, topology: Topology, wire: np.ndarray, extra: list[float] | None) -> np.ndarray:
+        """Contention-free time of every network transfer: route (+ regime) latency + wire bytes / bottleneck bandwidth."""
+        out = np.zeros(self.src.size)
+        net = np.flatnonzero(~self.local)
+        if topology.ideal:
+            out[net] = topology.uniform_latency + wire[net] / topology.uniform_bandwidth
+        else:
+            costs = np.array([topology.path_cost(s, d) for s, d in zip(self.pair_src.tolist(), self.pair_dst.tolist())])
+            pair = self.pair_of[net]
+            out[net] = costs.reshape(-1, 2)[pair, 0] + wire[net] / costs.reshape(-1, 2)[pair, 1]
+        if extra is not None:
+            out[net] += np.asarray(extra)[net]
+        return out
 
     def _routes(self, topology: Topology, options: EngineOptions, wire: np.ndarray, extra, other_s: float) -> None:
         """The clock, latency ticks and the flows' state, for runs with contention.
@@ -485,24 +510,6 @@ def _pairs(keys: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
     rank = np.zeros(space, dtype=np.int32 if uniq.size < 1 << 31 else np.int64)
     rank[uniq] = np.arange(uniq.size)
     return uniq, rank[keys].astype(np.int64)
-
-
-def _durations(topo: Topology, arrays: dict, nbytes: np.ndarray, extra_latency: list[float] | None) -> list[float]:
-    """Contention-free time of every network transfer: route (+ regime) latency + wire bytes / bottleneck bandwidth."""
-    src, dst = arrays["src"], arrays["dst"]
-    out = np.zeros(len(src))
-    net = np.flatnonzero(src != dst)
-    if topo.ideal:
-        out[net] = topo.uniform_latency + nbytes[net] / topo.uniform_bandwidth
-    else:
-        p = int(max(src.max(initial=0), dst.max(initial=0))) + 1
-        keys = src[net] * p + dst[net]
-        uniq, inverse = np.unique(keys, return_inverse=True)
-        costs = np.array([topo.path_cost(int(k) // p, int(k) % p) for k in uniq]).reshape(-1, 2)
-        out[net] = costs[inverse, 0] + nbytes[net] / costs[inverse, 1]
-    if extra_latency is not None:
-        out[net] += np.asarray(extra_latency)[net]
-    return out.tolist()
 
 
 __all__ = ["DeadlockError", "EngineOptions", "simulate"]
