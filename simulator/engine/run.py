@@ -199,8 +199,7 @@ class _Run:
         self.s_kind = [ARRIVE] * n if self.fast else np.where(self.flowing, BEGIN, ARRIVE).tolist()
 
     def _route_table(self, topology: Topology) -> None:
-        """Every transfer's route, once per distinct (src, dst) pair (Routes; local transfers: the last pair, no links),
-        and with contention each pair's latency (topology.path_cost's sums, in the same order)."""
+        """Every transfer's route, once per distinct (src, dst) pair (Routes; local transfers: the last pair, no links)."""
         src, dst, p = self.src, self.dst, self.p
         net = np.flatnonzero(~self.local)
         uniq, inverse = _pairs(src[net] * p + dst[net], p * p)
@@ -210,15 +209,16 @@ class _Run:
         self.routes = Routes(pair_of, [*routes, ()])
         self.pair_of = pair_of
         self.pair_src, self.pair_dst = uniq // p, uniq % p
-        if self.fast:  # durations come from _durations
-            return
+
+    def _pair_latency(self, topology: Topology) -> np.ndarray:
+        """Each pair's route latency (topology.path_cost's sums, in the same order), and 0 for local transfers."""
         lengths = self.routes.pair_lengths[:-1]
         latency = getattr(topology, "latency", None)
-        if (uniq.size and not topology.ideal and isinstance(latency, np.ndarray) and 0 < lengths.min()
+        if (lengths.size and not topology.ideal and isinstance(latency, np.ndarray) and 0 < lengths.min()
                 and lengths.max() < 8):  # the sums in one call
-            self.pair_latency = np.append(self.routes.per_pair(latency, np.add)[:-1], 0.0)
-        else:
-            self.pair_latency = np.array([topology.path_cost(int(k) // p, int(k) % p)[0] for k in uniq.tolist()] + [0.0])
+            return np.append(self.routes.per_pair(latency, np.add)[:-1], 0.0)
+        pairs = zip(self.pair_src.tolist(), self.pair_dst.tolist())
+        return np.array([topology.path_cost(s, d)[0] for s, d in pairs] + [0.0])
 
     def _durations(self, topology: Topology, wire: np.ndarray, extra: list[float] | None) -> np.ndarray:
         """Contention-free time of every network transfer: route (+ regime) latency + wire bytes / bottleneck bandwidth."""
@@ -227,9 +227,9 @@ class _Run:
         if topology.ideal:
             out[net] = topology.uniform_latency + wire[net] / topology.uniform_bandwidth
         else:
-            costs = np.array([topology.path_cost(s, d) for s, d in zip(self.pair_src.tolist(), self.pair_dst.tolist())])
-            pair = self.pair_of[net]
-            out[net] = costs.reshape(-1, 2)[pair, 0] + wire[net] / costs.reshape(-1, 2)[pair, 1]
+            pairs = zip(self.pair_src.tolist(), self.pair_dst.tolist())
+            cost = np.array([topology.path_cost(s, d) for s, d in pairs]).reshape(-1, 2)[self.pair_of[net]]
+            out[net] = cost[:, 0] + wire[net] / cost[:, 1]
         if extra is not None:
             out[net] += np.asarray(extra)[net]
         return out
@@ -241,7 +241,8 @@ class _Run:
         sum of rate / own bottleneck is at least 1, so sum(latency) + sum(wire / bottleneck) + reductions + the
         latest start covers every run."""
         routes = self.routes
-        lat = self.pair_latency[self.pair_of]
+        pair_latency = self._pair_latency(topology)
+        lat = pair_latency[self.pair_of]
         net = np.flatnonzero(~self.local)
         if extra is not None:
             lat[net] += np.asarray(extra)[net]
@@ -260,7 +261,7 @@ class _Run:
             alone = routes.one_sided(np.append(self.pair_src, -1), np.append(self.pair_dst, -1), capacity.size)
         weight = None
         if options.latency_weighted:  # SimGrid CM02: a flow's share grows as 1 / its route latency (1 for none)
-            route = self.pair_latency[self.pair_of]
+            route = pair_latency[self.pair_of]
             weight = np.where(route > 0, 1 / np.maximum(route, 1e-300), 1.0)
         self.flows = Flows(routes, capacity, bottleneck, wire, self.clock.scale, self._post_done, self.agenda.post_done,
                            alone, self.agenda.forget, weight)
