@@ -115,9 +115,10 @@ def _joined(chunks: list) -> list[int] | np.ndarray:
 class _Run:
     """One run: the instant handler (flows, arrivals, reductions, decisions); ports, flows and time live in their parts.
 
-    Everything that happens at one instant is handled together, as arrays: flows that start and end, then one
-    max-min reshare, arrivals (ports freed), reductions, ends (dependents released), then the decision: reducers take
-    work and ready transfers take free ports in id order.
+    Everything that happens at one instant is handled together: flows that start and end, then one max-min reshare,
+    arrivals (ports freed), reductions, ends (dependents released), then the decision: reducers take work and ready
+    transfers take free ports in id order. Each kind of event has one handler; it takes the ids as a list when the
+    instant holds a handful (handled one at a time: numpy's fixed cost would dominate) and as an array otherwise.
     """
 
     def __init__(self, schedule: Schedule, topology: Topology, options: EngineOptions):
