@@ -84,10 +84,10 @@ class Flows:
         return st
 
     # ---- changes of one instant ------------------------------------------------------------------------------
-    def begin(self, ids: np.ndarray, now: int) -> None:
+    def begin(self, ids: list[int] | np.ndarray, now: int) -> None:
         """Flows `ids` start moving their bytes now."""
-        if ids.size <= SMALL:
-            self.begin_few(ids.tolist(), now)
+        if isinstance(ids, list) or ids.size <= SMALL:
+            self._begin_each(ids if isinstance(ids, list) else ids.tolist(), now)
             return
         self.began[ids] = now
         links, pos = self.routes.rows(ids)
@@ -110,7 +110,7 @@ class Flows:
         if alone.size:
             self._post(now + self.solo[alone].astype(np.int64), alone, np.ones(alone.size, dtype=np.int64))
 
-    def begin_few(self, ids: list[int], now: int) -> None:
+    def _begin_each(self, ids: list[int], now: int) -> None:
         """begin() one flow at a time (numpy's fixed cost would dominate a handful)."""
         count, owner, shared, began = self._count, self._owner, self.shared, self._began
         for t in ids:
@@ -148,15 +148,23 @@ class Flows:
                 owner[link] = -1
             users.update(fs)
 
-    def done(self, ids: np.ndarray, versions: np.ndarray) -> np.ndarray:
-        """The flows whose completion for `versions` is due and not superseded: removed, and returned."""
+    def done(self, ids: list[int] | np.ndarray, versions: list[int] | np.ndarray) -> list[int] | np.ndarray:
+        """The flows whose completion for `versions` is due and not superseded: removed, and returned (a list for lists,
+        an array for arrays)."""
+        if isinstance(ids, list):
+            due = []
+            for f, v in zip(ids, versions):
+                if self.is_due(f, v):
+                    self._done_each([f])
+                    due.append(f)
+            return due
         if self.state:
             keep = [self.is_due(f, v) for f, v in zip(ids.tolist(), versions.tolist())]
             ids = ids[np.array(keep, dtype=bool)]
         else:  # every flow implicit: its one completion is version 1
             ids = ids[~self.finished[ids]]
         if ids.size <= SMALL:
-            self.done_few(ids.tolist())
+            self._done_each(ids.tolist())
             return ids
         self.finished[ids] = True
         for f in ids.tolist() if self.state else ():
@@ -169,7 +177,7 @@ class Flows:
                 self._leave(links[was_shared], ids[pos[was_shared]])
         return ids
 
-    def done_few(self, ids: list[int]) -> None:
+    def _done_each(self, ids: list[int]) -> None:
         """done() for flows already known to be due, one at a time."""
         count, owner, shared, state, finished = self._count, self._owner, self.shared, self.state, self._finished
         for t in ids:

@@ -29,7 +29,6 @@ _SEND, _RECV, _LOCAL, _READY = 0, 1, 2, 3  # a rank's waiting queues (heaps of i
 _SMALL = 24  # below this many candidates the matching is a plain loop (numpy's fixed cost would dominate)
 _MANY_DIRTY = 32  # with more ranks that freed ports than this and than a quarter of the waiting: the pool ...
 _POOL_RATIO = 16  # ... and back to queues when the pool holds more than this many per rank that freed ports
-_SHORT = 48  # queues to read holding up to this many entries are read whole, not merged
 _LIST_RANKS = 32  # up to this many ranks, free ports and open ranks are Python lists (cheap to read one at a time)
 
 
@@ -143,12 +142,17 @@ class Ports:
                     push(queues[s][_LOCAL], t)
                     listed[s] = True
 
-    def match(self, ready: np.ndarray) -> np.ndarray:
-        """The transfers that start now, in id order, with their ports taken: of `ready` (newly ready) and of those
-        waiting on ranks whose ports freed or that opened. The others wait."""
+    def match(self, ready: list[int] | np.ndarray) -> list[int] | np.ndarray:
+        """The transfers that start now, in id order, with their ports taken: of `ready` (newly ready; a sorted list of
+        a handful, or an array) and of those waiting on ranks whose ports freed or that opened. The others wait. A
+        list gives a list, an array an array."""
+        few = isinstance(ready, list)
         if self.dirty:
             if self._pool is not None or self._to_pool():
-                return self._match_pool(ready)
+                go = self._match_pool(np.array(ready, dtype=np.int64) if few else ready)
+                return go.tolist() if few else go
+            if few:
+                return self._match_queues(ready)
             hopeless: list[int] = []
             if ready.size > _SMALL:  # those whose ports are taken already cannot start: they only join the queues
                 s, d = self.src[ready], self.dst[ready]
@@ -160,75 +164,22 @@ class Ports:
             if hopeless:
                 self._wait(hopeless)
             return np.array(go, dtype=np.int64)
-        if ready.size > 1:
-            ready = distinct(ready)
-        if ready.size < _SMALL:
-            go, wait = self._match_small(ready.tolist())
-            go = np.array(go, dtype=np.int64)
+        if few:
+            go, wait = self._match_small(ready)
         else:
-            go, wait = self._match_many(ready)
-            wait = wait.tolist()
-        if wait:
-            self._wait(wait)
-        return go
-
-    def match_few(self, ready: list[int]) -> list[int]:
-        """match() for a handful of newly ready transfers (sorted), one at a time."""
-        if self.dirty:
-            if self._pool is not None or self._to_pool():
-                return self._match_pool(np.array(ready, dtype=np.int64)).tolist()
-            return self._match_queues(ready)
-        go, wait = self._match_small(ready)
+            if ready.size > 1:
+                ready = distinct(ready)
+            if ready.size < _SMALL:
+                go, wait = self._match_small(ready.tolist())
+                go = np.array(go, dtype=np.int64)
+            else:
+                go, wait = self._match_many(ready)
+                wait = wait.tolist()
         if wait:
             self._wait(wait)
         return go
 
     def _match_queues(self, ready: list[int]) -> list[int]:
-        """The matching over `ready` and the queues of the dirty ranks: read whole when they are short, else merged."""
-        readable, total = [], 0
-        heaps, is_open, free_send, free_recv = self._heaps, self.is_open, self.free_send, self.free_recv
-        for r in self.dirty:
-            if is_open[r]:
-                sends, recvs, local = heaps[r]
-                if sends and free_send[r] > 0:
-                    readable.append(sends)
-                    total += len(sends)
-                if recvs and free_recv[r] > 0:
-                    readable.append(recvs)
-                    total += len(recvs)
-                if local:
-                    readable.append(local)
-                    total += len(local)
-                if total > _SHORT:
-                    return self._match_merge(ready)
-        return self._match_short(ready, readable)
-
-    def _match_short(self, ready: list[int], readable: list[list[int]]) -> list[int]:
-        """_match_merge when the queues to read hold a handful of entries: every entry of them and `ready`, sorted,
-        in one greedy pass; the queues keep (re-heaped) what did not start, the newly ready that did not start wait."""
-        started, waiting = self._started, self._waits
-        cands = set(ready)
-        for q in readable:
-            cands.update(q)
-        go, _ = self._match_small(sorted([t for t in cands if not started[t]]))
-        heapify = heapq.heapify
-        for q in readable:
-            kept = [t for t in q if not started[t]]
-            if len(kept) != len(q):  # else q is a heap already
-                q[:] = kept
-                heapify(q)
-        self._count -= len([t for t in go if waiting[t]])
-        wait = [t for t in ready if not started[t]]
-        if wait:
-            self._wait(wait)
-        dirty, self.dirty = self.dirty, set()
-        heaps, listed = self._heaps, self._lists_buf
-        for r in dirty:
-            sends, recvs, local = heaps[r]
-            listed[r] = bool(sends or recvs or local)
-        return go
-
-    def _match_merge(self, ready: list[int]) -> list[int]:
         """The greedy id-order matching over `ready` (newly ready) and the queues of the dirty ranks, merged in id order.
 
         A rank's send (receive) queue is read only while the rank is open and has a free send (receive) port: any later

@@ -76,15 +76,15 @@ def _few(due: list[list]) -> bool:
     return size <= _SMALL
 
 
-def _few_ready(chunks: list) -> list[int] | None:
-    """The ready transfers of `chunks` sorted, if at most _SMALL, else None."""
+def _ready(chunks: list) -> list[int] | np.ndarray:
+    """The ready transfers of `chunks`: sorted in a list if at most _SMALL, else as one array."""
     size = 0
     for c in chunks:
         size += len(c)
     if size > _SMALL:
-        return None
+        return _chunks(chunks)
     if len(chunks) == 1 and isinstance(chunks[0], list):
-        return chunks[0]  # one chunk from _finish_few: sorted and distinct already
+        return chunks[0]  # one chunk from _finish_each: sorted and distinct already
     return sorted([int(t) for c in chunks for t in c])
 
 
@@ -95,12 +95,30 @@ def _chunks(parts: list) -> np.ndarray:
     return np.concatenate([np.asarray(c, dtype=np.int64) for c in parts])
 
 
+def _listed(parts: list) -> list[int]:
+    """One list of the id chunks (arrays or lists) posted for an instant."""
+    return [t for c in parts for t in (c if isinstance(c, list) else c.tolist())]
+
+
+def _done_chunks(parts: list, few: bool) -> tuple[list[int], list[int]] | tuple[np.ndarray, np.ndarray]:
+    """The (ids, versions) chunks of completions posted for an instant, as two lists if `few`, else two arrays."""
+    if few:
+        return _listed([c[0] for c in parts]), _listed([c[1] for c in parts])
+    return np.concatenate([c[0] for c in parts]), np.concatenate([c[1] for c in parts])
+
+
+def _joined(chunks: list) -> list[int] | np.ndarray:
+    """Id chunks, all lists or all arrays, as one."""
+    return [t for c in chunks for t in c] if isinstance(chunks[0], list) else np.concatenate(chunks)
+
+
 class _Run:
     """One run: the instant handler (flows, arrivals, reductions, decisions); ports, flows and time live in their parts.
 
-    Everything that happens at one instant is handled together, as arrays: flows that start and end, then one
-    max-min reshare, arrivals (ports freed), reductions, ends (dependents released), then the decision: reducers take
-    work and ready transfers take free ports in id order.
+    Everything that happens at one instant is handled together: flows that start and end, then one max-min reshare,
+    arrivals (ports freed), reductions, ends (dependents released), then the decision: reducers take work and ready
+    transfers take free ports in id order. Each kind of event has one handler; it takes the ids as a list when the
+    instant holds a handful (handled one at a time: numpy's fixed cost would dominate) and as an array otherwise.
     """
 
     def __init__(self, schedule: Schedule, topology: Topology, options: EngineOptions):
@@ -113,48 +131,20 @@ class _Run:
         self.local = self.src == self.dst
         self.payload = arrays["bytes"]
         self.is_reduce = arrays["reduce"]
-        dep_ptr, dep_idx = arrays["dep_ptr"], arrays["dep_idx"]
-        self.s_indeg, self.indeg = scalar_backed(np.diff(dep_ptr).astype(np.int64, copy=False))  # array.array and its numpy view
-        join = arrays.get("join")
-        self.join = join if join is not None and join.any() else None  # join nodes: end the instant they are released
-        order = np.argsort(dep_idx, kind="stable")
-        self.succ_idx = np.repeat(np.arange(n, dtype=np.int64), np.diff(dep_ptr))[order]
-        self.succ_ptr = np.concatenate(([0], np.cumsum(np.bincount(dep_idx, minlength=n)))).astype(np.int64)
         self.gamma = options.gamma
         self.slow = [float(options.slowdown.get(r, 1.0)) for r in range(p)]
-        extra, factor = options.messages.table(self.payload.tolist()) if options.messages else (None, None)
-        wire = self.payload.astype(np.float64)
-        wire = (wire * np.asarray(factor) if factor is not None else wire) + options.header_bytes
         self.agenda = Agenda(self._instant)
         late = {r: d for r, d in options.start_delay.items() if d > 0}
         self.ports = Ports(self.src, self.dst, p, options.ports, closed=late)
         eager = (self.payload < options.eager_bytes) & ~self.local
         self.eager = eager if eager.any() else None  # network sends whose sender's port frees when they start
-        if self.eager is not None:
-            self.succ_ptr, self.succ_idx, self.early_ptr, self.early_idx = _early_edges(
-                self.succ_ptr, self.succ_idx, self.src, self.dst, self.eager)
+        self._dependencies(arrays, n)
         self.fast = not options.contention or (topology.ideal and options.ports == 1 and not options.background
                                                and self.eager is None)  # one flow per link at a time
         self._route_table(topology)
         self.links = LinkStats(topology.num_links, self.routes, self.payload.astype(np.float64) + options.header_bytes)
-        late_s = max(late.values(), default=0.0)
-        reducing = float(self.payload[self.is_reduce].sum()) * self.gamma * max(self.slow, default=1.0)
-        if self.fast:
-            duration = np.asarray(_durations(topology, arrays, wire, extra))
-            self.clock = Clock(2 * (float(duration.sum()) + reducing + late_s))  # the makespan is below half of this
-            self.duration = self.clock.ticks_array(duration)
-        else:
-            self._routes(topology, options, wire, extra, reducing + late_s)
-        # read-only columns for the one-at-a-time paths: Python lists when they fit (indexing a list is several times
-        # cheaper than indexing an array), else the arrays themselves
-        mirror = (lambda a: a.tolist()) if n <= _MIRROR else (lambda a: a)
-        self.s_src, self.s_dst, self.s_local = mirror(self.src), mirror(self.dst), mirror(self.local)
-        self.s_succ_ptr, self.s_succ_idx = mirror(self.succ_ptr), mirror(self.succ_idx)
-        self.s_delay = mirror(self.duration if self.fast else self.latency)
-        self.s_nbytes = mirror(self.links.nbytes)
-        if self.gamma > 0:  # read by reductions only
-            self.s_reduce, self.s_payload = mirror(self.is_reduce), mirror(self.payload)
-        self.s_kind = [ARRIVE] * n if self.fast else np.where(self.flowing, BEGIN, ARRIVE).tolist()
+        self._timing(topology, options, max(late.values(), default=0.0))
+        self._mirrors(n)
         self.ready: list = []
         self.pending = False
         self.reducer_busy = [False] * p
@@ -170,9 +160,47 @@ class _Run:
         self.pending = True
         self.agenda.post(0, OPEN, [])
 
+    def _dependencies(self, arrays: dict, n: int) -> None:
+        """Each transfer's count of dependencies not ended yet, and its dependents (CSR; with eager sends, split into
+        those released when it ends and those released when it starts: `_early_edges`); the join nodes."""
+        dep_ptr, dep_idx = arrays["dep_ptr"], arrays["dep_idx"]
+        self.s_indeg, self.indeg = scalar_backed(np.diff(dep_ptr).astype(np.int64, copy=False))  # array.array and its numpy view
+        join = arrays.get("join")
+        self.join = join if join is not None and join.any() else None  # join nodes: end the instant they are released
+        order = np.argsort(dep_idx, kind="stable")
+        self.succ_idx = np.repeat(np.arange(n, dtype=np.int64), np.diff(dep_ptr))[order]
+        self.succ_ptr = np.concatenate(([0], np.cumsum(np.bincount(dep_idx, minlength=n)))).astype(np.int64)
+        if self.eager is not None:
+            self.succ_ptr, self.succ_idx, self.early_ptr, self.early_idx = _early_edges(
+                self.succ_ptr, self.succ_idx, self.src, self.dst, self.eager)
+
+    def _timing(self, topology: Topology, options: EngineOptions, late_s: float) -> None:
+        """The clock and each transfer's ticks: its whole duration without contention, else its latency and the flows."""
+        extra, factor = options.messages.table(self.payload.tolist()) if options.messages else (None, None)
+        wire = self.payload.astype(np.float64)
+        wire = (wire * np.asarray(factor) if factor is not None else wire) + options.header_bytes
+        reducing = float(self.payload[self.is_reduce].sum()) * self.gamma * max(self.slow, default=1.0)
+        if self.fast:
+            duration = self._durations(topology, wire, extra)
+            self.clock = Clock(2 * (float(duration.sum()) + reducing + late_s))  # the makespan is below half of this
+            self.duration = self.clock.ticks_array(duration)
+        else:
+            self._routes(topology, options, wire, extra, reducing + late_s)
+
+    def _mirrors(self, n: int) -> None:
+        """Read-only columns for the one-at-a-time paths: Python lists when they fit (indexing a list is several times
+        cheaper than indexing an array), else the arrays themselves."""
+        mirror = (lambda a: a.tolist()) if n <= _MIRROR else (lambda a: a)
+        self.s_src, self.s_dst, self.s_local = mirror(self.src), mirror(self.dst), mirror(self.local)
+        self.s_succ_ptr, self.s_succ_idx = mirror(self.succ_ptr), mirror(self.succ_idx)
+        self.s_delay = mirror(self.duration if self.fast else self.latency)
+        self.s_nbytes = mirror(self.links.nbytes)
+        if self.gamma > 0:  # read by reductions only
+            self.s_reduce, self.s_payload = mirror(self.is_reduce), mirror(self.payload)
+        self.s_kind = [ARRIVE] * n if self.fast else np.where(self.flowing, BEGIN, ARRIVE).tolist()
+
     def _route_table(self, topology: Topology) -> None:
-        """Every transfer's route, once per distinct (src, dst) pair (Routes; local transfers: the last pair, no links),
-        and with contention each pair's latency (topology.path_cost's sums, in the same order)."""
+        """Every transfer's route, once per distinct (src, dst) pair (Routes; local transfers: the last pair, no links)."""
         src, dst, p = self.src, self.dst, self.p
         net = np.flatnonzero(~self.local)
         uniq, inverse = _pairs(src[net] * p + dst[net], p * p)
@@ -182,15 +210,30 @@ class _Run:
         self.routes = Routes(pair_of, [*routes, ()])
         self.pair_of = pair_of
         self.pair_src, self.pair_dst = uniq // p, uniq % p
-        if self.fast:  # durations come from _durations
-            return
+
+    def _pair_latency(self, topology: Topology) -> np.ndarray:
+        """Each pair's route latency (topology.path_cost's sums, in the same order), and 0 for local transfers."""
         lengths = self.routes.pair_lengths[:-1]
         latency = getattr(topology, "latency", None)
-        if (uniq.size and not topology.ideal and isinstance(latency, np.ndarray) and 0 < lengths.min()
+        if (lengths.size and not topology.ideal and isinstance(latency, np.ndarray) and 0 < lengths.min()
                 and lengths.max() < 8):  # the sums in one call
-            self.pair_latency = np.append(self.routes.per_pair(latency, np.add)[:-1], 0.0)
+            return np.append(self.routes.per_pair(latency, np.add)[:-1], 0.0)
+        pairs = zip(self.pair_src.tolist(), self.pair_dst.tolist())
+        return np.array([topology.path_cost(s, d)[0] for s, d in pairs] + [0.0])
+
+    def _durations(self, topology: Topology, wire: np.ndarray, extra: list[float] | None) -> np.ndarray:
+        """Contention-free time of every network transfer: route (+ regime) latency + wire bytes / bottleneck bandwidth."""
+        out = np.zeros(self.src.size)
+        net = np.flatnonzero(~self.local)
+        if topology.ideal:
+            out[net] = topology.uniform_latency + wire[net] / topology.uniform_bandwidth
         else:
-            self.pair_latency = np.array([topology.path_cost(int(k) // p, int(k) % p)[0] for k in uniq.tolist()] + [0.0])
+            pairs = zip(self.pair_src.tolist(), self.pair_dst.tolist())
+            cost = np.array([topology.path_cost(s, d) for s, d in pairs]).reshape(-1, 2)[self.pair_of[net]]
+            out[net] = cost[:, 0] + wire[net] / cost[:, 1]
+        if extra is not None:
+            out[net] += np.asarray(extra)[net]
+        return out
 
     def _routes(self, topology: Topology, options: EngineOptions, wire: np.ndarray, extra, other_s: float) -> None:
         """The clock, latency ticks and the flows' state, for runs with contention.
@@ -199,7 +242,8 @@ class _Run:
         sum of rate / own bottleneck is at least 1, so sum(latency) + sum(wire / bottleneck) + reductions + the
         latest start covers every run."""
         routes = self.routes
-        lat = self.pair_latency[self.pair_of]
+        pair_latency = self._pair_latency(topology)
+        lat = pair_latency[self.pair_of]
         net = np.flatnonzero(~self.local)
         if extra is not None:
             lat[net] += np.asarray(extra)[net]
@@ -218,7 +262,7 @@ class _Run:
             alone = routes.one_sided(np.append(self.pair_src, -1), np.append(self.pair_dst, -1), capacity.size)
         weight = None
         if options.latency_weighted:  # SimGrid CM02: a flow's share grows as 1 / its route latency (1 for none)
-            route = self.pair_latency[self.pair_of]
+            route = pair_latency[self.pair_of]
             weight = np.where(route > 0, 1 / np.maximum(route, 1e-300), 1.0)
         self.flows = Flows(routes, capacity, bottleneck, wire, self.clock.scale, self._post_done, self.agenda.post_done,
                            alone, self.agenda.forget, weight)
@@ -226,71 +270,34 @@ class _Run:
     def _post_done(self, when: np.ndarray, ids: np.ndarray, versions: np.ndarray) -> None:
         self.agenda.post_many(when, DONE, ids, versions)
 
-    # ---- one instant -------------------------------------------------------------------------------------------
+    # ---- one instant: each kind of event has one handler, which takes a list of ids (a handful: one at a time) or an
+    # int64 array (many: as arrays) --------------------------------------------------------------------------------
     def _instant(self, now: int, due: list[list]) -> None:
-        if not due[OPEN] and _few(due):
-            self._instant_few(now, due)
-            return
+        """Everything due at `now`: openings, flows through and flows starting (then one reshare), arrivals, reductions
+        ended; then the decisions, until nothing more is due now."""
+        ids = _listed if not due[OPEN] and _few(due) else _chunks
         arrived = []
         if due[OPEN]:
             self.ports.open(_chunks(due[OPEN]))
             self.pending = True
         if due[DONE]:
-            ids = np.concatenate([c[0] for c in due[DONE]])
-            versions = np.concatenate([c[1] for c in due[DONE]])
-            arrived.append(self.flows.done(ids, versions))
+            arrived.append(self.flows.done(*_done_chunks(due[DONE], ids is _listed)))
         if due[BEGIN]:
-            self.flows.begin(_chunks(due[BEGIN]), now)
+            self.flows.begin(ids(due[BEGIN]), now)
         if not self.fast:
             self.flows.reshare(now)
         if due[ARRIVE]:
-            arrived.append(_chunks(due[ARRIVE]))
+            arrived.append(ids(due[ARRIVE]))
         if arrived:
-            ids = arrived[0] if len(arrived) == 1 else np.concatenate(arrived)
-            if ids.size:
-                self.record.arrive[ids] = now
-                self.links.arrive(ids, now)
-                self._release(ids)
-                self.pending = True
-                self._landed(ids, now)
+            self._arrived(arrived[0] if len(arrived) == 1 else _joined(arrived), now)
         if due[REDUCED]:
-            self._reduced(_chunks(due[REDUCED]), now)
-        while self.pending and not self.agenda.has(now):
-            self.pending = False
-            self._decide(now)
-
-    def _instant_few(self, now: int, due: list[list]) -> None:
-        """_instant for an instant with a handful of events: the same steps one transfer at a time."""
-        arrived: list[int] = []
-        flows = self.flows if not self.fast else None
-        for ids, versions in due[DONE]:
-            for t, v in zip(ids, versions):
-                if flows.is_due(t, v):
-                    flows.done_few([int(t)])
-                    arrived.append(int(t))
-        for chunk in due[BEGIN]:
-            flows.begin_few(chunk if isinstance(chunk, list) else chunk.tolist(), now)
-        if flows is not None:
-            flows.reshare(now)
-        for chunk in due[ARRIVE]:
-            arrived.extend(chunk if isinstance(chunk, list) else chunk.tolist())
-        if arrived:
-            arrive, src, dst, release = self.record.s_arrive, self.s_src, self.s_dst, self.ports.release_one
-            routes, pair, leave = self.routes.tuples, self.routes.index, self.links.leave_one  # routes.of, inlined
-            eager = self.eager
-            for t in arrived:
-                arrive[t] = now
-                release(src[t], dst[t], eager is None or not eager[t])
-                leave(routes[pair[t]], now)
-            self.pending = True
-            self._landed_few(arrived, now)
-        if due[REDUCED]:
-            self._reduced_few([t for c in due[REDUCED] for t in c], now)
+            self._reduced(ids(due[REDUCED]), now)
         while self.pending and not self.agenda.has(now):
             self.pending = False
             self._decide(now)
 
     def _decide(self, now: int) -> None:
+        """Idle reducers take their earliest arrival; ready transfers take free ports in id order and start."""
         if self.reduce_dirty:  # reducers that went idle or got work this instant take the earliest arrival
             idle = sorted(self.reduce_dirty)
             self.reduce_dirty.clear()
@@ -298,23 +305,15 @@ class _Run:
                 if not self.reducer_busy[r] and self.reducer_queue[r]:
                     self._start_reduction(heapq.heappop(self.reducer_queue[r])[1], r, now)
         chunks, self.ready = self.ready, []
-        few = _few_ready(chunks)
-        if few is not None:
-            go_few = self.ports.match_few(few)
-            if go_few is not None:
-                if go_few:
-                    self._detach(go_few, now)
-                    self._go_few(go_few, now)
-                return
-            ready = np.array(few, dtype=np.int64)
-        else:
-            ready = _chunks(chunks)
-        go = self.ports.match(ready)
-        if not go.size:
-            return
+        go = self.ports.match(_ready(chunks))
+        if len(go):
+            self._go(go, now)
+
+    def _go(self, go: list[int] | np.ndarray, now: int) -> None:
+        """Transfers `go` start now: local ones land at once, network ones wait their latency (then flow or arrive)."""
         self._detach(go, now)
-        if go.size <= _SMALL:
-            self._go_few(go.tolist(), now)
+        if isinstance(go, list) or go.size <= _SMALL:
+            self._go_each(go if isinstance(go, list) else go.tolist(), now)
             return
         self.record.start[go] = now
         local = self.local[go]
@@ -332,14 +331,21 @@ class _Run:
             self.record.arrive[loc] = now
             self._landed(loc, now)
 
-    def _release(self, ids: np.ndarray) -> None:
-        """Messages `ids` have arrived: their ports are free (eager sends' send ports were already)."""
-        if self.eager is None:
-            self.ports.release(ids)
-            return
-        eager = self.eager[ids]
-        self.ports.release(ids[~eager])
-        self.ports.release(ids[eager], send=False)
+    def _go_each(self, go: list[int], now: int) -> None:
+        """_go one transfer at a time."""
+        start, local, post, delay, kind = self.record.s_start, self.s_local, self.agenda.post, self.s_delay, self.s_kind
+        routes, pair, enter, nbytes = self.routes.tuples, self.routes.index, self.links.enter_one, self.s_nbytes
+        landed = []
+        for t in go:
+            start[t] = now
+            if local[t]:
+                landed.append(t)
+            else:
+                enter(routes[pair[t]], nbytes[t], now)
+                post(now + delay[t], kind[t], [t])
+        if landed:
+            self.record.arrive[landed] = now
+            self._landed(landed, now)
 
     def _detach(self, go: list[int] | np.ndarray, now: int) -> None:
         """Eager sends among the transfers that start now give their send ports back and release the dependents that
@@ -360,83 +366,69 @@ class _Run:
             if free.size:
                 self.ready.append(np.sort(free))
 
-    def _go_few(self, go: list[int], now: int) -> None:
-        start, local, post, delay, kind = self.record.s_start, self.s_local, self.agenda.post, self.s_delay, self.s_kind
-        routes, pair, enter, nbytes = self.routes.tuples, self.routes.index, self.links.enter_one, self.s_nbytes
-        landed = []
-        for t in go:
-            start[t] = now
-            if local[t]:
-                landed.append(t)
-            else:
-                enter(routes[pair[t]], nbytes[t], now)
-                post(now + delay[t], kind[t], [t])
-        if landed:
-            self.record.arrive[landed] = now
-            self._landed_few(landed, now)
-
     # ---- arrivals, reductions, ends ----------------------------------------------------------------------------
-    def _landed(self, ids: np.ndarray, now: int) -> None:
+    def _arrived(self, ids: list[int] | np.ndarray, now: int) -> None:
+        """Messages `ids` have arrived: their links are left and their ports free (an eager send's send port was
+        already, `_detach`); then they land."""
+        if isinstance(ids, list):
+            if not ids:
+                return
+            arrive, src, dst, release = self.record.s_arrive, self.s_src, self.s_dst, self.ports.release_one
+            routes, pair, leave = self.routes.tuples, self.routes.index, self.links.leave_one  # routes.of, inlined
+            eager = self.eager
+            for t in ids:
+                arrive[t] = now
+                release(src[t], dst[t], eager is None or not eager[t])
+                leave(routes[pair[t]], now)
+        elif not ids.size:
+            return
+        else:
+            self.record.arrive[ids] = now
+            self.links.arrive(ids, now)
+            if self.eager is None:
+                self.ports.release(ids)
+            else:
+                self.ports.release(ids[~self.eager[ids]])
+                self.ports.release(ids[self.eager[ids]], send=False)
+        self.pending = True
+        self._landed(ids, now)
+
+    def _landed(self, ids: list[int] | np.ndarray, now: int) -> None:
         """Messages in the receivers' memory: reductions queue (arrival order, then id), the rest end."""
         if self.gamma > 0:
-            red = self.is_reduce[ids]
-            if red.any():
-                for t in ids[red].tolist():
-                    r = int(self.dst[t])
-                    heapq.heappush(self.reducer_queue[r], (now, t))
-                    if not self.reducer_busy[r]:
-                        self.reduce_dirty.add(r)
-                        self.pending = True
-                ids = ids[~red]
-        if ids.size:
-            self._finish(ids, now)
-
-    def _landed_few(self, ids: list[int], now: int) -> None:
-        """_landed for a handful of transfers, one at a time."""
-        if self.gamma > 0:
-            rest = []
-            is_reduce, dst, queues, busy = self.s_reduce, self.s_dst, self.reducer_queue, self.reducer_busy
-            for t in ids:
-                if is_reduce[t]:
+            is_list = isinstance(ids, list)
+            red = [t for t in ids if self.s_reduce[t]] if is_list else ids[self.is_reduce[ids]].tolist()
+            if red:
+                dst, queues, busy = self.s_dst, self.reducer_queue, self.reducer_busy
+                for t in red:
                     r = int(dst[t])
                     heapq.heappush(queues[r], (now, t))
                     if not busy[r]:
                         self.reduce_dirty.add(r)
                         self.pending = True
-                else:
-                    rest.append(t)
-            ids = rest
-        if ids:
-            self._finish_few(ids, now)
+                ids = [t for t in ids if not self.s_reduce[t]] if is_list else ids[~self.is_reduce[ids]]
+        if len(ids):
+            self._finish(ids, now)
 
     def _start_reduction(self, t: int, r: int, now: int) -> None:
         self.reducer_busy[r] = True
         self.agenda.post(now + self.clock.ticks(self.gamma * int(self.s_payload[t]) * self.slow[r]), REDUCED, [t])
 
-    def _reduced(self, ids: np.ndarray, now: int) -> None:
-        for t in ids.tolist():
-            r = int(self.dst[t])
-            self.reducer_busy[r] = False
-            if self.reducer_queue[r]:
-                self.reduce_dirty.add(r)
-                self.pending = True
-        self._finish(ids, now)
-
-    def _reduced_few(self, ids: list[int], now: int) -> None:
-        """_reduced for a handful of transfers, one at a time."""
+    def _reduced(self, ids: list[int] | np.ndarray, now: int) -> None:
+        """Reductions of `ids` have ended: their reducers are free, the transfers end."""
         dst, busy, queues = self.s_dst, self.reducer_busy, self.reducer_queue
-        for t in ids:
+        for t in ids if isinstance(ids, list) else ids.tolist():
             r = int(dst[t])
             busy[r] = False
             if queues[r]:
                 self.reduce_dirty.add(r)
                 self.pending = True
-        self._finish_few(ids, now)
+        self._finish(ids, now)
 
-    def _finish(self, ids: np.ndarray, now: int) -> None:
+    def _finish(self, ids: list[int] | np.ndarray, now: int) -> None:
         """Transfers `ids` have ended: release their dependents."""
-        if ids.size <= _SMALL:
-            self._finish_few(ids.tolist(), now)
+        if isinstance(ids, list) or ids.size <= _SMALL:
+            self._finish_each(ids if isinstance(ids, list) else ids.tolist(), now)
             return
         self.record.end[ids] = now
         succ, _ = gather(self.succ_ptr, self.succ_idx, ids)
@@ -453,7 +445,8 @@ class _Run:
                 self.ready.append(distinct(free))
                 self.pending = True
 
-    def _finish_few(self, ids: list[int], now: int) -> None:
+    def _finish_each(self, ids: list[int], now: int) -> None:
+        """_finish one transfer at a time."""
         end, indeg, ptr, succ = self.record.s_end, self.s_indeg, self.s_succ_ptr, self.s_succ_idx
         free = []
         for t in ids:
@@ -519,24 +512,6 @@ def _pairs(keys: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
     rank = np.zeros(space, dtype=np.int32 if uniq.size < 1 << 31 else np.int64)
     rank[uniq] = np.arange(uniq.size)
     return uniq, rank[keys].astype(np.int64)
-
-
-def _durations(topo: Topology, arrays: dict, nbytes: np.ndarray, extra_latency: list[float] | None) -> list[float]:
-    """Contention-free time of every network transfer: route (+ regime) latency + wire bytes / bottleneck bandwidth."""
-    src, dst = arrays["src"], arrays["dst"]
-    out = np.zeros(len(src))
-    net = np.flatnonzero(src != dst)
-    if topo.ideal:
-        out[net] = topo.uniform_latency + nbytes[net] / topo.uniform_bandwidth
-    else:
-        p = int(max(src.max(initial=0), dst.max(initial=0))) + 1
-        keys = src[net] * p + dst[net]
-        uniq, inverse = np.unique(keys, return_inverse=True)
-        costs = np.array([topo.path_cost(int(k) // p, int(k) % p) for k in uniq]).reshape(-1, 2)
-        out[net] = costs[inverse, 0] + nbytes[net] / costs[inverse, 1]
-    if extra_latency is not None:
-        out[net] += np.asarray(extra_latency)[net]
-    return out.tolist()
 
 
 __all__ = ["DeadlockError", "EngineOptions", "simulate"]
