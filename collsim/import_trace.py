@@ -16,7 +16,7 @@ from simulator.program.loader import dump_program, program_from_dict
 from simulator.render import table
 from simulator.traces.chakra_io import is_chakra
 from simulator.traces.kineto import read_trace
-from simulator.traces.program import Imported, build
+from simulator.traces.program import Imported, Survey, build, check_ranks, survey
 from simulator.units import format_size, format_time
 
 from .chakra import import_chakra
@@ -69,7 +69,10 @@ class ImportTraceRequest(Request):
     def run(self) -> Result:
         if is_chakra(self.files[0]):
             return import_chakra(self.files, self.out, self.comm_groups, float(self.compute_scale))
-        imported = build([read_trace(f, self.step) for f in self.files], float(self.compute_scale))
+        traces = [read_trace(f, self.step) for f in self.files]
+        if self.out is None and check_ranks(traces, partial=True):
+            return TraceSurveyResult(self, survey(traces))
+        imported = build(traces, float(self.compute_scale))
         program = program_from_dict(imported.program, source=self.out or "imported program")  # the loader's checks
         return ImportTraceResult(self, imported, dump_program(program, None) if self.out is None or
                                  not self.out.lower().endswith(".json") else None, program)
@@ -114,3 +117,37 @@ class ImportTraceResult(Result):
             return []
         content = self.yaml_text if self.yaml_text is not None else (lambda path: dump_program(self.program, path))
         return [OutputFile(out, "program", content, f"collsim run-program {out} --timing measured")]
+
+
+def _members(members: list[int], world: int) -> str:
+    """A group's ranks, short: 'world', '0-7' or '0,2,4'."""
+    if len(members) == world:
+        return "world"
+    if members == list(range(members[0], members[0] + len(members))):
+        return f"{members[0]}-{members[-1]}"
+    return ",".join(map(str, members))
+
+
+@dataclass(frozen=True)
+class TraceSurveyResult(Result):
+    """Traces of some ranks of a world (no --out): what each rank's step holds; no program is built."""
+
+    request: ImportTraceRequest
+    survey: Survey
+
+    def text(self) -> str:
+        sv = self.survey
+        missing = ", ".join(map(str, sv.missing[:8])) + (", ..." if len(sv.missing) > 8 else "")
+        lines = [f"# {len(self.request.files)} trace(s) of a world of {sv.world}, missing rank(s) {missing}: no program "
+                 f"(a collective needs all its members' traces); {len(sv.calls)} call(s) map"]
+        if sv.calls:
+            lines.append(table(["rank", "call", "op", "group", "size", "dtype", "issued as"],
+                               [[c["rank"], c["index"], c["op"], _members(c["members"], sv.world), format_size(c["bytes"]),
+                                 c["dtype"], c["issued"]] for c in sv.calls], "rrllrll"))
+        lines += [f"# not mapped: rank {u['rank']}: {u['count']} x {u['name']}: {u['why']}" for u in sv.unmapped]
+        return "\n".join(lines + [f"# note: {n}" for n in sv.notes])
+
+    def data(self) -> dict[str, Any]:
+        sv = self.survey
+        return {"files": list(self.request.files), "world": sv.world, "missing": sv.missing, "calls": sv.calls,
+                "unmapped": sv.unmapped, "notes": sv.notes, "program": None}

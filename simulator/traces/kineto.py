@@ -200,10 +200,10 @@ def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
 
 def _groups(info: dict, world: int) -> tuple[int, ...] | None:
     """The members of every process group when they are all the same set (then a call without its group's name still
-    has its members), else None."""
+    has its members), else None (also when no group is listed: a sub-group's call would be taken for the world's)."""
     configs = info.get("pg_config")
-    if not isinstance(configs, list) or not configs:
-        return tuple(range(world))
+    if not isinstance(configs, list) or not configs:  # an older torch: no groups named, not even the world's
+        return None
     sets = {tuple(c.get("ranks") or ()) for c in configs if isinstance(c, dict)}
     return next(iter(sets)) if len(sets) == 1 and all(map(_is_int, next(iter(sets)))) else None
 
@@ -211,7 +211,11 @@ def _groups(info: dict, world: int) -> tuple[int, ...] | None:
 def _calls(spans: list[dict], trace: RankTrace, members: tuple[int, ...] | None, path: Path) -> list[Call]:
     """Every collective issue of the trace (in issue order), paired with what the backend ran."""
     params = sorted((e for e in spans if e.get("name") == "record_param_comms"), key=lambda e: e["ts"])
-    if params:
+    named = [e for e in params if "Collective name" in (e.get("args") or {})]
+    if params and not named:  # torch before 2.0 writes record_param_comms without its args: the c10d operators have them
+        trace.notes.append(f"{len(params)} record_param_comms event(s) without 'Collective name' (an older torch): "
+                           "calls read from the c10d operators")
+    if named:
         issues = [_param_call(e) for e in params]
     else:
         issues = [_c10d_call(e, members) for e in sorted((e for e in spans if str(e.get("name", "")).startswith("c10d::")),
@@ -225,6 +229,9 @@ def _calls(spans: list[dict], trace: RankTrace, members: tuple[int, ...] | None,
     elif issues and trace.backend != "gloo":
         trace.notes.append(f"backend {trace.backend}: the run of each call (GPU kernels) is not read yet, so calls carry "
                            "no measured time")
+    for call in issues:  # e.g. a TensorList argument with no gloo span to name its element type
+        if call.op is not None and call.nbytes is None:
+            call.why, call.op = "size or element type not in the trace", None
     return issues
 
 
@@ -260,7 +267,8 @@ def _c10d_call(e: dict, members: tuple[int, ...] | None) -> Call:
         call.why = NOT_A_COLLECTIVE
         return call
     if members is None:
-        call.why = "process group unknown: distributedInfo lists groups of different ranks and the call names none"
+        call.why = ("process group unknown: distributedInfo lists no pg_config, or groups of different ranks, and the "
+                    "call names none")
         return call
     op = ISSUES[base]
     if op in ROOTED_OPS:

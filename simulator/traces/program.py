@@ -42,8 +42,9 @@ class Imported:
     notes: list[str] = field(default_factory=list)
 
 
-def check_ranks(traces: list[RankTrace]) -> None:
-    """One trace per rank of one world, every rank present; else one line naming what is wrong."""
+def check_ranks(traces: list[RankTrace], partial: bool = False) -> list[int]:
+    """One trace per rank of one world, every rank present (`partial`: some may be missing; they are returned); else
+    one line naming what is wrong."""
     world = traces[0].world
     for t in traces:
         if t.world != world:
@@ -55,10 +56,34 @@ def check_ranks(traces: list[RankTrace]) -> None:
             raise CollsimError(f"trace: {t.path}: rank {t.rank} again (also {seen[t.rank]}); expected one trace per rank")
         seen[t.rank] = t.path
     missing = [r for r in range(world) if r not in seen]
-    if missing:
+    if missing and not partial:
         shown = ", ".join(map(str, missing[:8])) + (", ..." if len(missing) > 8 else "")
         raise CollsimError(f"ranks: {len(seen)} trace(s) of a world of {world}; missing rank(s) {shown}; expected one "
-                           "trace file per rank")
+                           "trace file per rank (without --out, the ranks given are listed: what maps and what not)")
+    return missing
+
+
+@dataclass
+class Survey:
+    """What the given ranks' steps hold when the world is incomplete (no program: a call needs all its members)."""
+
+    world: int
+    missing: list[int]
+    calls: list[dict]        # per rank, in issue order: the calls that map (op, members, bytes, dtype)
+    unmapped: list[dict]     # per rank and name: count, why (as Imported.unmapped)
+    notes: list[str]
+
+
+def survey(traces: list[RankTrace]) -> Survey:
+    """The calls each given rank's step issued, mapped or not, without building a program."""
+    missing = check_ranks(traces, partial=True)
+    traces = sorted(traces, key=lambda t: t.rank)
+    in_step = {t.rank: [c for c in t.calls if t.start <= c.issue <= t.end] for t in traces}
+    calls = [{"rank": r, "index": k, "op": c.op, "members": list(c.members or ()), "bytes": c.nbytes, "dtype": c.dtype,
+              "issued": c.name} for r, cs in in_step.items() for k, c in enumerate(c for c in cs if c.op is not None)]
+    notes = sorted({n for t in traces for n in t.notes}) + [f"rank {t.rank}: step {t.step}, "
+                                                            f"{(t.end - t.start) * 1e3:.3f} ms" for t in traces]
+    return Survey(traces[0].world, missing, calls, _unmapped(in_step), notes)
 
 
 def build(traces: list[RankTrace], compute_scale: float = 1.0) -> Imported:
