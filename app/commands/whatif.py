@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 from collsim.whatif import WhatifRequest, fallback_note, parse_prices, split_machines  # noqa: F401 (tests import them here)
+from collsim.whatif_program import ProgramWhatifRequest
+from simulator.errors import CollsimError
 from simulator.program.nccl_timing import AUTO
 from simulator.program.presets import GPUS, MODELS
 from simulator.program.run import MODES
@@ -19,7 +21,7 @@ from .scenario import add_step_layout
 
 def add_step_args(p: argparse.ArgumentParser) -> None:
     """The scenario's options (as `collsim scenario`), the run's, and --jobs / --dask."""
-    p.add_argument("scenario", metavar="SCENARIO", help=", ".join(SCENARIOS))
+    p.add_argument("scenario", metavar="SCENARIO", nargs="?", help=", ".join(SCENARIOS) + " (or --program FILE)")
     p.add_argument("--model", default="llama2-7b", help=f"model preset: {', '.join(MODELS)} (default llama2-7b)")
     p.add_argument("--gpu", help=f"GPU preset: {', '.join(GPUS)} (default: the machine preset's)")
     add_step_layout(p)
@@ -75,6 +77,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-sensitivity", action="store_true", help="skip the doubled-bandwidth reruns")
     p.add_argument("--trace-dir", metavar="DIR", help="write a Chrome trace of each machine's step (its first --trace-ranks)")
     p.add_argument("--trace-ranks", type=int, default=16, help="ranks in each trace (default 16)")
+    p.add_argument("--program", metavar="FILE", help="instead of SCENARIO: a program (collsim import-trace's, or written "
+                   "by hand) run on each machine, its compute spans scaled by the GPUs' FLOP-rate ratio or --compute-scale")
+    p.add_argument("--from-gpu", metavar="GPU", help=f"with --program: the GPU its compute ran on ({', '.join(GPUS)}; "
+                   "default: the program's gpu:)")
+    p.add_argument("--compute-scale", metavar="X", help="with --program: every compute span x X on every machine "
+                   "(instead of the FLOP-rate ratio)")
     p.set_defaults(func=run)
 
 
@@ -85,5 +93,27 @@ def request(args: argparse.Namespace) -> WhatifRequest:
                          jobs=args.jobs, dask=args.dask)
 
 
+def program_request(args: argparse.Namespace) -> ProgramWhatifRequest:
+    """`whatif --program FILE`: the program on each machine (collsim/whatif_program.py)."""
+    if args.scenario is not None:
+        raise CollsimError(f"scenario: {args.scenario!r} with --program; expected one of them")
+    for flag, value in (("price", args.price), ("trace-dir", args.trace_dir)):
+        if value is not None:
+            raise CollsimError(f"{flag}: {value!r} with --program; expected --{flag} only with a SCENARIO (not yet for "
+                               "programs)")
+    timing = "links" if args.timing == AUTO else args.timing
+    return ProgramWhatifRequest(args.program, tuple(split_machines(args.machines)), compute_scale=args.compute_scale,
+                                from_gpu=args.from_gpu, gpu=args.gpu, timing=timing, mode=args.mode)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.program is not None:
+        return show(program_request(args).run(), args.json)
+    for name in ("from_gpu", "compute_scale"):
+        if getattr(args, name) is not None:
+            flag = "--" + name.replace("_", "-")
+            raise CollsimError(f"{flag[2:]}: {getattr(args, name)!r} without --program; expected {flag} only with "
+                               "--program FILE")
+    if args.scenario is None:
+        raise CollsimError(f"scenario: none given; expected one of {', '.join(SCENARIOS)}, or --program FILE")
     return show(request(args).run(), args.json)
