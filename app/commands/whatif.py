@@ -83,7 +83,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "default: the program's gpu:)")
     p.add_argument("--compute-scale", metavar="X", help="with --program: every compute span x X on every machine "
                    "(instead of the FLOP-rate ratio)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, _step_defaults={dest: p.get_default(dest) for dest in STEP_ONLY})
 
 
 def request(args: argparse.Namespace) -> WhatifRequest:
@@ -91,6 +91,11 @@ def request(args: argparse.Namespace) -> WhatifRequest:
     return WhatifRequest(step_template(args), tuple(split_machines(args.machines)), gpus=args.gpus, prices=args.price,
                          sensitivity=not args.no_sensitivity, trace_dir=args.trace_dir, trace_ranks=args.trace_ranks,
                          jobs=args.jobs, dask=args.dask)
+
+
+# options that shape a generated training step, which a --program run does not read
+STEP_ONLY = ("model", "tp", "pp", "ep", "fsdp", "sp", "mfu", "micro_batch", "microbatches", "seq_len", "bucket", "algo",
+             "ports", "gpus", "no_sensitivity", "trace_ranks", "jobs", "dask")
 
 
 def program_request(args: argparse.Namespace) -> ProgramWhatifRequest:
@@ -101,6 +106,11 @@ def program_request(args: argparse.Namespace) -> ProgramWhatifRequest:
         if value is not None:
             raise CollsimError(f"{flag}: {value!r} with --program; expected --{flag} only with a SCENARIO (not yet for "
                                "programs)")
+    for dest, default in args._step_defaults.items():  # the step's options describe a generated step, not a program
+        if getattr(args, dest) != default:
+            flag = dest.replace("_", "-")
+            raise CollsimError(f"{flag}: {getattr(args, dest)!r} with --program; expected --{flag} only with a SCENARIO "
+                               "(a program states its own layout, batch and algorithms)")
     timing = "links" if args.timing == AUTO else args.timing
     return ProgramWhatifRequest(args.program, tuple(split_machines(args.machines)), compute_scale=args.compute_scale,
                                 from_gpu=args.from_gpu, gpu=args.gpu, timing=timing, mode=args.mode)

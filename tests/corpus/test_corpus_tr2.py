@@ -37,6 +37,10 @@ CASES = [
           argv=["whatif", "ddp", "--machines", "dgx-h100", "--compute-scale", "2"]),
     _case("nothing-to-run", [], "scenario", None, "or --program FILE", argv=["whatif", "--machines", "dgx-h100"]),
     _case("price-with-program", ["--price", "2.5"], "price", "'2.5'", "only with a SCENARIO"),
+    *[_case(f"step-option-{flag[2:]}", [flag, *value], flag[2:], shown, "only with a SCENARIO")
+      for flag, value, shown in (("--tp", ["8"], "8"), ("--model", ["llama2-70b"], "'llama2-70b'"), ("--fsdp", [], "True"),
+                                 ("--micro-batch", ["4"], "4"), ("--algo", ["allreduce=direct"], "['allreduce=direct']"),
+                                 ("--gpus", ["16"], "16"))],
     _case("timing-unknown", ["--timing", "fast"], "timing", "'fast'", "choose from"),
 ]
 
