@@ -18,21 +18,14 @@ from simulator.algorithms import build_schedule, get, names_for  # noqa: E402
 from simulator.collective import OPS, Collective  # noqa: E402
 from simulator.engine import EngineOptions, simulate  # noqa: E402
 from simulator.topology import parse_topology  # noqa: E402
-
-SCRIPT = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
+from tests.app_pages import charts as _charts  # noqa: E402
+from tests.app_pages import open_page  # noqa: E402
+from tests.app_pages import values as _values  # noqa: E402
 
 
 def _page(path: str | None, query: dict | None = None, check: bool = True) -> AppTest:
     """An AppTest on page `path` (None: the default page), opened as a link with `query` would open it."""
-    at = AppTest.from_file(SCRIPT, default_timeout=120)
-    if query and not path:
-        at.query_params.update(query)
-    at.run()
-    if path:
-        at.switch_page(path)
-        at.query_params.clear()
-        at.query_params.update(query or {})
-        at.run()
+    at = open_page(path, query)
     if check:
         _ok(at)
     return at
@@ -41,21 +34,6 @@ def _page(path: str | None, query: dict | None = None, check: bool = True) -> Ap
 def _ok(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-
-
-def _charts(at: AppTest) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-
-
-def _values(v) -> list:
-    """A plotly JSON array: a list, or {'dtype', 'bdata'} (base64 numpy bytes, plotly >= 6)."""
-    if isinstance(v, dict) and "bdata" in v:
-        import base64
-
-        import numpy as np
-
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
-    return list(v)
 
 
 def _step_heading(at: AppTest) -> tuple[int, int]:
