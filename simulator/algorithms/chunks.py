@@ -62,9 +62,10 @@ def rings(x: Chunks, orders, owned, reduce_scatter: bool, allgather: bool, step:
     q = orders.shape[1]
     i = np.arange(q)
     phases = [True] * (q - 1) * reduce_scatter + [False] * (q - 1) * allgather
+    nexts = np.roll(orders, -1, axis=1)
     for s, rs in enumerate(phases):
-        for order, own in zip(orders, owned):
-            x.send(order, np.roll(order, -1), own[(i - s % (q - 1) - rs) % q], step + s, reduce=rs)
+        for order, nxt, own in zip(orders, nexts, owned):
+            x.send(order, nxt, own[(i - s % (q - 1) - rs) % q], step + s, reduce=rs)
     return step + len(phases)
 
 
@@ -97,8 +98,9 @@ def lower(program: Program, ranks: int, npieces: tuple[int, ...], full: tuple[bo
     versions, tables = _Versions(ranks * pieces), _Tables()
     read, write = t["src"] * pieces + t["piece"], t["dst"] * pieces + t["piece"]  # keys: (rank, piece)
     live = x.full[t["chunk"]]
+    all_live = bool(live.all())
     for a, b, reduce in zip(t["bounds"][:-1].tolist(), t["bounds"][1:].tolist(), t["reduce_op"]):
-        ids, whole = np.arange(a, b), live[a:b].all()
+        ids, whole = np.arange(a, b), all_live or live[a:b].all()
         on = slice(None) if whole else live[a:b]
         deps = versions.access(ids[on], read[a:b][on], write[a:b][on], reduce)
         deps = deps[:, (deps >= 0).any(axis=0)]  # columns of nothing only widen the sort
