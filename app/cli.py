@@ -14,7 +14,6 @@ from simulator.fileio import all_or_nothing
 
 from .argv import join_signed_values, unrecognized
 from .commands import COMMANDS
-from .limits import add_limit_args
 from .preflight import output_fields, preflight
 
 DESCRIPTION = """collsim: teach, predict and check collective communication between GPUs.
@@ -40,8 +39,6 @@ def build_parser() -> argparse.ArgumentParser:
         module.add_parser(sub)
     for name, choice in _leaves(sub):
         choice.formatter_class = argparse.RawDescriptionHelpFormatter
-        if choice.get_default("_footprint") is not None:  # a command whose runs the limits count
-            add_limit_args(choice)
         choice.set_defaults(_command=name, _outputs=output_fields(choice))
     return parser
 

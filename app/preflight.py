@@ -1,4 +1,4 @@
-"""What every command checks before it starts work: numeric options in range, output paths writable, request size.
+"""What every command checks before it starts work: numeric options in range, output paths writable.
 
 The CLI calls `preflight(args)` once the arguments are parsed. Output options are found by their flag (OUTPUT_FLAGS)
 when the parser is built, so a command with an output option gets the check without code of its own.
@@ -11,8 +11,6 @@ import math
 
 from simulator.errors import CollsimError
 from simulator.fileio import check_outputs
-
-from . import limits
 
 OUTPUT_FLAGS = ("--output", "--trace", "--export", "--csv", "--out", "--nccl-log", "--write-log", "--html")
 # (command, option dest) -> (the format written, the extensions accepted); a name with no extension is taken as it is
@@ -93,13 +91,10 @@ def check_not_empty(args: argparse.Namespace) -> None:
 
 
 def preflight(args: argparse.Namespace) -> None:
-    """Every check above, then the request-size limits for the commands that have them."""
+    """Every check above (the request-size limits are the requests' own: collsim/limits.py)."""
     check_not_empty(args)
     check_ranges(args)
     fields = getattr(args, "_outputs", {})
     command = getattr(args, "_command", "")
     formats = {field: OUTPUT_FORMATS[command, dest] for dest, field in fields.items() if (command, dest) in OUTPUT_FORMATS}
     check_outputs({field: getattr(args, dest, None) for dest, field in fields.items()}, formats)
-    if getattr(args, "_footprint", None) is not None:
-        limits.check_transfers(command, args)
-        limits.check_memory(command, args)

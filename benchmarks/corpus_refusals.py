@@ -7,7 +7,7 @@ new session, its timeout. Wall time is measured from fork to exit; CPU time (use
 cases are collected in a child process, so that this process stays small (a forked child's ru_maxrss starts from its
 parent's resident size). Prints the slowest and the heaviest refusals and the totals.
 
-    python -m benchmarks.corpus_refusals                      # every case: 938 cases, about 10 minutes at load 6 on 2 cores
+    python -m benchmarks.corpus_refusals                      # every case: 1167 cases, 30 minutes at load 9 on 2 cores
     python -m benchmarks.corpus_refusals --only bounds        # the cases whose id or file contains 'bounds'
     python -m benchmarks.corpus_refusals --json refusals.json --top 20
 """

@@ -1,4 +1,4 @@
-"""Memory per transfer of `collsim check` and `collsim simulate`: the constants app/limits.py estimates with.
+"""Memory per transfer of `collsim check` and `collsim simulate`: the constants collsim/limits.py estimates with.
 
 Each run is a fresh `python -m app.cli` process whose peak resident memory comes from os.wait4 (ru_maxrss). The
 schedule is NCCL's ring allreduce, whose transfer count is 2p(p - 1) by hand arithmetic (p - 1 reduce-scatter and

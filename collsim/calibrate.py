@@ -1,7 +1,7 @@
 """Alpha, bandwidth and gamma measured on a real backend (ping-pong, ring step or the schedule executor) and fitted,
 written as a link profile: `collsim calibrate` (verify/calibrate.py runs the ranks).
 
-Limits: one process per rank (the CLI's Footprint counts them); at least 2 ranks and 2 sizes, checked before any
+Limits: one process per rank (the request's Footprint counts them); at least 2 ranks and 2 sizes, checked before any
 process starts. Calibrating a machine preset on a log is collsim/fit.py's CalibrateRequest."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from simulator.errors import CollsimError
 from simulator.render import table
 from simulator.units import format_size, parse_size_range
 
+from .limits import Footprint, Limits
 from .request import OutputFile, Request, Result
 
 PATTERNS = ("pingpong", "ring", "executor")
@@ -36,9 +37,11 @@ class LinkCalibrationRequest(Request):
     gamma: bool = True
     timeout: float = 60.0
     out: str | None = None
+    limits: Limits = Limits()  # transfers and memory the request may take
     size_list: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def check(self) -> None:
+        Footprint("calibrate", ranks=self.ranks, processes=True).bound(self.limits)
         sizes = tuple(parse_size_range(self.sizes, "sizes"))
         if len(set(sizes)) < 2:
             raise CollsimError(f"sizes: {self.sizes!r} gives {len(set(sizes))} size; a fit needs at least 2, e.g. 1B:64MiB:4")

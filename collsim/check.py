@@ -16,6 +16,7 @@ from simulator.render import table
 from simulator.semantics import check
 from simulator.units import parse_rank_range, parse_size_range
 
+from .limits import CHECK_TRANSFER_BYTES, Footprint, Limits
 from .request import Request, Result
 
 DEFAULT_RANKS = "2-9"
@@ -27,7 +28,8 @@ class CheckRequest(Request):
     """One algorithm (`op` and `algo`), or with `every` each registered algorithm (of `op`, if given), at each rank
     count of `ranks` ('2-9', '2,4,8' or counts) and each size of `sizes` (bytes or text); `params` are algorithm
     parameters as (name, value) pairs, each algorithm taking those it accepts. With `every`, an algorithm that refuses
-    a rank count, or its parameters there, is counted as refused; else that refusal is the answer."""
+    a rank count, or its parameters there, is counted as refused; else that refusal is the answer. `limits` bound the
+    transfers of every schedule and the memory of the buffers and the largest schedule."""
 
     op: str | None = None
     algo: str | None = None
@@ -38,10 +40,14 @@ class CheckRequest(Request):
     root: int = 0
     seed: int = 0
     params: tuple[tuple[str, Any], ...] = ()
+    limits: Limits = Limits()
     specs: tuple[AlgorithmSpec, ...] = field(init=False, repr=False, compare=False)
 
     def check(self) -> None:
         given = self.ranks if isinstance(self.ranks, str) else ",".join(map(str, self.ranks))
+        sizes = self.sizes if isinstance(self.sizes, str) else ",".join(map(str, self.sizes))
+        Footprint("check", self.op, self.algo, self.every, given, params=self.params, size_flag="--size", sizes=sizes,
+                  buffers=True, transfer_bytes=CHECK_TRANSFER_BYTES).bound(self.limits)
         self._set("ranks", tuple(parse_rank_range(given)))
         if isinstance(self.sizes, str):
             self._set("sizes", tuple(parse_size_range(self.sizes, "size")))

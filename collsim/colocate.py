@@ -23,6 +23,7 @@ from simulator.topology import parse_topology
 from simulator.topology.model import Topology
 from simulator.units import format_time
 
+from .limits import Footprint, Limits
 from .request import Request, Result
 
 MAX_JOBS = 64
@@ -105,10 +106,12 @@ class ColocateRequest(Request):
     algorithms: tuple[tuple[str, str], ...] = ()
     max_work: int = MAX_WORK
     top: int = 8
+    limits: Limits = Limits()  # transfers and memory the request may take
     machine: Topology = field(init=False, repr=False, compare=False)
     placements: tuple[tuple[str, tuple[int, ...]], ...] = field(init=False, repr=False, compare=False)
 
     def check(self) -> None:
+        Footprint("colocate", topology=self.topology).bound(self.limits)
         for name, value, low in (("max-work", self.max_work, 1), ("top", self.top, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise CollsimError(f"{name}: {value!r}; expected an integer >= {low}")

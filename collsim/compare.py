@@ -2,7 +2,7 @@
 into terms: `collsim compare` (verify/compare.py and verify/steptrace.py do the arithmetic; the ranks run on
 verify/launch.py).
 
-Limits: a live measurement starts one process per rank (the CLI's Footprint counts them); the link model, the
+Limits: a live measurement starts one process per rank (the request's Footprint counts them); the link model, the
 algorithm at its rank count and the traced size are checked before any process starts."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from simulator.profile import LinkProfile, load_profile
 from simulator.render import table
 from simulator.units import parse_bandwidth, parse_gamma, parse_size, parse_size_range, parse_time
 
+from .limits import Footprint, Limits
 from .request import OutputFile, Request, Result
 
 
@@ -48,10 +49,12 @@ class CompareRequest(Request):
     csv: str | None = None
     trace: str | None = None
     trace_size: str | None = None
+    limits: Limits = Limits()  # transfers and memory the request may take
     link: LinkProfile = field(init=False, repr=False, compare=False)
     traced: int | None = field(init=False, repr=False, compare=False)  # the size traced, None: the first measured
 
     def check(self) -> None:
+        Footprint("compare", self.op, self.algo, ranks=self.ranks, params=self.params, processes=not self.measured).bound(self.limits)
         object.__setattr__(self, "op", normalize_op(self.op))
         spec = get(self.op, self.algo)
         object.__setattr__(self, "link", self._link())

@@ -17,6 +17,7 @@ from simulator.errors import CollsimError
 from simulator.render import table
 from simulator.units import parse_bandwidth, parse_gamma, parse_size_range, parse_time
 
+from .limits import Footprint, Limits
 from .request import Request, Result
 
 DEFAULT_ALPHA, DEFAULT_BANDWIDTH = "2us", "25GB/s"  # the link when none is given (the app's cost page starts on it)
@@ -40,12 +41,14 @@ class CostRequest(Request):
     gamma: str | None = None
     profile: str | None = None
     params: tuple[tuple[str, int], ...] = ()
+    limits: Limits = Limits()  # transfers and memory the request may take
     adapter: Any = field(init=False, repr=False, compare=False)  # simulator.profile_adapter.ProfileAdapter, or None
     model: LinkModel = field(init=False, repr=False, compare=False)
     chosen: tuple[tuple[str, dict], ...] = field(init=False, repr=False, compare=False)  # (algorithm, its parameters)
     refused: dict[str, str] = field(init=False, repr=False, compare=False)  # name -> why it cannot run here
 
     def check(self) -> None:
+        Footprint("cost", self.op, self.algorithm, ranks=self.ranks, params=self.params).bound(self.limits)
         self._set("op", normalize_op(self.op))
         if isinstance(self.sizes, str):
             self._set("sizes", tuple(parse_size_range(self.sizes, "size", multiple=DTYPES[normalize_dtype(self.dtype)])))

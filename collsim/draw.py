@@ -12,6 +12,7 @@ from simulator.diagram import render_svg
 from simulator.schedule import Schedule
 from simulator.units import parse_size
 
+from .limits import Footprint, Limits
 from .request import OutputFile, Request, Result
 
 
@@ -27,9 +28,11 @@ class DrawRequest(Request):
     elements: int | str | None = None
     root: int = 0
     params: tuple[tuple[str, Any], ...] = ()
+    limits: Limits = Limits()  # transfers and memory the request may take
     collective: Collective = field(init=False, repr=False, compare=False)
 
     def check(self) -> None:
+        Footprint("draw", self.op, self.algo, ranks=self.ranks, params=self.params, elements=self.elements, picture=True).bound(self.limits)
         elements = self.elements if self.elements is not None else 2 * self.ranks
         coll = Collective(self.op, self.ranks, parse_size(elements, "elements"), "int8", root=self.root)
         object.__setattr__(self, "collective", coll)

@@ -5,6 +5,7 @@ it, and stragglers, slow reducers, background congestion, ports, message headers
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from simulator import units
 from simulator.engine import EngineOptions
@@ -13,6 +14,8 @@ from simulator.profile import load_profile
 from simulator.profile_adapter import ProfileAdapter
 from simulator.topology import Topology, ideal, parse_topology
 from simulator.units import parse_time
+
+from .limits import ENGINE_TRANSFER_BYTES, Footprint
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,15 @@ class MachineSetup:
             raise CollsimError(f"header-bytes: {self.header_bytes}; expected a byte count >= 0")
         if self.eager is not None:
             units.parse_size(self.eager, "eager")
+
+    def footprint(self, command: str, op: str, algo: str | None, ranks: int | None, params: tuple[tuple[str, Any], ...],
+                  **more: Any) -> Footprint:
+        """What a run of `algo` (a name, a comma list or None: every one of `op`) holds on this machine, by default on
+        every device of its topology, with the engine's bytes per transfer (simulate, sweep)."""
+        built = isinstance(self.topology, Topology)
+        return Footprint(command, op, algo, ranks=ranks, topology=None if built else self.topology,
+                         devices=self.topology.num_devices if built else None, params=params,
+                         ranks_from_topology=True, transfer_bytes=ENGINE_TRANSFER_BYTES, **more)
 
     def machine(self, ranks: int | None) -> Machine:
         """The topology with the profile (through the profile adapter), then alpha/bandwidth per link, applied; and

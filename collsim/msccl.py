@@ -2,7 +2,7 @@
 and a registered algorithm written as a file that imports back to the same transfers (`collsim export-msccl`).
 
 Limits: the XML's size is capped where it is read (simulator/formats/msccl.py); an exported schedule is built at
-one size, as `collsim check` builds one (the CLI's Footprint counts its transfers)."""
+one size, as `collsim check` builds one (the request's Footprint counts its transfers)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from simulator.render import table
 from simulator.topology import parse_topology
 from simulator.units import format_size, parse_size
 
+from .limits import Footprint, Limits
 from .request import OutputFile, Request, Result
 
 PLACEMENT_CHOICES = ("auto",) + PLACEMENTS
@@ -41,10 +42,12 @@ class MscclImportRequest(Request):
     check_data: bool = False
     simulate: bool = False
     topology: str | None = None
+    limits: Limits = Limits()  # transfers and memory the request may take
     algo: Any = field(init=False, repr=False, compare=False)  # the file read (formats.msccl.MscclAlgo)
     nbytes: int | None = field(init=False, repr=False, compare=False)
 
     def check(self) -> None:
+        Footprint("import-msccl", topology=self.topology).bound(self.limits)
         if self.simulate and not self.topology:
             raise CollsimError("topology: --simulate needs --topology SPEC, e.g. switch:8")
         _placement(self.placement)
@@ -149,9 +152,11 @@ class MscclExportRequest(Request):
     proto: str = "Simple"
     name: str | None = None
     output: str | None = None
+    limits: Limits = Limits()  # transfers and memory the request may take
     collective: Collective = field(init=False, repr=False, compare=False)
 
     def check(self) -> None:
+        Footprint("export-msccl", self.op, self.algo, ranks=self.ranks, params=self.params).bound(self.limits)
         chunks = dict(self.params).get("chunks") or 1
         probe = Collective(self.op, self.ranks, 0, self.dtype, self.root)
         size = parse_size(self.size, "size") if self.size else 24 * self.ranks * self.ranks * chunks * probe.elem_size

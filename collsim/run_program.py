@@ -18,6 +18,7 @@ from simulator.topology import Topology, ideal, parse_topology
 from simulator.topology.spec import larger_preset
 from simulator.units import format_time, parse_bandwidth, parse_time
 
+from .limits import Footprint, Limits
 from .request import OutputFile, Request, Result
 
 
@@ -56,9 +57,11 @@ class RunProgramRequest(Request):
     timing: str = "links"
     trace: str | None = None
     calls: int = 12
+    limits: Limits = Limits()  # transfers and memory the request may take
     options: EngineOptions = field(init=False, repr=False, compare=False)
 
     def check(self) -> None:
+        Footprint("run-program", topology=self.topology).bound(self.limits)
         if self.calls < 0:
             raise CollsimError(f"calls: {self.calls}; expected an integer >= 0 (calls of rank 0 to list, 0 = none)")
         for name, value, accepted in (("mode", self.mode, MODES), ("timing", self.timing, (*TIMINGS, MEASURED))):

@@ -15,6 +15,7 @@ from simulator.topology.model import Topology
 from simulator.trace import Trace
 from simulator.units import format_size, format_time, parse_size
 
+from .limits import Limits
 from .machine import Machine, MachineSetup
 from .request import OutputFile, Request, Result
 
@@ -22,7 +23,8 @@ from .request import OutputFile, Request, Result
 @dataclass(frozen=True)
 class SimulateRequest(Request):
     """`size` in nccl-tests' meaning (bytes or text such as '1MiB'); ranks default to every device of the machine;
-    `params` are the algorithm's parameters as (name, value) pairs."""
+    `params` are the algorithm's parameters as (name, value) pairs; `limits` bound its transfers and the memory of the
+    machine and the schedule, before either is built."""
 
     op: str
     algo: str
@@ -34,10 +36,12 @@ class SimulateRequest(Request):
     params: tuple[tuple[str, Any], ...] = ()
     trace: str | None = None  # write a Chrome trace here
     export: str | None = None  # write per-transfer data here (.csv rows, .json totals, links and transfers)
+    limits: Limits = Limits()
     machine: Machine = field(init=False, repr=False, compare=False)
     collective: Collective = field(init=False, repr=False, compare=False)
 
     def check(self) -> None:
+        self.setup.footprint("simulate", self.op, self.algo, self.ranks, self.params).bound(self.limits)
         size = parse_size(self.size, "size") if isinstance(self.size, str) else self.size
         machine = self.setup.machine(self.ranks)
         ranks = self.ranks or machine.topology.num_devices

@@ -19,6 +19,7 @@ from simulator.parallel import check_parallel, run_cases
 from simulator.render import table
 from simulator.units import parse_size_range
 
+from .limits import Limits
 from .machine import Machine, MachineSetup
 from .request import OutputFile, Request, Result
 
@@ -31,7 +32,8 @@ class SweepRequest(Request):
     """`algorithms` None: every algorithm for the op that can run at this rank count (the others are listed as
     skipped); `sizes` as bytes or text ('1KiB:64MiB', 'A,B,C'); ranks default to every device of the machine; `params`
     are algorithm parameters as (name, value) pairs, each algorithm taking those it accepts. `jobs` processes (None:
-    every core) or the Dask scheduler at `dask` run the cases; `csv` and `nccl_log` name files to write as well."""
+    every core) or the Dask scheduler at `dask` run the cases; `csv` and `nccl_log` name files to write as well.
+    `limits` bound the transfers of every case and the memory of the machine and the schedules held at once."""
 
     op: str
     algorithms: tuple[str, ...] | None = None
@@ -45,12 +47,17 @@ class SweepRequest(Request):
     dask: str | None = None
     csv: str | None = None
     nccl_log: str | None = None  # FILE, or FILE-ALGO for each of several algorithms
+    limits: Limits = Limits()
     machine: Machine = field(init=False, repr=False, compare=False)
     options: EngineOptions = field(init=False, repr=False, compare=False)
     specs: tuple[AlgorithmSpec, ...] = field(init=False, repr=False, compare=False)  # the algorithms that run
     skipped: dict[str, str] = field(init=False, repr=False, compare=False)  # name -> why it cannot run here
 
     def check(self) -> None:
+        sizes = self.sizes if isinstance(self.sizes, str) else ",".join(map(str, self.sizes))
+        self.setup.footprint("sweep", self.op, None if self.algorithms is None else ",".join(self.algorithms), self.ranks,
+                             self.params, size_flag="--sizes", sizes=sizes, jobs=self.jobs, workers=True,
+                             dask=bool(self.dask)).bound(self.limits)
         self._set("op", normalize_op(self.op))
         if isinstance(self.sizes, str):
             self._set("sizes", tuple(parse_size_range(self.sizes, "sizes")))

@@ -13,6 +13,7 @@ from simulator.topology import BUILDERS, NETWORKS, PRESETS, ROUTINGS, build_pres
 from simulator.topology.model import Topology
 from simulator.topology.spec import COMMON_OPTIONS
 
+from .limits import Footprint, Limits
 from .request import Request, Result
 
 MAX_LISTED = 100000  # links listed by `topology show --links`
@@ -59,9 +60,11 @@ class TopologyRequest(Request):
 
     spec: str
     links: bool = False
+    limits: Limits = Limits()  # transfers and memory the request may take
     topology: Topology = field(init=False, repr=False, compare=False)
 
     def check(self) -> None:
+        Footprint("topology show", spec=self.spec).bound(self.limits)
         object.__setattr__(self, "topology", parse_topology(self.spec))
 
     def run(self) -> TopologyResult:

@@ -2,7 +2,7 @@
 collective and timed both the nccl-tests way (`collsim verify`); a program's collectives run on real process groups
 (`collsim verify --program`).
 
-Limits: a local world starts one process per rank (the CLI's Footprint counts them with the buffers of the largest
+Limits: a local world starts one process per rank (the request's Footprint counts them with the buffers of the largest
 size); a program's world is refused over verify.program.MAX_LOCAL_RANKS before its operations are read."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from simulator.program.loader import MAX_WORK
 from simulator.render import table
 from simulator.units import parse_size, parse_size_range
 
+from .limits import Footprint, Limits
 from .request import OutputFile, Request, Result
 
 VERIFY_DTYPES = ("float32", "float16", "bfloat16", "int32", "int64")
@@ -73,10 +74,13 @@ class VerifyRequest(Request):
     torchrun_world: int | None = None
     csv: str | None = None
     nccl_log: str | None = None
+    limits: Limits = Limits()  # transfers and memory the request may take
     world: int = field(init=False, repr=False, compare=False)
     job: Any = field(init=False, repr=False, compare=False)  # verify.runner.VerifyRequest, what every rank runs
 
     def check(self) -> None:
+        Footprint("verify", self.op, self.algo, self.every, self.ranks, params=self.params, size_flag="--sizes",
+                  sizes=self.sizes, buffers=True, processes=True, torchrun=self.torchrun_world is not None).bound(self.limits)
         dtypes, sizes = self._values()
         _set(self, "world", self._world())
         _check_timeout(self.timeout)
@@ -281,8 +285,10 @@ class VerifyProgramRequest(Request):
     backend: str = "gloo"
     timeout: float = 60.0
     max_work: int = MAX_WORK
+    limits: Limits = Limits()  # transfers and memory the request may take
 
     def check(self) -> None:
+        Footprint("verify", ranks=self.ranks, processes=True).bound(self.limits)
         from simulator.program.loader import stated_world
         from verify.program import refuse_world
 

@@ -58,7 +58,9 @@ def read_bytes(path: str | Path, what: str, cap: int = MAX_INPUT_BYTES) -> bytes
             if info.st_size > limit:
                 raise CollsimError(f"{what}: {path} is {_mib(info.st_size)}, over the limit of {_mib(limit)} for input files; "
                                    f"set {_LIMIT_ENV} to raise it")
-            data = handle.read(limit + 1)
+            data = handle.read(min(info.st_size, limit) + 1)  # no buffer of the whole cap for a small file
+            if len(data) > info.st_size:  # grew since fstat (or a file that reports no size): the rest, up to the cap
+                data += handle.read(limit + 1 - len(data))
     except OSError as exc:
         raise CollsimError(f"{what}: cannot read {path}: {exc.strerror or exc}") from None
     if len(data) > limit:  # grew while reading

@@ -1,5 +1,5 @@
 """The command line and the app ask the same questions through the same requests (collsim/), with the same defaults,
-and so print the same numbers: what-if, predict, fit and step-through, for the cases below."""
+and so print the same numbers: what-if, predict, fit, step-through, cost, doctor and contention, for the cases below."""
 
 from __future__ import annotations
 
@@ -130,3 +130,32 @@ def test_doctor_page_diagnoses_as_doctor_does(capsys, preset):
     page = page_request(LOG, None, preset)
     assert page == cli_request
     assert json.loads(json_text(page.run().data())) == cli_json(capsys, *argv)
+
+
+CONTENTION = ["simulate", "--op", "allreduce", "--algo", "ring", "--ranks", "8", "--size", "1MiB", "--dtype", "float32"]
+
+
+def test_contention_page_times_its_run_as_simulate_does(capsys):
+    """The Contention page's run as chosen, then with a late rank and with a share of its busiest link taken, are
+    `collsim simulate`'s runs with --straggler RANK:DELAY and --congestion LINK:SHARE (the link by its id)."""
+    from app.ui.contention_model import run_contention
+
+    plain = run_contention("dgx-h100", "allreduce", "ring", 8, "1MiB", {}, gamma=1e-11)
+    cli = [*CONTENTION, "--topology", "dgx-h100", "--gamma", "1e-11"]
+    assert plain.before.time == cli_json(capsys, *cli)["time_s"]
+    late = run_contention("dgx-h100", "allreduce", "ring", 8, "1MiB", {}, late_rank=3, delay_us=20.0, gamma=1e-11)
+    assert late.after.time == cli_json(capsys, *cli, "--straggler", "3:20us")["time_s"]
+    link = plain.before.busiest_link()["link"]
+    loaded = run_contention("dgx-h100", "allreduce", "ring", 8, "1MiB", {}, load=0.5, gamma=1e-11)
+    assert loaded.after.time == cli_json(capsys, *cli, "--congestion", f"{link}:0.5")["time_s"]
+    assert loaded.after.time > plain.before.time  # the disturbance is there to see, on both faces
+
+
+def test_contention_page_slows_a_rank_as_simulate_does_on_an_ideal_machine(capsys):
+    """A slow rank on the page also divides its links' bandwidth, which `collsim simulate --slow` (reductions only)
+    cannot: that part has no command-line twin. On ideal:P, whose links the page leaves as they are, the two agree."""
+    from app.ui.contention_model import run_contention
+
+    page = run_contention("ideal", "allreduce", "ring", 8, "1MiB", {}, slow_rank=5, slow_factor=4.0, gamma=1e-11)
+    cli = cli_json(capsys, *CONTENTION, "--topology", "ideal:8", "--gamma", "1e-11", "--slow", "5:4")
+    assert page.after.time == cli["time_s"] and page.after.time > page.before.time

@@ -6,7 +6,7 @@ import argparse
 
 from collsim.calibrate import PATTERNS, LinkCalibrationRequest
 
-from ..limits import Footprint
+from ..limits import add_limit_args, limits
 from ..show import show
 
 
@@ -38,10 +38,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds any single wait may take (default 60)")
     p.add_argument("--out", "-o", metavar="PATH", help="write the profile here (.yaml, or .json)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run, _footprint=Footprint(processes=True))
+    add_limit_args(p)
+    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     return show(LinkCalibrationRequest(args.backend, args.ranks, args.pattern, args.segments, args.piecewise, args.pair_only,
-                                       args.sizes, args.iters, args.budget, not args.no_gamma, args.timeout, args.out).run(),
+                                       args.sizes, args.iters, args.budget, not args.no_gamma, args.timeout, args.out,
+                                       limits(args)).run(),
                 args.json)

@@ -7,7 +7,7 @@ import argparse
 from collsim.check import DEFAULT_RANKS, DEFAULT_SIZES, CheckRequest
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
-from ..limits import CHECK_TRANSFER_BYTES, Footprint
+from ..limits import add_limit_args, limits
 from ..show import show
 
 
@@ -26,10 +26,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random data (default 0)")
     add_algo_params(p)
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run, _footprint=Footprint(sizes=("size",), buffers=True, transfer_bytes=CHECK_TRANSFER_BYTES))
+    add_limit_args(p)
+    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     request = CheckRequest(args.op, args.algo, args.all, args.ranks, args.size, args.dtype, args.root, args.seed,
-                           tuple(algo_params(args).items()))
+                           tuple(algo_params(args).items()), limits(args))
     return show(request.run(), args.json)

@@ -6,7 +6,7 @@ import argparse
 
 from collsim.colocate import ColocateRequest, jobs_from_file
 
-from ..limits import Footprint
+from ..limits import add_limit_args, limits
 from ..show import show
 from .lint_program import PROGRAM_HINT, add_max_work, max_work
 from .run_program import parse_algos
@@ -34,11 +34,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top", type=int, default=8, help="shared links to list, the busiest first (default 8)")
     add_max_work(p)
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run, _memory_hint=PROGRAM_HINT, _footprint=Footprint())
+    add_limit_args(p)
+    p.set_defaults(func=run, _memory_hint=PROGRAM_HINT)
 
 
 def run(args: argparse.Namespace) -> int:
     jobs = jobs_from_file(args.jobs[0]) if len(args.jobs) == 1 and "@" not in args.jobs[0] else tuple(args.jobs)
     request = ColocateRequest(topology=args.topology, jobs=jobs,
-                              algorithms=tuple(parse_algos(args.algo).items()), max_work=max_work(args), top=args.top)
+                              algorithms=tuple(parse_algos(args.algo).items()), max_work=max_work(args), top=args.top, limits=limits(args))
     return show(request.run(), args.json)

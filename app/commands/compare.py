@@ -7,7 +7,7 @@ import argparse
 from collsim.compare import CompareRequest
 
 from ..args import add_algo_params, add_op, algo_params
-from ..limits import Footprint
+from ..limits import add_limit_args, limits
 from ..show import show
 
 
@@ -42,10 +42,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "measured transfer intervals side by side, for --trace-size (needs a live run, not --measured)")
     p.add_argument("--trace-size", metavar="SIZE", help="the size traced with --trace (default: the first of --sizes)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run, _footprint=Footprint(processes=True))
+    add_limit_args(p)
+    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     return show(CompareRequest(args.op, args.algo, args.ranks, args.sizes, args.dtype, args.profile, args.alpha,
                                args.bandwidth, args.gamma, args.measured, args.backend, args.timeout, args.budget,
-                               tuple(algo_params(args).items()), args.csv, args.trace, args.trace_size).run(), args.json)
+                               tuple(algo_params(args).items()), args.csv, args.trace, args.trace_size,
+                               limits(args)).run(), args.json)

@@ -7,7 +7,7 @@ import argparse
 from collsim.cost import CostRequest
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
-from ..limits import Footprint
+from ..limits import add_limit_args, limits
 from ..show import show
 
 
@@ -30,13 +30,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                      "--gamma; a piecewise profile prices each size with its segment")
     add_algo_params(p)
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run, _footprint=Footprint())
+    add_limit_args(p)
+    p.set_defaults(func=run)
 
 
 def request(args: argparse.Namespace) -> CostRequest:
     """The cost request of the command line."""
     return CostRequest(args.op, args.ranks, args.size, args.algo, args.dtype, args.root, args.alpha, args.bandwidth,
-                       args.gamma, args.profile, tuple(sorted(algo_params(args).items())))
+                       args.gamma, args.profile, tuple(sorted(algo_params(args).items())), limits(args))
 
 
 def run(args: argparse.Namespace) -> int:

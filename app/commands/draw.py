@@ -7,7 +7,7 @@ import argparse
 from collsim.draw import DrawRequest
 
 from ..args import add_algo_params, add_op, algo_params
-from ..limits import Footprint
+from ..limits import add_limit_args, limits
 from ..show import show
 
 
@@ -25,10 +25,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_algo_params(p)
     p.add_argument("-o", "--output", required=True, help="SVG file to write")
     p.add_argument("--json", action="store_true", help="print what was drawn as JSON")
-    p.set_defaults(func=run, _footprint=Footprint(picture=True))
+    add_limit_args(p)
+    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     request = DrawRequest(args.op, args.algo, args.ranks, args.output, args.elements, args.root,
-                          tuple(algo_params(args).items()))
+                          tuple(algo_params(args).items()), limits(args))
     return show(request.run(), args.json)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from collsim.limits import read_limit
 from collsim.program import LintRequest
 from simulator.program.loader import MAX_WORK
 
-from ..limits import read_limit
 from ..show import show
 
 PROGRAM_HINT = "expected a smaller program (fewer ranks, groups or operations per rank)"

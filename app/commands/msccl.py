@@ -10,7 +10,7 @@ from simulator.collective import DTYPES
 from simulator.units import SIZE_HELP
 
 from ..args import SIZE_MEANING, add_algo_params, add_op, algo_params
-from ..limits import Footprint
+from ..limits import add_limit_args, limits
 from ..show import show
 
 
@@ -34,7 +34,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--simulate", action="store_true", help="run the schedule on the event engine (needs --topology)")
     p.add_argument("--topology", metavar="SPEC", help="topology for --simulate, e.g. switch:8, ring:4 or a .yaml file")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run_import, _footprint=Footprint())
+    add_limit_args(p)
+    p.set_defaults(func=run_import)
 
     e = sub.add_parser(
         "export-msccl", help="write a collsim algorithm as MSCCL algorithm XML",
@@ -56,17 +57,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--name", help="algorithm name in the file (default: the collsim algorithm name)")
     e.add_argument("-o", "--output", metavar="FILE", help="write the XML here (default: print it)")
     e.add_argument("--json", action="store_true", help="print a JSON summary (with the XML when there is no -o)")
-    e.set_defaults(func=run_export, _footprint=Footprint())
+    add_limit_args(e)
+    e.set_defaults(func=run_export)
 
 
 def run_import(args: argparse.Namespace) -> int:
     return show(MscclImportRequest(args.file, args.size, args.dtype, args.placement, args.check, args.simulate,
-                                   args.topology).run(), args.json)
+                                   args.topology, limits(args)).run(), args.json)
 
 
 def run_export(args: argparse.Namespace) -> int:
     result = MscclExportRequest(args.op, args.algo, args.ranks, args.size, args.dtype, args.root,
-                                tuple(algo_params(args).items()), args.placement, args.proto, args.name, args.output).run()
+                                tuple(algo_params(args).items()), args.placement, args.proto, args.name, args.output,
+                                limits(args)).run()
     status = show(result, args.json)
     if not args.output and not args.json:  # beside the XML on stdout, what was exported goes to stderr
         for line in result.lines():

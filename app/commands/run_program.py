@@ -11,7 +11,7 @@ from simulator.errors import CollsimError
 from simulator.program.nccl_timing import AUTO, MEASURED, TIMINGS
 from simulator.program.run import MODES, ProgramDeadlock
 
-from ..limits import Footprint
+from ..limits import add_limit_args, limits
 from ..output import emit_json
 from ..show import show
 from .lint_program import PROGRAM_HINT, add_max_work, max_work
@@ -81,14 +81,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_timing_arg(p)
     p.add_argument("--calls", type=int, default=12, help="calls of rank 0 to list (default 12; 0 = none)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run, _memory_hint=PROGRAM_HINT, _footprint=Footprint())
+    add_limit_args(p)
+    p.set_defaults(func=run, _memory_hint=PROGRAM_HINT)
 
 
 def request(args: argparse.Namespace) -> RunProgramRequest:
     """The run-program request of the command line."""
     return RunProgramRequest(args.file, max_work(args), args.topology, args.alpha, args.bandwidth,
                              tuple(sorted(parse_algos(args.algo).items())), args.gpus_per_node, args.ports, args.gamma,
-                             not args.no_contention, args.mode, args.timing, args.trace, args.calls)
+                             not args.no_contention, args.mode, args.timing, args.trace, args.calls, limits(args))
 
 
 def run(args: argparse.Namespace) -> int:

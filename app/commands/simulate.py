@@ -8,7 +8,7 @@ from collsim.simulate import SimulateRequest
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
 from ..engine_args import add_engine_args, machine_setup
-from ..limits import ENGINE_TRANSFER_BYTES, Footprint
+from ..limits import add_limit_args, limits
 from ..show import show
 
 
@@ -32,10 +32,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trace", metavar="FILE", help="write a Chrome trace (open in https://ui.perfetto.dev or chrome://tracing)")
     p.add_argument("--export", metavar="FILE", help="write per-transfer data: FILE.csv (rows) or FILE.json (totals, links, transfers)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run, _footprint=Footprint(ranks_from_topology=True, transfer_bytes=ENGINE_TRANSFER_BYTES))
+    add_limit_args(p)
+    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     request = SimulateRequest(args.op, args.algo, args.size, machine_setup(args), ranks=args.ranks, dtype=args.dtype,
-                              root=args.root, params=tuple(algo_params(args).items()), trace=args.trace, export=args.export)
+                              root=args.root, params=tuple(algo_params(args).items()), trace=args.trace, export=args.export,
+                              limits=limits(args))
     return show(request.run(), args.json)

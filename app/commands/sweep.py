@@ -8,7 +8,7 @@ from collsim.sweep import DEFAULT_SIZES, SweepRequest, sweep_case
 
 from ..args import add_algo_params, add_collective, add_op, algo_params
 from ..engine_args import add_engine_args, machine_setup
-from ..limits import ENGINE_TRANSFER_BYTES, Footprint
+from ..limits import add_limit_args, limits
 from ..show import show
 
 __all__ = ["add_parser", "run", "sweep_case"]  # sweep_case: the worker function, where tests have long found it
@@ -33,13 +33,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from .whatif import add_parallel_args
 
     add_parallel_args(p)
-    p.set_defaults(func=run, _footprint=Footprint(sizes=("size", "sizes"), ranks_from_topology=True, transfer_bytes=ENGINE_TRANSFER_BYTES,
-                                         workers=True))
+    add_limit_args(p)
+    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     algorithms = tuple(n.strip() for n in args.algo.split(",") if n.strip()) if args.algo else None
     request = SweepRequest(args.op, algorithms, args.size or args.sizes, machine_setup(args), ranks=args.ranks,
                            dtype=args.dtype, root=args.root, params=tuple(algo_params(args).items()), jobs=args.jobs,
-                           dask=args.dask, csv=args.csv, nccl_log=args.nccl_log)
+                           dask=args.dask, csv=args.csv, nccl_log=args.nccl_log, limits=limits(args))
     return show(request.run(), args.json)

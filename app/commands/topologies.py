@@ -7,7 +7,7 @@ import argparse
 from collsim.topology import TopologiesRequest, TopologyRequest
 from simulator.errors import CollsimError
 
-from ..limits import Footprint
+from ..limits import add_limit_args, limits
 from ..show import show
 
 
@@ -28,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                        "rails:nodes=4,gpus=8, cluster:nodes=4,gpus=8) or file")
     show.add_argument("--links", action="store_true", help="list every link (id, ends, latency, bandwidth)")
     show.add_argument("--json", action="store_true", help="print JSON")
-    show.set_defaults(func=run_show, _footprint=Footprint())
+    add_limit_args(show)
+    show.set_defaults(func=run_show)
     t.set_defaults(func=_no_action)
 
 
@@ -41,4 +42,4 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    return show(TopologyRequest(args.spec, args.links).run(), args.json)
+    return show(TopologyRequest(args.spec, args.links, limits(args)).run(), args.json)

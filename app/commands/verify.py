@@ -9,7 +9,7 @@ import sys
 from collsim.verify import VERIFY_DTYPES, VerifyProgramRequest, VerifyRequest
 
 from ..args import add_algo_params, add_op, algo_params
-from ..limits import Footprint
+from ..limits import add_limit_args, limits
 from ..show import show
 from .lint_program import add_max_work, max_work
 
@@ -60,7 +60,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                     "swapped same-shaped calls are caught by their data")
     add_max_work(p)
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run, _footprint=Footprint(sizes=("sizes",), buffers=True, processes=True))
+    add_limit_args(p)
+    p.set_defaults(func=run)
 
 
 def request(args: argparse.Namespace) -> VerifyRequest:
@@ -70,12 +71,14 @@ def request(args: argparse.Namespace) -> VerifyRequest:
     return VerifyRequest(args.ranks, args.op, args.algo, args.all, args.sizes, args.dtype, args.root, args.redop, args.data,
                          args.seed, args.native, not args.no_time, args.iters, args.warmup, args.budget, args.timeout,
                          args.check_limit, args.slice, args.nccl_algo, args.nccl_proto, tuple(algo_params(args).items()),
-                         args.backend, int(os.environ["WORLD_SIZE"]) if in_torchrun() else None, args.csv, args.nccl_log)
+                         args.backend, int(os.environ["WORLD_SIZE"]) if in_torchrun() else None, args.csv, args.nccl_log,
+                         limits(args))
 
 
 def run(args: argparse.Namespace) -> int:
     if args.program:
-        return show(VerifyProgramRequest(args.program, args.ranks, args.backend, args.timeout, max_work(args)).run(),
+        return show(VerifyProgramRequest(args.program, args.ranks, args.backend, args.timeout, max_work(args),
+                                         limits(args)).run(),
                     args.json)
     req = request(args)
     try:

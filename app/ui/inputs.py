@@ -49,7 +49,7 @@ def topology_input(text: str, ranks: int, field: str = "topology") -> Topology:
         spec = f"{name}:{ranks}"
     elif ":" not in spec and name == "torus":
         spec = f"torus:{_torus_dims(ranks)}"
-    from app.limits import estimate_links
+    from collsim.limits import estimate_links
 
     links = estimate_links(spec)
     if links is not None and links > 8.0 * MAX_DEVICES * 4:

@@ -1,4 +1,4 @@
-"""app/limits.py and the bounds in simulator/units.py: huge requests are refused up front, with an estimate."""
+"""collsim/limits.py and the bounds in simulator/units.py: huge requests are refused up front, with an estimate."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 import pytest
 
 from app.cli import main
-from app.limits import about, estimate_links, estimate_transfers
+from collsim.limits import about, estimate_links, estimate_transfers
 from simulator.algorithms import all_specs, build_schedule
 from simulator.collective import Collective
 from simulator.errors import CollsimError
