@@ -159,3 +159,30 @@ def test_contention_page_slows_a_rank_as_simulate_does_on_an_ideal_machine(capsy
     page = run_contention("ideal", "allreduce", "ring", 8, "1MiB", {}, slow_rank=5, slow_factor=4.0, gamma=1e-11)
     cli = cli_json(capsys, *CONTENTION, "--topology", "ideal:8", "--gamma", "1e-11", "--slow", "5:4")
     assert page.after.time == cli["time_s"] and page.after.time > page.before.time
+
+
+def test_whatif_several_jobs_builds_the_request_colocate_builds(capsys, tmp_path):
+    """The What-if page's several-jobs view writes each job's program and asks the ColocateRequest that `collsim
+    colocate --topology M FILE@DEVICES ...` asks with the same files; the program it writes is the one a student would
+    write by hand, and the page's rows are what the command line prints."""
+    from dataclasses import replace
+
+    import yaml
+
+    from app.commands.colocate import request
+    from app.ui.colocate_model import colocate_request, job_rows
+    from simulator.program import load_program
+
+    machine, devices = "cluster:nodes=4,gpus=8,nic=node,nics=1", ("0-3,8-11", "4-7,12-15")
+    page = colocate_request(machine, [("allgather", "8MiB", devices[0]), ("allgather", "8MiB", devices[1])], tmp_path)
+    written = page.jobs[0].rpartition("@")[0]
+    assert page.jobs == tuple(f"{written}@{d}" for d in devices)
+    by_hand = tmp_path / "by_hand.yaml"
+    by_hand.write_text(yaml.safe_dump({"world": 8, "groups": {"all": list(range(8))},
+                                       "ranks": {"0-7": [{"op": "allgather", "group": "all", "size": 8 << 20}]}}))
+    assert replace(load_program(written), source="") == replace(load_program(str(by_hand)), source="")
+    argv = ["colocate", "--topology", machine, *page.jobs]
+    assert request(build_parser().parse_args(argv)) == page
+    printed = cli_json(capsys, *argv)["jobs"]
+    assert [(r["alone (ms)"], r["together (ms)"], r["slowdown (%)"]) for r in job_rows(page.run().data())] == \
+        [(r["alone_s"] * 1e3, r["together_s"] * 1e3, 100 * r["slowdown"]) for r in printed]

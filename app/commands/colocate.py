@@ -38,8 +38,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run, _memory_hint=PROGRAM_HINT)
 
 
-def run(args: argparse.Namespace) -> int:
+def request(args: argparse.Namespace) -> ColocateRequest:
+    """The colocate request of the command line (a jobs file read into its PROGRAM@DEVICES jobs)."""
     jobs = jobs_from_file(args.jobs[0]) if len(args.jobs) == 1 and "@" not in args.jobs[0] else tuple(args.jobs)
-    request = ColocateRequest(topology=args.topology, jobs=jobs,
-                              algorithms=tuple(parse_algos(args.algo).items()), max_work=max_work(args), top=args.top, limits=limits(args))
-    return show(request.run(), args.json)
+    return ColocateRequest(topology=args.topology, jobs=jobs, algorithms=tuple(parse_algos(args.algo).items()),
+                           max_work=max_work(args), top=args.top, limits=limits(args))
+
+
+def run(args: argparse.Namespace) -> int:
+    return show(request(args).run(), args.json)

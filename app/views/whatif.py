@@ -7,6 +7,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from app.ui.colocate_view import several_jobs_section
 from app.ui.common import friendly
 from app.ui.inputs import sizes_input
 from app.ui.urlstate import UrlState
@@ -38,7 +39,8 @@ st.markdown(
     "Faster links help only the part of a collective they limit: latency-bound sizes care about per-message latency "
     "and the number of steps, bandwidth-bound sizes about the slowest link on the path. Compare machines here on "
     "collectives (each machine on all its GPUs in the event engine, running NCCL's own picks or the fastest of "
-    "collsim's algorithms) or on a whole training step.")
+    "collsim's algorithms) or on a whole training step; or put several jobs on one machine and see what each loses to "
+    "the others.")
 st.caption(f"Presets: {', '.join(PRESETS)} (add :nodes=N); builders such as cluster:nodes=2,gpus=8,net_bw=50GB/s. "
            f"At most {MAX_MACHINES} machines, {MAX_RANKS} GPUs each, {MAX_SIZES} sizes.")
 
@@ -59,12 +61,14 @@ def parse_ops(text: str) -> list[str]:
 
 
 url = UrlState("whatif")
-KINDS = ("collectives", "a training step")
+KINDS = ("collectives", "a training step", "several jobs")
 kind = st.radio("compare", KINDS, horizontal=True, key=url.choice("kind", KINDS))
-c = st.columns(3)
-defaults = ("dgx-h100:nodes=2", "hgx-b200:nodes=2", "")
-machines = [c[i].text_input(f"machine {'ABC'[i]}", key=url.text(f"m{i}", defaults[i])) for i in range(MAX_MACHINES)]
-chosen = tuple(m.strip() for m in machines if m.strip())
+chosen: tuple[str, ...] = ()
+if kind != KINDS[2]:  # several jobs share one machine, chosen in its own view
+    c = st.columns(3)
+    defaults = ("dgx-h100:nodes=2", "hgx-b200:nodes=2", "")
+    machines = [c[i].text_input(f"machine {'ABC'[i]}", key=url.text(f"m{i}", defaults[i])) for i in range(MAX_MACHINES)]
+    chosen = tuple(m.strip() for m in machines if m.strip())
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
@@ -215,6 +219,8 @@ def step_section() -> None:
 
 if kind == KINDS[0]:
     collectives_section()
-else:
+elif kind == KINDS[1]:
     step_section()
+else:
+    several_jobs_section(url)
 url.sync()

@@ -566,6 +566,8 @@ def test_doctor_page_answers_as_collsim_doctor_does():
                          "gpu": "", "tp": "0", "mfu": "0.5", "mode": "isolated"}, "whatif.mfu", 0.5),
     ("views/whatif.py", {"kind": "a training step", "m0": "dgx-a100", "m1": "", "step_timed": "collsim algorithms (links only)"},
      "whatif.step_timed", "collsim algorithms (links only)"),
+    ("views/whatif.py", {"kind": "several jobs", "jobs": "3", "j0_dev": "0-7", "j1_dev": "8-15", "j2_op": "alltoall",
+                         "j2_size": "1MiB", "j2_dev": "16-23"}, "whatif.j2_op", "alltoall"),
     ("views/reality.py", {"log": "12_rtx4090_pcie_1node_2gpu_allreduce.txt", "arch": "ampere"}, "reality.arch", "ampere"),
     ("views/reality.py", {"log": "13_rtx4090_pcie_1node_4gpu_allreduce.txt", "preset": "pcie-8gpu"}, "reality.preset",
      "pcie-8gpu"),
