@@ -33,6 +33,7 @@ def test_the_machine_is_inferred_from_the_log(prefix):
         assert inferred == preset_of(name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prefix", [c.prefix for c in CASES if c.prefix != MODEL_OFF])
 def test_a_healthy_log_is_expected_within_15_percent_at_64_MiB_and_up(prefix):
     result = run_healthy(prefix)
@@ -41,6 +42,7 @@ def test_a_healthy_log_is_expected_within_15_percent_at_64_MiB_and_up(prefix):
     assert result.diagnosis.verdict == "healthy" and not result.diagnosis.causes
 
 
+@pytest.mark.slow
 def test_where_the_model_is_known_off_no_fault_is_named():
     result = run_healthy(MODEL_OFF)
     assert median(large_errors(result)) > 0.5  # the model's own error on this class (docs/accuracy.md: 43% median)

@@ -290,6 +290,7 @@ def _listening(port: int) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux /proc/net/tcp to see the bound address")
 def test_the_server_listens_on_localhost_only(tmp_path):
     """A real `collsim app` (with a forwarded Streamlit option) listens on 127.0.0.1 and nowhere else."""

@@ -66,6 +66,7 @@ def cluster():
         yield local.scheduler_address
 
 
+@pytest.mark.slow
 def test_scheduler_killed_mid_sweep_is_one_line_and_no_file(tmp_path):
     lost = Cluster()
     try:
@@ -82,6 +83,7 @@ def test_scheduler_killed_mid_sweep_is_one_line_and_no_file(tmp_path):
     assert result.seconds < 5.0 + 3.0, f"{result.seconds:.1f} s: the loss took more than 3 s to report"
 
 
+@pytest.mark.slow
 def test_worker_killed_mid_run_fails_once_no_worker_is_left(monkeypatch):
     """A worker process (no nanny to restart it) killed mid-run: once the scheduler has had no worker for
     NO_WORKERS_S the run fails in one CollsimError instead of waiting forever."""
@@ -107,6 +109,7 @@ def test_worker_killed_mid_run_fails_once_no_worker_is_left(monkeypatch):
             worker.wait()
 
 
+@pytest.mark.slow
 def test_frozen_scheduler_mid_run_is_lost_after_answer_s(monkeypatch):
     """SIGSTOP on the scheduler's process: its TCP connection stays open, so only a question that gets no answer
     tells; the run fails once the scheduler has been silent for ANSWER_S."""
@@ -266,6 +269,7 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+@pytest.mark.slow
 def test_two_sweeps_on_one_csv_the_later_one_refuses(tmp_path):
     """A slow sweep checks out.csv at its start; a fast one started later writes it first; the slow one must then
     refuse, naming the file, and leave the fast one's rows (it would otherwise silently replace them)."""
@@ -362,6 +366,7 @@ def test_an_output_without_an_extension_is_still_written(tmp_path):
 SIGNALS = [(signal.SIGTERM, "terminated (SIGTERM)", 143), (signal.SIGINT, "interrupted (SIGINT)", 130)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum, words, status", SIGNALS, ids=["SIGTERM", "SIGINT"])
 @pytest.mark.parametrize("where", ["jobs", "dask"])
 def test_signal_mid_sweep_stops_within_a_second(tmp_path, cluster, signum, words, status, where):

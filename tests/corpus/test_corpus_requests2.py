@@ -85,6 +85,7 @@ def test_a_plain_bandwidth_of_a_million_bytes_per_second_or_more_is_bytes_per_se
     assert out["time_s"] == pytest.approx(28e-6 + 1.75 * 1048576 / 1e10, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_a_small_program_world_is_read_and_run_by_verify(tmp_path: Path) -> None:
     """Under 32 ranks the head's world is no refusal: a world-2 program of two all-reduces runs on gloo."""
     (tmp_path / "p.yaml").write_text("world: 2\ngroups: {g: [0, 1]}\nranks:\n  0-1: [{op: allreduce, group: g, size: 64}, "
