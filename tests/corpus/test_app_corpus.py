@@ -196,8 +196,36 @@ def test_bad_choice_in_the_training_step_is_a_friendly_error(values, field, quot
     assert len(errors) == 1 and errors[0].startswith(f"{field}:") and quoted in errors[0], errors
 
 
+# the several-jobs view of the what-if page (a job's collective, size and devices): (widget values, field, quoted text)
+SEVERAL_JOBS_CASES = [
+    ({"whatif.j1_dev": "0-3"}, "job 2 devices", "device 0"),
+    ({"whatif.j0_dev": "0-40"}, "job 1 devices", "device 40"),
+    ({"whatif.j0_dev": "5"}, "job 1 devices", "'5'"),
+    ({"whatif.j1_dev": "banana"}, "job 2 devices", "banana"),
+    ({"whatif.j0_size": "64 parsecs"}, "job 1 size", "parsecs"),
+    ({"whatif.j1_size": "-1MiB"}, "job 2 size", "-1MiB"),
+    ({"whatif.colo_machine": "nonsense"}, "machine", "'nonsense'"),
+    ({"whatif.colo_machine": "dgx-h100:nodes=99999"}, "machine", "dgx-h100:nodes=99999"),
+]
+
+
+@pytest.mark.parametrize("values, field, quoted", SEVERAL_JOBS_CASES, ids=[f"jobs-{v}" for v, _, _ in SEVERAL_JOBS_CASES])
+def test_bad_field_in_the_several_jobs_view_is_a_friendly_error(values, field, quoted):
+    at = AppTest.from_file(SCRIPT, default_timeout=60)
+    at.run()
+    at.switch_page("views/whatif.py")
+    at.session_state["whatif.kind"] = "several jobs"
+    for key, text in values.items():
+        at.session_state[key] = text
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith(f"{field}") and quoted in errors[0], errors
+    assert "\n" not in errors[0], errors[0]
+
+
 def test_counts():
-    print(f"\napp bad-input cases: {len(PAGE_CASES) + len(STEP_CASES)} page text fields, {len(LINK_CASES)} link "
+    print(f"\napp bad-input cases: {len(PAGE_CASES) + len(STEP_CASES) + len(SEVERAL_JOBS_CASES)} page text fields, {len(LINK_CASES)} link "
           f"parameters, {len(UPLOAD_CASES)} uploads, {len(CLI_CASES)} `collsim app` options")
     assert len(PAGE_CASES) + len(STEP_CASES) + len(LINK_CASES) >= 60 and len(CLI_CASES) >= 10
     fields = {key for _, key, _, _, _ in PAGE_CASES}
