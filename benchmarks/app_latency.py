@@ -230,6 +230,7 @@ BROWSER_PAGES = {
                    "Busiest links", 2),
     "what-if (collectives)": ("whatif", "engine time with", 2),
     "what-if (training step)": ("whatif?kind=a+training+step", "--timing nccl", 2),
+    "what-if (several jobs)": ("whatif?kind=several+jobs", "Links where the jobs meet", 1),
     "model vs reality": ("reality", "median |error|", 2),
     "doctor": ("doctor", "Doctor", 1),
 }
